@@ -1,0 +1,38 @@
+# Two commands do all the set-up on a fresh machine: `make lab` and `make test`.
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+# pytest-xdist workers: the machines here have 2 cores.
+JOBS   ?= 2
+
+.PHONY: setup test lab clean graphviz
+
+setup: $(STAMP) graphviz
+
+# Reinstall only when the package metadata changes; `make setup` is cheap when nothing did.
+$(STAMP): pyproject.toml
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[test]'
+	touch $(STAMP)
+
+# The graph views need the real Graphviz `dot`, not a Python stand-in.
+graphviz:
+	@if command -v dot >/dev/null 2>&1; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	  echo "installing system Graphviz with apt-get"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq graphviz >/dev/null; \
+	else \
+	  echo "Graphviz's 'dot' is missing. Install it as root, e.g. 'sudo apt-get install graphviz'" \
+	       "(Debian/Ubuntu), 'brew install graphviz' (macOS) or 'conda install graphviz', then re-run make." >&2; \
+	  exit 1; \
+	fi
+
+test: setup
+	$(PY) -m pytest -n $(JOBS) -q
+
+lab: setup
+	$(VENV)/bin/jupyter lab --ip=127.0.0.1 --no-browser --notebook-dir=notebooks
+
+clean:
+	rm -rf $(VENV) .pytest_cache .hypothesis

@@ -1,0 +1,170 @@
+"""The public entry points: explore() and the Exploration it returns."""
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from .ir.module import Module
+from .passes.base import Pipeline, Stage
+from .passes.pipeline import default_passes
+from .runtime.reference import run_module
+from .trace.tracer import Traced, trace, unflatten
+
+BACKENDS = ("interpreter",)
+
+
+def tolerance(dtype) -> tuple[float, float]:
+    """(rtol, atol) for comparing against NumPy: a few ulps' worth of each float type."""
+    dtype = np.dtype(dtype)
+    if dtype == np.float32:
+        return 2e-5, 1e-6
+    if dtype == np.float64:
+        return 1e-9, 1e-12
+    return 0.0, 0.0
+
+
+@dataclass(frozen=True)
+class OutputCheck:
+    name: str
+    dtype: np.dtype
+    shape: tuple
+    max_abs_error: float
+    max_rel_error: float
+    ok: bool
+
+    def __str__(self) -> str:
+        mark = "ok" if self.ok else "MISMATCH"
+        return (f"{self.name:<12} {str(self.dtype):<8} {str(list(self.shape)):<14} "
+                f"max abs {self.max_abs_error:.3g}  max rel {self.max_rel_error:.3g}  {mark}")
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    outputs: tuple[OutputCheck, ...]
+
+    @property
+    def ok(self) -> bool:
+        return all(o.ok for o in self.outputs)
+
+    def __bool__(self) -> bool:
+        return self.ok
+
+    def __str__(self) -> str:
+        return "\n".join(str(o) for o in self.outputs)
+
+
+def compare(name: str, got, want) -> OutputCheck:
+    got, want = np.asarray(got), np.asarray(want)
+    if got.shape != want.shape or got.dtype != want.dtype:
+        return OutputCheck(name, want.dtype, want.shape, np.inf, np.inf, False)
+    rtol, atol = tolerance(want.dtype)
+    if want.size == 0:
+        return OutputCheck(name, want.dtype, want.shape, 0.0, 0.0, True)
+    if want.dtype.kind == "f":
+        both_nan = np.isnan(got) & np.isnan(want)
+        same_inf = np.isinf(want) & (got == want)
+        exact = both_nan | same_inf
+        with np.errstate(all="ignore"):
+            diff = np.where(exact, 0.0, np.abs(got.astype(np.float64) - want.astype(np.float64)))
+            diff = np.where(np.isnan(diff), np.inf, diff)
+            rel = diff / np.maximum(np.abs(want.astype(np.float64)), np.finfo(want.dtype).tiny)
+        ok = bool(np.all(diff <= atol + rtol * np.abs(np.where(exact, 0, want.astype(np.float64)))))
+        return OutputCheck(name, want.dtype, want.shape, float(diff.max()), float(rel.max()), ok)
+    equal = got == want
+    err = float(np.max(np.abs(got.astype(np.float64) - want.astype(np.float64))))
+    return OutputCheck(name, want.dtype, want.shape, err, 0.0 if equal.all() else np.inf,
+                       bool(equal.all()))
+
+
+def _restore(value: np.ndarray, like):
+    """Give an output NumPy's own form: a NumPy scalar where NumPy returned one."""
+    if isinstance(like, (np.generic, bool, int, float)):
+        return np.asarray(value)[()]
+    return value
+
+
+class Exploration:
+    """One function traced, run through the pipeline, and ready to run and compare."""
+
+    def __init__(self, f: Callable, args: Sequence, traced: Traced, stages: list[Stage],
+                 backend: str):
+        self.function = f
+        self.args = [copy.deepcopy(a) for a in args]
+        self.traced = traced
+        self.stages = stages
+        self.backend = backend
+
+    @property
+    def module(self) -> Module:
+        return self.stages[-1].module
+
+    def stage(self, stage: int | str = -1) -> Stage:
+        if isinstance(stage, str):
+            for s in self.stages:
+                if s.name == stage:
+                    return s
+            raise KeyError(f"no stage named {stage!r}; stages: {[s.name for s in self.stages]}")
+        return self.stages[stage]
+
+    def hlo(self, stage: int | str = -1) -> str:
+        return self.stage(stage).module.to_text()
+
+    def run(self, *args):
+        """Run the compiled program: NumPy in, NumPy out; in-place updates reach the inputs."""
+        args = args or [copy.deepcopy(a) for a in self.args]
+        params = self.module.entry.parameters
+        if len(args) != len(params):
+            raise TypeError(f"{self.module.name}() takes {len(params)} arguments "
+                            f"({', '.join(self.traced.arg_names)}), got {len(args)}")
+        for a, p, name in zip(args, params, self.traced.arg_names):
+            if np.shape(a) != p.dims:
+                raise TypeError(f"argument {name!r} has shape {np.shape(a)}; this exploration "
+                                f"was traced for {list(p.dims)}")
+        flat = run_module(self.module, args)
+        n = self.traced.num_outputs
+        for (out_index, param), new in zip(self.traced.aliases, flat[n:]):
+            np.copyto(args[param], new)
+        leaves = [_restore(v, like) for v, like in zip(flat[:n], self.traced.eager_outputs)]
+        return unflatten(self.traced.treedef, leaves)
+
+    def check(self, *args) -> CheckResult:
+        """Compiled against eager NumPy on the same inputs: error per output, within tolerance."""
+        args = args or self.args
+        eager_args = [copy.deepcopy(a) for a in args]
+        run_args = [copy.deepcopy(a) for a in args]
+        want = self.function(*eager_args)
+        got = self.run(*run_args)
+        want_leaves, got_leaves = _leaves(want), _leaves(got)
+        checks = [compare(f"output {i}", g, w) for i, (g, w) in enumerate(zip(got_leaves, want_leaves))]
+        for out_index, param in self.traced.aliases:
+            name = self.traced.arg_names[param]
+            checks.append(compare(f"{name} (in place)", run_args[param], eager_args[param]))
+        return CheckResult(tuple(checks))
+
+    def __repr__(self) -> str:
+        changed = [s.name for s in self.stages if s.changed]
+        return (f"<Exploration of {self.module.name}: {len(self.stages)} stages "
+                f"({', '.join(changed)} changed), backend={self.backend}>")
+
+
+def _leaves(tree) -> list:
+    if isinstance(tree, (tuple, list)):
+        return [leaf for t in tree for leaf in _leaves(t)]
+    if isinstance(tree, dict):
+        return [leaf for t in tree.values() for leaf in _leaves(t)]
+    if tree is None:
+        return []
+    return [tree]
+
+
+def explore(f: Callable, *args, backend: str = "interpreter", passes=None) -> Exploration:
+    """Trace f on args, run the pass pipeline, and return everything for inspection."""
+    if backend not in BACKENDS:
+        raise ValueError(f"backend {backend!r} is not available; choose one of {BACKENDS}")
+    traced = trace(f, args)
+    pipeline = Pipeline(default_passes() if passes is None else passes)
+    pipeline.run(traced.module)
+    return Exploration(f, args, traced, pipeline.stages, backend)

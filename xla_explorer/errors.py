@@ -1,0 +1,61 @@
+"""The explorer's errors. Each names the NumPy function or HLO op and the user's source line,
+quotes that line, and says what to do instead."""
+from __future__ import annotations
+
+import linecache
+
+
+class _Located:
+    def _locate(self, message: str, op: str | None, source_file: str | None,
+                source_line: int | None, hint: str | None) -> str:
+        self.op = op
+        self.source_file = source_file
+        self.source_line = source_line
+        self.hint = hint
+        self.message = message
+        text = message
+        if source_file and source_line:
+            code = linecache.getline(source_file, source_line).strip()
+            text += f"\n  at {source_file}:{source_line}"
+            if code:
+                text += f": {code}"
+        if hint:
+            text += f"\n  {hint}"
+        return text
+
+
+class CompileError(_Located, Exception):
+    """The program cannot be compiled as asked (must-compile semantics)."""
+
+    def __init__(self, message: str, *, op: str | None = None, source_file: str | None = None,
+                 source_line: int | None = None, hint: str | None = None):
+        super().__init__(self._locate(message, op, source_file, source_line, hint))
+
+
+class UnsupportedOpError(CompileError):
+    """A NumPy function, method, argument or op the explorer does not support."""
+
+
+class TraceError(_Located, Exception):
+    """Tracing needed something a traced array cannot give: a concrete value, a view write..."""
+
+    def __init__(self, message: str, *, op: str | None = None, source_file: str | None = None,
+                 source_line: int | None = None, hint: str | None = None):
+        super().__init__(self._locate(message, op, source_file, source_line, hint))
+
+
+class HloParseError(ValueError):
+    """HLO text the parser cannot read; says which line and why."""
+
+    def __init__(self, message: str, line_number: int | None = None, line: str | None = None):
+        text = message
+        if line_number is not None:
+            text = f"line {line_number}: {message}"
+            if line is not None:
+                text += f"\n  {line.strip()}"
+        super().__init__(text)
+        self.line_number = line_number
+
+
+class VerifyError(ValueError):
+    """An HLO module breaks an invariant (shapes, types, operand order, names)."""

@@ -1,0 +1,223 @@
+"""Immutable HLO: instructions, computations and modules.
+
+Instructions refer to their operands directly, so a module is a DAG of frozen objects and a pass
+that changes one corner shares everything else with its input. That makes the before/after
+snapshots the viewer shows free, and lets a pass compare instructions by identity.
+"""
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field, replace
+from typing import Any, Iterable, Iterator
+
+import numpy as np
+
+from .shape import Shape, TupleShape
+
+
+@dataclass(frozen=True)
+class Metadata:
+    """Where an instruction came from: `metadata={op_name=... source_file=... source_line=N}`."""
+
+    op_name: str = ""
+    source_file: str = ""
+    source_line: int = 0
+    # Fields other printers add (source_column, stack_frame_id, ...), kept verbatim.
+    extra: str = ""
+
+    def __bool__(self) -> bool:
+        return bool(self.op_name or self.source_file or self.source_line or self.extra)
+
+
+@dataclass(frozen=True, eq=False)
+class Instruction:
+    """One HLO instruction. Frozen; compared by identity.
+
+    `attrs` holds the attributes printed after the operand list, in print order, as
+    (key, value) pairs: typed values for the keys the explorer understands (dimensions as
+    tuples of ints, comparison direction as a string, ...) and verbatim strings for keys from
+    other printers (backend_config, sharding, ...).
+    """
+
+    name: str
+    opcode: str
+    shape: Shape | TupleShape
+    operands: tuple[Instruction, ...] = ()
+    attrs: tuple[tuple[str, Any], ...] = ()
+    metadata: Metadata = field(default_factory=Metadata)
+    parameter_number: int | None = None
+    literal: np.ndarray | None = None
+
+    def attr(self, key: str, default: Any = None) -> Any:
+        for k, v in self.attrs:
+            if k == key:
+                return v
+        return default
+
+    def with_attr(self, key: str, value: Any) -> Instruction:
+        attrs = tuple((k, value if k == key else v) for k, v in self.attrs)
+        if key not in dict(self.attrs):
+            attrs += ((key, value),)
+        return replace(self, attrs=attrs)
+
+    def replace(self, **changes) -> Instruction:
+        return replace(self, **changes)
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self.shape.dtype
+
+    @property
+    def dims(self) -> tuple[int, ...]:
+        return self.shape.dims
+
+    def __repr__(self) -> str:
+        ops = ", ".join(o.name for o in self.operands)
+        return f"<{self.name} = {self.shape} {self.opcode}({ops})>"
+
+
+@dataclass(frozen=True, eq=False)
+class Computation:
+    """A named list of instructions in def-before-use order; the root is the last one."""
+
+    name: str
+    instructions: tuple[Instruction, ...]
+
+    @property
+    def root(self) -> Instruction:
+        return self.instructions[-1]
+
+    @property
+    def parameters(self) -> list[Instruction]:
+        params = [i for i in self.instructions if i.opcode == "parameter"]
+        return sorted(params, key=lambda p: p.parameter_number)
+
+    def __iter__(self) -> Iterator[Instruction]:
+        return iter(self.instructions)
+
+    def __len__(self) -> int:
+        return len(self.instructions)
+
+    def get(self, name: str) -> Instruction:
+        for inst in self.instructions:
+            if inst.name == name:
+                return inst
+        raise KeyError(name)
+
+    def users(self) -> dict[Instruction, list[Instruction]]:
+        """Each instruction's users, in instruction order (an operand used twice counts twice)."""
+        out: dict[Instruction, list[Instruction]] = {i: [] for i in self.instructions}
+        for inst in self.instructions:
+            for op in inst.operands:
+                out[op].append(inst)
+        return out
+
+
+@dataclass(frozen=True, eq=False)
+class Module:
+    """An HLO module: the entry computation and the computations it calls (reducers, ...).
+
+    `input_output_alias` lists (output index, parameter number) pairs: the output at that
+    index of the root tuple is the new value of that parameter, as for `x += 1` on an input,
+    printed as XLA's `input_output_alias={ {0}: (1, {}, may-alias) }`.
+    """
+
+    name: str
+    entry: Computation
+    computations: tuple[Computation, ...] = ()
+    input_output_alias: tuple[tuple[int, int], ...] = ()
+
+    def computation(self, name: str) -> Computation:
+        if name == self.entry.name:
+            return self.entry
+        for comp in self.computations:
+            if comp.name == name:
+                return comp
+        raise KeyError(f"no computation named {name!r} in module {self.name}")
+
+    @property
+    def all_computations(self) -> tuple[Computation, ...]:
+        return self.computations + (self.entry,)
+
+    def with_entry(self, entry: Computation) -> Module:
+        return replace(self, entry=entry)
+
+    def replace(self, **changes) -> Module:
+        return replace(self, **changes)
+
+    def instruction_count(self) -> int:
+        return len(self.entry)
+
+    def to_text(self, *, metadata: bool = True) -> str:
+        from .printer import print_module
+
+        return print_module(self, metadata=metadata)
+
+    def fingerprint(self) -> str:
+        """A structural hash: equal for modules that print alike, ignoring metadata."""
+        return hashlib.sha256(self.to_text(metadata=False).encode()).hexdigest()[:16]
+
+    def __str__(self) -> str:
+        return self.to_text()
+
+
+def post_order(roots: Iterable[Instruction]) -> list[Instruction]:
+    """The instructions reachable from `roots`, each after its operands."""
+    seen: set[int] = set()
+    order: list[Instruction] = []
+    for root in roots:
+        stack: list[tuple[Instruction, bool]] = [(root, False)]
+        while stack:
+            inst, expanded = stack.pop()
+            if id(inst) in seen:
+                continue
+            if expanded:
+                seen.add(id(inst))
+                order.append(inst)
+                continue
+            stack.append((inst, True))
+            for op in reversed(inst.operands):
+                if id(op) not in seen:
+                    stack.append((op, False))
+    return order
+
+
+def rebuild(comp: Computation, mapping: dict[Instruction, Instruction]) -> Computation:
+    """A copy of `comp` in which every use of a key of `mapping` uses its value instead.
+
+    Replacement instructions may be new and may use other replaced instructions; every
+    instruction whose operands changed is re-created under its own name. Instructions no
+    longer reachable from the root are dropped, except parameters (they are the signature).
+    """
+    done: dict[int, Instruction] = {}
+
+    def materialize(start: Instruction) -> Instruction:
+        stack = [start]
+        while stack:
+            inst = stack[-1]
+            if id(inst) in done:
+                stack.pop()
+                continue
+            target = mapping.get(inst, inst)
+            if target is not inst:
+                if id(target) in done:
+                    done[id(inst)] = done[id(target)]
+                    stack.pop()
+                else:
+                    stack.append(target)
+                continue
+            pending = [o for o in inst.operands if id(o) not in done]
+            if pending:
+                stack.extend(reversed(pending))
+                continue
+            ops = tuple(done[id(o)] for o in inst.operands)
+            same = all(a is b for a, b in zip(ops, inst.operands))
+            done[id(inst)] = inst if same else inst.replace(operands=ops)
+            stack.pop()
+        return done[id(start)]
+
+    root = materialize(comp.root)
+    order = post_order([root])
+    reachable = {id(i) for i in order}
+    params = [p for p in comp.parameters if id(p) not in reachable]
+    return Computation(comp.name, tuple(params) + tuple(order))

@@ -1,0 +1,544 @@
+"""THE op table: one row per HLO opcode the explorer knows.
+
+A row gives the opcode's HLO name, its group, its arity, which element types it takes, its
+result-type rule, its NumPy implementation (HLO semantics, used by the reference interpreter),
+its scalar expression for the code generators, and its cost class. Passes and code generators
+ask this table about groups and costs; they never list opcode names of their own.
+
+Shape inference lives here too, one function per row that needs one, so the tracer, the parser
+and the verifier agree on what every instruction produces.
+"""
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from math import prod
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from .shape import Shape, TupleShape, kind
+
+
+class Group(enum.Enum):
+    ELEMENTWISE = "elementwise"
+    COMPARE_SELECT = "compare-select"
+    REDUCE = "reduce"
+    DATA_MOVEMENT = "data-movement"
+    DOT = "dot"
+    LEAF = "leaf"  # parameter, constant, iota: no operands
+    STRUCTURAL = "structural"  # tuple, get-tuple-element: no computation of their own
+    CALL = "call"  # call, fusion: run another computation of the module
+    NOT_COMPILABLE = "not-compilable"  # value-dependent shapes; run eagerly
+
+
+class Cost(enum.Enum):
+    """Whether a producer may be duplicated into several consumers, as XLA decides."""
+
+    CHEAP = "cheap"
+    EXPENSIVE = "expensive"
+    # XLA counts integer division and remainder as expensive, floating ones as cheap.
+    EXPENSIVE_FOR_INTEGERS = "expensive-for-integers"
+
+
+# Element kinds, NumPy style: b = pred, i = signed integer, f = floating point.
+ANY = "bif"
+NUMERIC = "if"
+FLOAT = "f"
+INTEGRAL = "bi"
+
+
+@dataclass(frozen=True)
+class OpDef:
+    name: str
+    group: Group
+    arity: int | None  # None: variadic
+    kinds: str  # element kinds the operands may have
+    result: str  # "same" (operand 0's type), "pred", "operand1" (select), "declared"
+    impl: Callable[..., Any]  # impl(instr, operand_values, ctx) -> np.ndarray | tuple
+    cost: Cost = Cost.CHEAP
+    expr: str | None = None  # scalar expression for codegen, operands as {0}, {1}, ...
+    infer: Callable[..., Any] | None = None  # infer(operand_shapes, attrs) -> shape
+    doc: str = ""
+
+    def is_expensive(self, dtype) -> bool:
+        if self.cost is Cost.EXPENSIVE_FOR_INTEGERS:
+            return kind(dtype) != "f"
+        return self.cost is Cost.EXPENSIVE
+
+
+OPS: dict[str, OpDef] = {}
+
+
+def _op(name, group, arity, kinds, result, impl, cost=Cost.CHEAP, expr=None, infer=None, doc=""):
+    OPS[name] = OpDef(name, group, arity, kinds, result, impl, cost, expr, infer, doc)
+
+
+def op(name: str) -> OpDef:
+    try:
+        return OPS[name]
+    except KeyError:
+        raise KeyError(f"opcode {name!r} is not in the op table") from None
+
+
+def group_of(opcode: str) -> Group:
+    return op(opcode).group
+
+
+def in_group(opcode: str, *groups: Group) -> bool:
+    return opcode in OPS and OPS[opcode].group in groups
+
+
+def is_expensive(instr) -> bool:
+    """XLA's test for what must not be duplicated into several consumers."""
+    shape = instr.shape
+    dtype = shape.elements[0].dtype if shape.is_tuple else shape.dtype
+    return op(instr.opcode).is_expensive(dtype)
+
+
+# ----------------------------------------------------------------------------------------------
+# NumPy implementations with HLO semantics. Each takes (instr, operand values, ctx) and returns a
+# value of exactly the instruction's shape and type.
+
+
+def _ew(fn):
+    """An element-wise implementation: apply `fn` and cast to the instruction's type."""
+
+    def impl(instr, args, ctx):
+        with np.errstate(all="ignore"):
+            out = fn(*args)
+        return np.asarray(out).astype(instr.dtype, copy=False)
+
+    return impl
+
+
+def _int_divide(a, b):
+    # HLO integer division truncates toward zero; x / 0 is -1 (all ones), as XLA defines it.
+    if kind(a.dtype) != "i":
+        return np.true_divide(a, b)
+    safe = np.where(b == 0, 1, b)
+    q = np.floor_divide(a, safe)
+    q = q + ((q < 0) & (q * safe != a))
+    return np.where(b == 0, -1, q)
+
+
+def _remainder(a, b):
+    # HLO remainder takes the dividend's sign (C fmod); an integer x % 0 is x.
+    if kind(a.dtype) != "i":
+        return np.fmod(a, b)
+    safe = np.where(b == 0, 1, b)
+    return np.where(b == 0, a, np.fmod(a, safe))
+
+
+def _round_afz(x):
+    return np.where(x >= 0, np.floor(x + 0.5), np.ceil(x - 0.5))
+
+
+def _logistic(x):
+    return 1 / (1 + np.exp(-x))
+
+
+def _not(x):
+    return np.logical_not(x) if x.dtype == np.bool_ else np.invert(x)
+
+
+def _and(a, b):
+    return np.bitwise_and(a, b)
+
+
+def _shift_left(a, b):
+    bits = a.dtype.itemsize * 8
+    return np.where((b < 0) | (b >= bits), 0, np.left_shift(a, np.clip(b, 0, bits - 1)))
+
+
+def _shift_right_arith(a, b):
+    bits = a.dtype.itemsize * 8
+    return np.right_shift(a, np.clip(b, 0, bits - 1))
+
+
+def _shift_right_logical(a, b):
+    bits = a.dtype.itemsize * 8
+    unsigned = a.view(np.dtype(f"u{a.dtype.itemsize}"))
+    out = np.right_shift(unsigned, np.clip(b, 0, bits - 1).astype(unsigned.dtype))
+    return np.where((b < 0) | (b >= bits), 0, out.view(a.dtype))
+
+
+def _infer_elementwise(shapes, attrs):
+    return shapes[0]
+
+
+def _infer_pred(shapes, attrs):
+    return shapes[0].with_dtype(np.bool_)
+
+
+# Element-wise unary and binary ops.                            NumPy (HLO semantics)     codegen
+_EW = [
+    # name                     arity kinds    cost                         impl               expr
+    ("negate",                     1, NUMERIC, Cost.CHEAP,                 np.negative,       "(-{0})"),
+    ("abs",                        1, NUMERIC, Cost.CHEAP,                 np.abs,            "abs({0})"),
+    ("sign",                       1, NUMERIC, Cost.CHEAP,                 np.sign,           "np.sign({0})"),
+    ("floor",                      1, FLOAT,   Cost.CHEAP,                 np.floor,          "np.floor({0})"),
+    ("ceil",                       1, FLOAT,   Cost.CHEAP,                 np.ceil,           "np.ceil({0})"),
+    ("round-nearest-even",         1, FLOAT,   Cost.CHEAP,                 np.rint,           "np.rint({0})"),
+    ("round-nearest-afz",          1, FLOAT,   Cost.CHEAP,                 _round_afz,        None),
+    ("not",                        1, INTEGRAL, Cost.CHEAP,                _not,              "(~{0})"),
+    ("exponential",                1, FLOAT,   Cost.EXPENSIVE,             np.exp,            "np.exp({0})"),
+    ("exponential-minus-one",      1, FLOAT,   Cost.EXPENSIVE,             np.expm1,          "np.expm1({0})"),
+    ("log",                        1, FLOAT,   Cost.EXPENSIVE,             np.log,            "np.log({0})"),
+    ("log-plus-one",               1, FLOAT,   Cost.EXPENSIVE,             np.log1p,          "np.log1p({0})"),
+    ("sqrt",                       1, FLOAT,   Cost.EXPENSIVE,             np.sqrt,           "np.sqrt({0})"),
+    ("rsqrt",                      1, FLOAT,   Cost.EXPENSIVE,             lambda x: 1 / np.sqrt(x), "(1 / np.sqrt({0}))"),
+    ("cbrt",                       1, FLOAT,   Cost.EXPENSIVE,             np.cbrt,           "np.cbrt({0})"),
+    ("sine",                       1, FLOAT,   Cost.EXPENSIVE,             np.sin,            "np.sin({0})"),
+    ("cosine",                     1, FLOAT,   Cost.EXPENSIVE,             np.cos,            "np.cos({0})"),
+    ("tan",                        1, FLOAT,   Cost.EXPENSIVE,             np.tan,            "np.tan({0})"),
+    ("tanh",                       1, FLOAT,   Cost.EXPENSIVE,             np.tanh,           "np.tanh({0})"),
+    ("logistic",                   1, FLOAT,   Cost.EXPENSIVE,             _logistic,         None),
+    ("add",                        2, ANY,     Cost.CHEAP,                 np.add,            "({0} + {1})"),
+    ("subtract",                   2, NUMERIC, Cost.CHEAP,                 np.subtract,       "({0} - {1})"),
+    ("multiply",                   2, ANY,     Cost.CHEAP,                 np.multiply,       "({0} * {1})"),
+    ("divide",                     2, NUMERIC, Cost.EXPENSIVE_FOR_INTEGERS, _int_divide,      "({0} / {1})"),
+    ("remainder",                  2, NUMERIC, Cost.EXPENSIVE_FOR_INTEGERS, _remainder,       None),
+    ("power",                      2, NUMERIC, Cost.EXPENSIVE,             np.power,          "({0} ** {1})"),
+    ("atan2",                      2, FLOAT,   Cost.EXPENSIVE,             np.arctan2,        "np.arctan2({0}, {1})"),
+    ("maximum",                    2, ANY,     Cost.CHEAP,                 np.maximum,        "max({0}, {1})"),
+    ("minimum",                    2, ANY,     Cost.CHEAP,                 np.minimum,        "min({0}, {1})"),
+    ("and",                        2, INTEGRAL, Cost.CHEAP,                _and,              "({0} & {1})"),
+    ("or",                         2, INTEGRAL, Cost.CHEAP,                np.bitwise_or,     "({0} | {1})"),
+    ("xor",                        2, INTEGRAL, Cost.CHEAP,                np.bitwise_xor,    "({0} ^ {1})"),
+    ("shift-left",                 2, "i",     Cost.CHEAP,                 _shift_left,       None),
+    ("shift-right-arithmetic",     2, "i",     Cost.CHEAP,                 _shift_right_arith, None),
+    ("shift-right-logical",        2, "i",     Cost.CHEAP,                 _shift_right_logical, None),
+]
+for _name, _arity, _kinds, _cost, _fn, _expr in _EW:
+    _op(_name, Group.ELEMENTWISE, _arity, _kinds, "same", _ew(_fn), _cost, _expr, _infer_elementwise)
+
+_op("is-finite", Group.ELEMENTWISE, 1, FLOAT, "pred", _ew(np.isfinite), Cost.CHEAP,
+    "np.isfinite({0})", _infer_pred)
+
+
+def _convert_impl(instr, args, ctx):
+    (x,) = args
+    if instr.dtype == np.bool_:
+        return x != 0
+    if kind(instr.dtype) == "i" and kind(x.dtype) == "f":
+        # XLA saturates float -> integer conversions and maps NaN to 0 (NumPy leaves those
+        # cases undefined).
+        info = np.iinfo(instr.dtype)
+        t = np.trunc(np.where(np.isnan(x), 0, x))
+        hi, lo = t >= float(info.max), t <= float(info.min)
+        out = np.where(hi | lo, 0, t).astype(instr.dtype)
+        out[hi], out[lo] = info.max, info.min
+        return out
+    return x.astype(instr.dtype)
+
+
+def _infer_convert(shapes, attrs):
+    return shapes[0].with_dtype(attrs["new_dtype"])
+
+
+_op("convert", Group.ELEMENTWISE, 1, ANY, "declared", _convert_impl, Cost.CHEAP, None,
+    _infer_convert, "change the element type; the target type is the instruction's own")
+
+
+# Compare and select.
+
+COMPARISONS = {
+    "EQ": (np.equal, "=="),
+    "NE": (np.not_equal, "!="),
+    "LT": (np.less, "<"),
+    "LE": (np.less_equal, "<="),
+    "GT": (np.greater, ">"),
+    "GE": (np.greater_equal, ">="),
+}
+
+
+def _compare_impl(instr, args, ctx):
+    fn = COMPARISONS[instr.attr("direction")][0]
+    with np.errstate(all="ignore"):
+        return np.asarray(fn(*args))
+
+
+def _select_impl(instr, args, ctx):
+    pred, on_true, on_false = args
+    return np.asarray(np.where(pred, on_true, on_false)).astype(instr.dtype, copy=False)
+
+
+def _clamp_impl(instr, args, ctx):
+    lo, x, hi = args
+    with np.errstate(all="ignore"):
+        return np.asarray(np.minimum(np.maximum(x, lo), hi)).astype(instr.dtype, copy=False)
+
+
+_op("compare", Group.COMPARE_SELECT, 2, ANY, "pred", _compare_impl, Cost.CHEAP,
+    "({0} {op} {1})", _infer_pred, "attribute direction=EQ|NE|LT|LE|GT|GE")
+_op("select", Group.COMPARE_SELECT, 3, ANY, "operand1", _select_impl, Cost.CHEAP,
+    "({1} if {0} else {2})", lambda s, a: s[1], "select(pred, on_true, on_false)")
+_op("clamp", Group.COMPARE_SELECT, 3, NUMERIC, "operand1", _clamp_impl, Cost.CHEAP,
+    "min(max({1}, {0}), {2})", lambda s, a: s[1], "clamp(min, x, max)")
+
+
+# Reductions. `to_apply` names the reducer computation; the interpreter runs known reducers
+# (one binary op of the two parameters) with NumPy's own ufunc.reduce, any other as a tree.
+
+
+def _reduce_impl(instr, args, ctx):
+    n = len(args) // 2
+    operands, inits = args[:n], args[n:]
+    axes = tuple(instr.attr("dimensions"))
+    return ctx.reduce(instr.attr("to_apply"), operands, inits, axes, instr.shape)
+
+
+def _infer_reduce(shapes, attrs):
+    axes = set(attrs["dimensions"])
+    n = len(shapes) // 2
+    outs = [s.with_dims([d for i, d in enumerate(s.dims) if i not in axes]) for s in shapes[:n]]
+    return outs[0] if n == 1 else TupleShape(tuple(outs))
+
+
+_op("reduce", Group.REDUCE, None, ANY, "same", _reduce_impl, Cost.EXPENSIVE, None,
+    _infer_reduce, "reduce(operands..., inits...), dimensions={...}, to_apply=reducer")
+
+
+def _reduce_window_impl(instr, args, ctx):
+    return ctx.reduce_window(instr, args)
+
+
+_op("reduce-window", Group.REDUCE, None, ANY, "same", _reduce_window_impl, Cost.EXPENSIVE,
+    None, None, "windowed reduction (XLA's CPU backend splits big sums into one)")
+
+
+# Data movement: these change where elements live, not their values.
+
+
+def _broadcast_impl(instr, args, ctx):
+    (x,) = args
+    dims = instr.attr("dimensions")
+    out_dims = instr.shape.dims
+    # Put the operand's dimensions where `dimensions` says, with size 1 elsewhere.
+    view_shape = [1] * len(out_dims)
+    for src, dst in enumerate(dims):
+        view_shape[dst] = x.shape[src]
+    order = np.argsort(dims) if len(dims) else []
+    x = np.transpose(x, order) if len(dims) else x
+    return np.broadcast_to(x.reshape(view_shape), out_dims).copy()
+
+
+def _infer_broadcast(shapes, attrs):
+    return shapes[0].with_dims(attrs["out_dims"])
+
+
+def _reshape_impl(instr, args, ctx):
+    return np.ascontiguousarray(args[0]).reshape(instr.shape.dims)
+
+
+def _transpose_impl(instr, args, ctx):
+    return np.ascontiguousarray(np.transpose(args[0], instr.attr("dimensions")))
+
+
+def _infer_transpose(shapes, attrs):
+    return shapes[0].with_dims([shapes[0].dims[d] for d in attrs["dimensions"]])
+
+
+def _slice_impl(instr, args, ctx):
+    spec = instr.attr("slice")
+    return np.ascontiguousarray(args[0][tuple(slice(a, b, c) for a, b, c in spec)])
+
+
+def _slice_len(start, limit, stride):
+    return max(0, -(-(limit - start) // stride))
+
+
+def _infer_slice(shapes, attrs):
+    return shapes[0].with_dims([_slice_len(*s) for s in attrs["slice"]])
+
+
+def _concat_impl(instr, args, ctx):
+    return np.concatenate(args, axis=instr.attr("dimensions")[0])
+
+
+def _infer_concat(shapes, attrs):
+    (axis,) = attrs["dimensions"]
+    dims = list(shapes[0].dims)
+    dims[axis] = sum(s.dims[axis] for s in shapes)
+    return shapes[0].with_dims(dims)
+
+
+def _reverse_impl(instr, args, ctx):
+    return np.ascontiguousarray(np.flip(args[0], axis=tuple(instr.attr("dimensions"))))
+
+
+def _pad_impl(instr, args, ctx):
+    x, value = args
+    out = np.full(instr.shape.dims, value, dtype=instr.dtype)
+    cfg = instr.attr("padding")
+    # Interior padding spreads the operand out; negative edge padding crops.
+    index = []
+    spread = np.full([(n - 1) * (i + 1) + 1 if n else 0 for n, (_, _, i) in zip(x.shape, cfg)],
+                     value, dtype=instr.dtype)
+    spread[tuple(slice(None, None, i + 1) for (_, _, i) in cfg)] = x
+    for (lo, hi, _), n in zip(cfg, spread.shape):
+        index.append((lo, hi, n))
+    src = tuple(slice(max(0, -lo), n - max(0, -hi)) for lo, hi, n in index)
+    dst = tuple(slice(max(0, lo), max(0, lo) + (n - max(0, -lo) - max(0, -hi)))
+                for lo, hi, n in index)
+    out[dst] = spread[src]
+    return out
+
+
+def _infer_pad(shapes, attrs):
+    x = shapes[0]
+    dims = [lo + hi + n + max(0, n - 1) * i for n, (lo, hi, i) in zip(x.dims, attrs["padding"])]
+    return x.with_dims(dims)
+
+
+def _start_indices(x, starts, sizes):
+    # XLA clamps dynamic start indices so the window stays inside the operand.
+    return [int(min(max(int(s), 0), n - k)) for s, n, k in zip(starts, x.shape, sizes)]
+
+
+def _dynamic_slice_impl(instr, args, ctx):
+    x, *starts = args
+    sizes = instr.attr("dynamic_slice_sizes")
+    st = _start_indices(x, starts, sizes)
+    return np.ascontiguousarray(x[tuple(slice(s, s + k) for s, k in zip(st, sizes))])
+
+
+def _infer_dynamic_slice(shapes, attrs):
+    return shapes[0].with_dims(attrs["dynamic_slice_sizes"])
+
+
+def _dus_impl(instr, args, ctx):
+    x, update, *starts = args
+    st = _start_indices(x, starts, update.shape)
+    out = x.copy()
+    out[tuple(slice(s, s + k) for s, k in zip(st, update.shape))] = update
+    return out
+
+
+_DM = Group.DATA_MOVEMENT
+_op("broadcast", _DM, 1, ANY, "same", _broadcast_impl, infer=_infer_broadcast,
+    doc="dimensions={...} maps each operand dimension to an output dimension")
+_op("reshape", _DM, 1, ANY, "same", _reshape_impl, infer=lambda s, a: s[0].with_dims(a["out_dims"]))
+_op("bitcast", _DM, 1, ANY, "same", _reshape_impl, infer=lambda s, a: s[0].with_dims(a["out_dims"]),
+    doc="a reshape that moves no data (row-major layouts only here)")
+_op("transpose", _DM, 1, ANY, "same", _transpose_impl, infer=_infer_transpose)
+_op("copy", _DM, 1, ANY, "same", lambda i, a, c: a[0].copy(), infer=_infer_elementwise)
+_op("slice", _DM, 1, ANY, "same", _slice_impl, infer=_infer_slice,
+    doc="slice={[start:limit:stride], ...}")
+_op("concatenate", _DM, None, ANY, "same", _concat_impl, infer=_infer_concat)
+_op("reverse", _DM, 1, ANY, "same", _reverse_impl, infer=_infer_elementwise)
+_op("pad", _DM, 2, ANY, "same", _pad_impl, infer=_infer_pad,
+    doc="padding=lo_hi_interior x ... per dimension")
+_op("dynamic-slice", _DM, None, ANY, "same", _dynamic_slice_impl, infer=_infer_dynamic_slice)
+_op("dynamic-update-slice", _DM, None, ANY, "same", _dus_impl, infer=_infer_elementwise,
+    doc="dynamic-update-slice(operand, update, start indices...)")
+
+
+# Dot: a general contraction with batch and contracting dimensions.
+
+
+def _dot_impl(instr, args, ctx):
+    a, b = args
+    lb, lc = instr.attr("lhs_batch_dims", ()), instr.attr("lhs_contracting_dims", ())
+    rb, rc = instr.attr("rhs_batch_dims", ()), instr.attr("rhs_contracting_dims", ())
+    lf = [d for d in range(a.ndim) if d not in lb and d not in lc]
+    rf = [d for d in range(b.ndim) if d not in rb and d not in rc]
+    # Move to (batch, free, contracting) and (batch, contracting, free), then matmul.
+    at = np.transpose(a, [*lb, *lf, *lc])
+    bt = np.transpose(b, [*rb, *rc, *rf])
+    bs = [a.shape[d] for d in lb]
+    m, k, n = prod(a.shape[d] for d in lf), prod(a.shape[d] for d in lc), prod(b.shape[d] for d in rf)
+    at = at.reshape(*bs, m, k)
+    bt = bt.reshape(*bs, k, n)
+    if instr.dtype == np.bool_:
+        out = np.matmul(at.astype(np.int64), bt.astype(np.int64)) != 0
+    else:
+        out = np.matmul(at, bt)
+    return out.reshape(instr.shape.dims).astype(instr.dtype, copy=False)
+
+
+def _infer_dot(shapes, attrs):
+    a, b = shapes
+    lb, lc = attrs.get("lhs_batch_dims", ()), attrs.get("lhs_contracting_dims", ())
+    rb, rc = attrs.get("rhs_batch_dims", ()), attrs.get("rhs_contracting_dims", ())
+    dims = [a.dims[d] for d in lb]
+    dims += [n for d, n in enumerate(a.dims) if d not in lb and d not in lc]
+    dims += [n for d, n in enumerate(b.dims) if d not in rb and d not in rc]
+    return a.with_dims(dims)
+
+
+_op("dot", Group.DOT, 2, ANY, "same", _dot_impl, Cost.EXPENSIVE, None, _infer_dot,
+    "lhs/rhs_batch_dims and lhs/rhs_contracting_dims; result dims: batch, lhs free, rhs free")
+
+
+# Leaves.
+
+
+def _iota_impl(instr, args, ctx):
+    dims = instr.shape.dims
+    axis = instr.attr("iota_dimension")
+    ramp = np.arange(dims[axis], dtype=instr.dtype if instr.dtype != np.bool_ else np.int64)
+    shape = [1] * len(dims)
+    shape[axis] = dims[axis]
+    return np.broadcast_to(ramp.reshape(shape), dims).astype(instr.dtype)
+
+
+_op("parameter", Group.LEAF, 0, ANY, "declared", lambda i, a, c: c.parameter(i.parameter_number))
+_op("constant", Group.LEAF, 0, ANY, "declared", lambda i, a, c: i.literal.copy())
+_op("iota", Group.LEAF, 0, ANY, "declared", _iota_impl, doc="iota_dimension=d counts 0, 1, ... along d")
+
+
+# Structural.
+
+_op("tuple", Group.STRUCTURAL, None, ANY, "declared", lambda i, a, c: tuple(a),
+    infer=lambda s, a: TupleShape(tuple(s)))
+_op("get-tuple-element", Group.STRUCTURAL, 1, ANY, "declared", lambda i, a, c: a[0][i.attr("index")],
+    infer=lambda s, a: s[0].elements[a["index"]])
+
+
+# Calls of other computations: `call` (to_apply=) and `fusion` (calls=, kind=kLoop|kInput|kOutput).
+
+_op("call", Group.CALL, None, ANY, "declared", lambda i, a, c: c.call(i.attr("to_apply"), a))
+_op("fusion", Group.CALL, None, ANY, "declared", lambda i, a, c: c.call(i.attr("calls"), a),
+    doc="kind=kLoop|kInput|kOutput, calls=the fused computation")
+
+
+# Not compilable: NumPy functions whose output shape depends on input values. They are
+# custom-calls carrying the concrete shape seen at trace time; the interpreter runs NumPy.
+
+_op("custom-call", Group.NOT_COMPILABLE, None, ANY, "declared",
+    lambda i, a, c: c.custom_call(i, a), Cost.EXPENSIVE,
+    doc="custom_call_target names the NumPy function run eagerly")
+
+
+def _config(instr) -> str:
+    return str(instr.attr("backend_config", "")).strip('"')
+
+
+def _sort(args, instr):
+    axis = _config(instr).partition("=")[2]
+    return np.sort(args[0], axis=None if axis == "None" else int(axis or -1))
+
+
+# custom_call_target -> NumPy implementation, for the non-compilable instructions.
+CUSTOM_CALLS: dict[str, Callable] = {
+    "numpy.unique": lambda args, instr: np.unique(args[0]),
+    "numpy.nonzero": lambda args, instr: tuple(np.nonzero(args[0])),
+    "numpy.argwhere": lambda args, instr: np.argwhere(args[0]),
+    "numpy.sort": _sort,
+    "numpy.boolean_mask": lambda args, instr: args[0][args[1]],
+}
+
+
+def elementwise_like(opcode: str) -> bool:
+    """Ops whose output element i depends only on operand elements i."""
+    return in_group(opcode, Group.ELEMENTWISE, Group.COMPARE_SELECT)
+
+
+def infer_shape(opcode: str, operand_shapes: Sequence, attrs: dict) -> Any:
+    """The shape an instruction produces, from its operands' shapes and its attributes."""
+    row = op(opcode)
+    if row.infer is None:
+        raise ValueError(f"{opcode} has no shape rule: its shape must be declared")
+    return row.infer(list(operand_shapes), attrs)

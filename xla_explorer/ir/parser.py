@@ -1,0 +1,334 @@
+"""Reads HLO text: what `printer` writes (exactly: `parse_hlo(t).to_text() == t`), and what
+JAX and XLA print (`jax.jit(f).lower(...).as_text(dialect="hlo")` and `.compile().as_text()`):
+`%` sigils, layouts, computation signatures, stack-frame tables, backend configs.
+
+Line-oriented, as XLA prints: one instruction a line, a computation's `{` on its header line.
+Values the explorer does not model (layouts, stack frames) are dropped; attributes it does not
+know are kept verbatim.
+"""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from ..errors import HloParseError
+from .module import Computation, Instruction, Metadata, Module
+from .printer import INT_ATTRS, INT_LIST_ATTRS, QUOTED_ATTRS
+from .shape import HLO_DTYPES, Shape, TupleShape
+
+_NAME = r"%?([A-Za-z_][\w.\-]*)"
+_COMPUTATION = re.compile(rf"^(ENTRY\s+)?{_NAME}\s*(\(.*\)\s*->\s*.*?)?\s*\{{\s*$")
+_INSTRUCTION = re.compile(rf"^(ROOT\s+)?{_NAME}\s*=\s*(.*)$")
+_COMPUTATION_ATTRS = frozenset({"to_apply", "calls"})
+# Tables XLA prints between the header and the computations (stack frames for metadata).
+_TABLES = frozenset({"FileNames", "FunctionNames", "FileLocations", "StackFrames"})
+
+
+class _Cursor:
+    """A position in one line, with the few token readers HLO needs."""
+
+    def __init__(self, text: str, line_no: int):
+        self.s, self.i, self.line_no = text, 0, line_no
+
+    def error(self, message: str) -> HloParseError:
+        return HloParseError(f"{message} (at column {self.i + 1})", self.line_no, self.s)
+
+    def ws(self):
+        while self.i < len(self.s) and self.s[self.i].isspace():
+            self.i += 1
+
+    def peek(self) -> str:
+        self.ws()
+        return self.s[self.i] if self.i < len(self.s) else ""
+
+    def expect(self, ch: str):
+        if self.peek() != ch:
+            raise self.error(f"expected {ch!r}")
+        self.i += 1
+
+    def word(self) -> str:
+        self.ws()
+        m = re.compile(r"[%\w.\-]+").match(self.s, self.i)
+        if not m:
+            raise self.error("expected a name")
+        self.i = m.end()
+        return m.group(0)
+
+    def balanced(self, stop: str = ",") -> str:
+        """Text up to `stop` at nesting depth 0, minding brackets and quoted strings."""
+        self.ws()
+        start, depth, quote = self.i, 0, False
+        while self.i < len(self.s):
+            c = self.s[self.i]
+            if quote:
+                if c == "\\":
+                    self.i += 1
+                elif c == '"':
+                    quote = False
+            elif c == '"':
+                quote = True
+            elif c in "{[(":
+                depth += 1
+            elif c in "}])":
+                if depth == 0:
+                    break
+                depth -= 1
+            elif depth == 0 and c in stop:
+                break
+            self.i += 1
+        return self.s[start:self.i].strip()
+
+    def shape(self):
+        if self.peek() == "(":
+            self.i += 1
+            elements = []
+            while self.peek() != ")":
+                elements.append(self.shape())
+                if self.peek() == ",":
+                    self.i += 1
+            self.i += 1
+            return TupleShape(tuple(elements))
+        self.ws()
+        m = re.compile(r"([a-z]+\d*)\[([^\]]*)\]").match(self.s, self.i)
+        if not m:
+            raise self.error("expected a shape like f32[3,4]")
+        self.i = m.end()
+        type_name, dims = m.group(1), m.group(2)
+        if type_name not in HLO_DTYPES:
+            raise self.error(f"element type {type_name} is not supported (only "
+                             f"{', '.join(HLO_DTYPES)})")
+        if "<=" in dims or "?" in dims:
+            raise self.error("dynamic dimensions are not supported")
+        if self.i < len(self.s) and self.s[self.i] == "{":  # a layout: row-major is assumed
+            self.balanced_braces()
+        return Shape(HLO_DTYPES[type_name], tuple(int(d) for d in dims.split(",") if d.strip()))
+
+    def balanced_braces(self) -> str:
+        self.expect("{")
+        body = self.balanced(stop="")
+        self.expect("}")
+        return body
+
+
+def _int_list(text: str) -> tuple[int, ...]:
+    text = text.strip().strip("{}")
+    return tuple(int(v) for v in text.split(",") if v.strip())
+
+
+def _slice_spec(text: str):
+    spec = []
+    for start, limit, stride in re.findall(r"\[\s*(-?\d+)\s*:\s*(-?\d+)\s*(?::\s*(\d+))?\s*\]", text):
+        spec.append((int(start), int(limit), int(stride) if stride else 1))
+    return tuple(spec)
+
+
+def _padding(text: str):
+    out = []
+    for part in text.split("x"):
+        vals = [int(v) for v in part.split("_")]
+        out.append((vals[0], vals[1], vals[2] if len(vals) > 2 else 0))
+    return tuple(out)
+
+
+def _unquote(text: str) -> str:
+    text = text.strip()
+    if len(text) >= 2 and text[0] == text[-1] == '"':
+        text = text[1:-1]
+        return re.sub(r"\\(.)", lambda m: {"n": "\n"}.get(m.group(1), m.group(1)), text)
+    return text
+
+
+def _metadata(body: str) -> Metadata:
+    fields = re.findall(r'(\w+)=("(?:[^"\\]|\\.)*"|\S+)', body)
+    known, extra = {}, []
+    for key, value in fields:
+        if key in ("op_name", "source_file") and key not in known:
+            known[key] = _unquote(value)
+        elif key == "source_line" and key not in known:
+            known[key] = int(value)
+        else:
+            extra.append(f"{key}={value}")
+    return Metadata(known.get("op_name", ""), known.get("source_file", ""),
+                    known.get("source_line", 0), " ".join(extra))
+
+
+_SPECIAL = {"inf": np.inf, "-inf": -np.inf, "nan": np.nan, "-nan": np.nan,
+            "true": True, "false": False}
+
+
+def _literal(text: str, shape: Shape, cur: _Cursor) -> np.ndarray:
+    tokens = re.findall(r"[^\s{},]+", text)
+    try:
+        values = [_SPECIAL[t] if t in _SPECIAL else (float(t) if shape.dtype.kind == "f" else int(t))
+                  for t in tokens]
+        arr = np.array(values, dtype=shape.dtype)
+    except (ValueError, OverflowError) as e:
+        raise cur.error(f"bad constant literal: {e}") from None
+    if arr.size != shape.size:
+        raise cur.error(f"constant has {arr.size} values for shape {shape}")
+    return arr.reshape(shape.dims)
+
+
+def _attr_value(key: str, raw: str):
+    if key in INT_LIST_ATTRS:
+        return _int_list(raw)
+    if key in INT_ATTRS:
+        return int(raw)
+    if key == "slice":
+        return _slice_spec(raw)
+    if key == "padding":
+        return _padding(raw)
+    if key in QUOTED_ATTRS:
+        return _unquote(raw)
+    if key in _COMPUTATION_ATTRS:
+        return raw.lstrip("%")
+    return raw
+
+
+class _RawInstruction:
+    __slots__ = ("name", "shape", "opcode", "operands", "attrs", "metadata", "literal",
+                 "parameter_number", "root", "line_no", "line")
+
+
+def _parse_instruction(line: str, line_no: int) -> _RawInstruction:
+    m = _INSTRUCTION.match(line.strip())
+    if not m:
+        raise HloParseError("expected an instruction `name = shape opcode(operands)`", line_no, line)
+    raw = _RawInstruction()
+    raw.root, raw.name, raw.line_no, raw.line = bool(m.group(1)), m.group(2), line_no, line
+    cur = _Cursor(m.group(3), line_no)
+    raw.shape = cur.shape()
+    raw.opcode = cur.word()
+    cur.expect("(")
+    inside = cur.balanced(stop="")
+    cur.expect(")")
+    raw.literal, raw.parameter_number, raw.operands = None, None, []
+    if raw.opcode == "constant":
+        if raw.shape.is_tuple:
+            raise cur.error("tuple constants are not supported")
+        raw.literal = _literal(inside, raw.shape, cur)
+    elif raw.opcode == "parameter":
+        raw.parameter_number = int(inside)
+    elif inside:
+        inner = _Cursor(inside, line_no)
+        while inner.peek():
+            item = inner.balanced(stop=",")
+            # Older printers put each operand's shape before its name: `f32[3]{0} %x`.
+            raw.operands.append(item.split()[-1].lstrip("%"))
+            if inner.peek() == ",":
+                inner.i += 1
+    raw.attrs, raw.metadata = [], Metadata()
+    while cur.peek() == ",":
+        cur.i += 1
+        key = cur.word()
+        cur.expect("=")
+        if cur.peek() == "{":
+            value = "{" + cur.balanced_braces() + "}"
+        else:
+            value = cur.balanced(stop=",")
+        if key == "metadata":
+            raw.metadata = _metadata(value[1:-1])
+        else:
+            raw.attrs.append((key, _attr_value(key, value)))
+    if cur.peek():
+        raise cur.error("unexpected text after the instruction")
+    return raw
+
+
+def _build_computation(name: str, raws: list[_RawInstruction]) -> Computation:
+    by_name: dict[str, _RawInstruction] = {}
+    for r in raws:
+        if r.name in by_name:
+            raise HloParseError(f"{r.name} is defined twice in computation {name}", r.line_no, r.line)
+        by_name[r.name] = r
+    built: dict[str, Instruction] = {}
+    order: list[Instruction] = []
+
+    def build(r: _RawInstruction, chain=()):
+        if r.name in built:
+            return built[r.name]
+        if r.name in chain:
+            raise HloParseError(f"{r.name} depends on itself", r.line_no, r.line)
+        ops = []
+        for op_name in r.operands:
+            if op_name not in by_name:
+                raise HloParseError(f"operand {op_name} is not defined in computation {name}",
+                                    r.line_no, r.line)
+            ops.append(build(by_name[op_name], chain + (r.name,)))
+        inst = Instruction(r.name, r.opcode, r.shape, tuple(ops), tuple(r.attrs), r.metadata,
+                           r.parameter_number, r.literal)
+        built[r.name] = inst
+        order.append(inst)
+        return inst
+
+    roots = [r for r in raws if r.root] or raws[-1:]
+    if not roots:
+        raise HloParseError(f"computation {name} is empty")
+    for r in raws:
+        if r is not roots[0]:
+            build(r)
+    build(roots[0])
+    return Computation(name, tuple(order))
+
+
+def _parse_header(line: str, line_no: int):
+    cur = _Cursor(line.strip()[len("HloModule"):], line_no)
+    name = cur.word().lstrip("%")
+    aliases = []
+    while cur.peek() == ",":
+        cur.i += 1
+        key = cur.word()
+        cur.expect("=")
+        value = "{" + cur.balanced_braces() + "}" if cur.peek() == "{" else cur.balanced(",")
+        if key == "input_output_alias":
+            aliases = [(int(o), int(p)) for o, p in re.findall(r"\{(\d+)\}\s*:\s*\((\d+)\s*,", value)]
+    return name, tuple(aliases)
+
+
+def parse_hlo(text: str) -> Module:
+    """A Module from HLO text (the explorer's own, or JAX's and XLA's for supported ops)."""
+    lines = text.splitlines()
+    module_name, aliases = None, ()
+    comps: list[Computation] = []
+    entry: Computation | None = None
+    current: tuple[str, bool, list] | None = None
+    in_table = False
+    for n, line in enumerate(lines, 1):
+        stripped = re.sub(r"/\*.*?\*/", "", line).strip()
+        if not stripped:
+            in_table = False
+            continue
+        if current is None:
+            if stripped.startswith("HloModule"):
+                module_name, aliases = _parse_header(stripped, n)
+                continue
+            if stripped in _TABLES:
+                in_table = True
+                continue
+            if in_table:
+                continue
+            m = _COMPUTATION.match(stripped)
+            if not m:
+                raise HloParseError("expected a computation header `name {`", n, line)
+            current = (m.group(2), bool(m.group(1)), [])
+            continue
+        if stripped == "}":
+            name, is_entry, raws = current
+            comp = _build_computation(name, raws)
+            if is_entry:
+                entry = comp
+            else:
+                comps.append(comp)
+            current = None
+            continue
+        current[2].append(_parse_instruction(stripped, n))
+    if current is not None:
+        raise HloParseError(f"computation {current[0]} is not closed with '}}'", len(lines))
+    if module_name is None:
+        raise HloParseError("no `HloModule name` header", 1)
+    if entry is None:
+        if not comps:
+            raise HloParseError("no computations", 1)
+        entry = comps.pop()  # XLA's rule: without ENTRY, the last computation is the entry
+    return Module(module_name, entry, tuple(comps), aliases)

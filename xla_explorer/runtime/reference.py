@@ -1,0 +1,143 @@
+"""The reference interpreter: runs any module with NumPy, one instruction at a time.
+
+It is the `interpreter` backend, and the judge of every pass: a module before and after a
+pass must give the same answers here. Each opcode's NumPy implementation is its op-table row;
+this file only walks computations and evaluates reducers.
+"""
+from __future__ import annotations
+
+import re
+from typing import Sequence
+
+import numpy as np
+
+from ..ir.module import Computation, Instruction, Module
+from ..ir.ops import CUSTOM_CALLS, op
+
+# Reducers that are one element-wise op of their two parameters run as NumPy's ufunc.reduce.
+_UFUNC_OF = {
+    "add": np.add, "multiply": np.multiply, "maximum": np.maximum, "minimum": np.minimum,
+    "and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor,
+}
+
+
+def _as_value(x, shape):
+    return np.asarray(x, dtype=shape.dtype).reshape(shape.dims) if not shape.is_tuple else x
+
+
+class _Frame:
+    """What one running computation can ask of the interpreter."""
+
+    def __init__(self, interp: "Interpreter", args: Sequence):
+        self.interp = interp
+        self.args = args
+
+    def parameter(self, number: int):
+        return self.args[number]
+
+    def call(self, name: str, args):
+        return self.interp.evaluate(self.interp.module.computation(name), args)
+
+    def custom_call(self, instr: Instruction, args):
+        target = instr.attr("custom_call_target")
+        if target not in CUSTOM_CALLS:
+            raise NotImplementedError(f"custom-call target {target!r} has no NumPy implementation")
+        return CUSTOM_CALLS[target](args, instr)
+
+    def reduce(self, name, operands, inits, axes, shape):
+        comp = self.interp.module.computation(name)
+        ufunc = _simple_reducer(comp) if len(operands) == 1 else None
+        if ufunc is not None:
+            x, init = operands[0], inits[0]
+            if all(x.shape[a] > 0 for a in axes) and x.ndim:
+                out = ufunc.reduce(x, axis=axes) if axes else x.copy()
+                with np.errstate(all="ignore"):
+                    out = ufunc(out, init)
+            else:
+                dims = [n for i, n in enumerate(x.shape) if i not in axes]
+                out = np.broadcast_to(init, dims).copy()
+            return np.asarray(out).astype(shape.dtype, copy=False)
+        return self._tree_reduce(comp, operands, inits, axes, shape)
+
+    def _tree_reduce(self, comp, operands, inits, axes, shape):
+        """Any reducer: pair neighbours up, level by level (the reducer must be associative,
+        as XLA requires; pairing neighbours keeps index tie-breaks in order)."""
+        rest = [a for a in range(operands[0].ndim) if a not in axes]
+        k = int(np.prod([operands[0].shape[a] for a in axes], dtype=np.int64))
+        outer = [operands[0].shape[a] for a in rest]
+        xs = [np.transpose(x, rest + list(axes)).reshape(outer + [k]) for x in operands]
+        while k > 1:
+            if k % 2:
+                xs = [np.concatenate([x, np.broadcast_to(i, outer + [1])], axis=-1)
+                      for x, i in zip(xs, inits)]
+                k += 1
+            pairs = [x[..., 0::2] for x in xs] + [x[..., 1::2] for x in xs]
+            out = self.interp.evaluate(comp, pairs)
+            xs = list(out) if isinstance(out, tuple) else [out]
+            k //= 2
+        if k == 0:
+            xs = [np.broadcast_to(i, outer + [1]) for i in inits]
+        out = self.interp.evaluate(comp, [np.broadcast_to(i, outer) for i in inits] +
+                                   [x[..., 0] for x in xs])
+        outs = list(out) if isinstance(out, tuple) else [out]
+        shapes = shape.elements if shape.is_tuple else (shape,)
+        res = [np.asarray(o).astype(s.dtype).reshape(s.dims) for o, s in zip(outs, shapes)]
+        return tuple(res) if shape.is_tuple else res[0]
+
+    def reduce_window(self, instr: Instruction, args):
+        n = len(args) // 2
+        if n != 1:
+            raise NotImplementedError("variadic reduce-window")
+        x, init = args
+        size, stride, pad = _parse_window(instr.attr("window"), x.ndim)
+        padded = np.pad(x, pad, constant_values=init)
+        windows = np.lib.stride_tricks.sliding_window_view(padded, size)
+        windows = windows[tuple(slice(None, None, s) for s in stride)]
+        axes = tuple(range(x.ndim, 2 * x.ndim))
+        comp = self.interp.module.computation(instr.attr("to_apply"))
+        return self.reduce(comp.name, [np.ascontiguousarray(windows)], [init], axes, instr.shape)
+
+
+def _parse_window(text: str, ndim: int):
+    fields = dict(re.findall(r"(\w+)=(\S+)", str(text)))
+    size = [int(v) for v in fields["size"].split("x")]
+    stride = [int(v) for v in fields.get("stride", "x".join("1" * ndim)).split("x")]
+    pad = [tuple(int(p) for p in v.split("_")) for v in fields.get("pad", "x".join(["0_0"] * ndim)).split("x")]
+    return size, stride, pad
+
+
+def _simple_reducer(comp: Computation):
+    root = comp.root
+    params = comp.parameters
+    if len(params) == 2 and len(root.operands) == 2 and set(map(id, root.operands)) == set(map(id, params)):
+        return _UFUNC_OF.get(root.opcode)
+    return None
+
+
+class Interpreter:
+    """Runs a module's entry computation on NumPy arrays."""
+
+    def __init__(self, module: Module):
+        self.module = module
+
+    def evaluate(self, comp: Computation, args: Sequence):
+        frame = _Frame(self, args)
+        env: dict[int, object] = {}
+        for inst in comp.instructions:
+            vals = [env[id(o)] for o in inst.operands]
+            out = op(inst.opcode).impl(inst, vals, frame)
+            env[id(inst)] = out
+        return env[id(comp.root)]
+
+    def run(self, args: Sequence) -> list:
+        """The root tuple's elements for `args` (one per entry parameter)."""
+        params = self.module.entry.parameters
+        if len(args) != len(params):
+            raise TypeError(f"{self.module.name} takes {len(params)} arguments, got {len(args)}")
+        values = [_as_value(a, p.shape) for a, p in zip(args, params)]
+        out = self.evaluate(self.module.entry, values)
+        return list(out) if isinstance(out, tuple) else [out]
+
+
+def run_module(module: Module, args: Sequence) -> list:
+    return Interpreter(module).run(args)

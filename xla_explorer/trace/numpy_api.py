@@ -1,0 +1,1139 @@
+"""NumPy functions -> HLO: the rows that say how each supported NumPy call lowers.
+
+Every call on a Tracer comes here. The dispatcher computes NumPy's own result on the eager
+values (the reference, and the ground truth for shapes and types), asks the row for the HLO,
+and checks that the HLO's shape and type are NumPy's. Element types follow NumPy exactly: a
+ufunc's loop types come from `ufunc.resolve_dtypes`, which applies NEP 50 (Python scalars are
+weak), and the operands are converted to them before the op.
+"""
+from __future__ import annotations
+
+import contextlib
+import difflib
+import math
+import sys
+from typing import Any, Callable
+
+import numpy as np
+
+from ..errors import TraceError, UnsupportedOpError
+from ..ir.module import Instruction
+from ..ir.shape import Shape, TupleShape, is_supported_dtype, scalar
+from .builder import Builder
+from .tracer import Tracer, _dtype_error, active_builder, at_user_site, located, user_frame
+
+_LN2 = math.log(2.0)
+_LN10 = math.log(10.0)
+
+
+# -- operands ----------------------------------------------------------------------------------
+
+
+def is_tracer(x) -> bool:
+    return isinstance(x, Tracer)
+
+
+def value_of(x):
+    """The eager NumPy value of x (Tracers unwrapped, containers recursively)."""
+    if isinstance(x, Tracer):
+        return x.value
+    if isinstance(x, (list, tuple)):
+        return type(x)(value_of(v) for v in x)
+    return x
+
+
+def _weak(x) -> bool:
+    return (isinstance(x, (bool, int, float)) and not isinstance(x, np.generic)) or (
+        isinstance(x, Tracer) and x._weak)
+
+
+def dtype_key(x):
+    """What `resolve_dtypes` wants for x: a dtype, or the Python type of a weak scalar."""
+    if _weak(x):
+        v = x.value if isinstance(x, Tracer) else x
+        return type(v)
+    if isinstance(x, Tracer):
+        return x.dtype
+    return np.asarray(x).dtype
+
+
+def node_of(x, dtype=None) -> Instruction:
+    """The instruction for x: a Tracer's, or a constant for a Python or NumPy value."""
+    b = active_builder()
+    if isinstance(x, Tracer):
+        if x._b is not b:
+            raise located(TraceError, "a traced array from another trace was used here",
+                          "tracing", "Do not keep traced arrays across calls (globals, closures).")
+        node = x.node
+    elif isinstance(x, Instruction):
+        node = x
+    else:
+        arr = np.asarray(x)
+        if dtype is None and not is_supported_dtype(arr.dtype):
+            raise _dtype_error("a constant", arr.dtype)
+        if dtype is not None:
+            with np.errstate(all="ignore"):
+                arr = arr.astype(dtype)
+        node = b.literal(arr)
+    return b.convert(node, dtype) if dtype is not None else node
+
+
+def wrap(node: Instruction, value, what: str) -> Tracer:
+    """A Tracer for node with eager value; the two must agree in shape and type."""
+    b = active_builder()
+    shape = np.shape(value)
+    dtype = np.asarray(value).dtype if not isinstance(value, np.generic) else value.dtype
+    if not is_supported_dtype(dtype):
+        raise _dtype_error(what, dtype)
+    if node.dims != tuple(shape) or node.dtype != dtype:
+        raise located(TraceError, f"internal error: {what} lowered to {node.shape} but NumPy "
+                                  f"gives {dtype}{list(shape)}", what,
+                      "Please report this with the line above.")
+    return Tracer(b, node, value)
+
+
+def _eager(fn, what: str, *args, **kwargs):
+    """Run NumPy itself; its errors become the user's error at the user's line."""
+    try:
+        with np.errstate(all="ignore"):
+            return fn(*args, **kwargs)
+    except (TraceError, UnsupportedOpError):
+        raise
+    except Exception as e:  # NumPy's own complaint, at the user's line
+        raise located(TraceError, f"{what} failed in NumPy: {e}", what) from e
+
+
+def _axes(axis, ndim: int) -> tuple[int, ...]:
+    if axis is None:
+        return tuple(range(ndim))
+    if isinstance(axis, (tuple, list)):
+        return tuple(sorted(int(a) % ndim for a in axis)) if ndim else ()
+    return (int(axis) % ndim,) if ndim else ()
+
+
+# -- ufuncs ------------------------------------------------------------------------------------
+# Each lowering gets the builder and the operands already converted to the ufunc loop's input
+# types and broadcast to one shape; it returns an instruction of the loop's output type.
+
+
+def _direct(opcode):
+    return lambda b, *xs: b.ew(opcode, *xs)
+
+
+def _by_kind(**rows):
+    """Pick a lowering by the operands' element kind: b(ool), i(nt) or f(loat)."""
+    def lower(b, *xs):
+        return rows[xs[0].dtype.kind](b, *xs)
+    return lower
+
+
+def _const(b, value, like):
+    return b.scalar_like(value, like)
+
+
+def _identity(b, x):
+    return x
+
+
+def _compare(direction):
+    return lambda b, x, y: b.compare(x, y, direction)
+
+
+def _isnan(b, x):
+    return b.compare(x, x, "NE")
+
+
+def _floor_divide_int(b, x, y):
+    # HLO divides toward zero; NumPy floors, and gives 0 for a zero divisor.
+    zero = _const(b, 0, x)
+    q = b.ew("divide", x, y)
+    r = b.ew("remainder", x, y)
+    signs_differ = b.compare(b.compare(r, zero, "LT"), b.compare(y, zero, "LT"), "NE")
+    fix = b.ew("and", b.compare(r, zero, "NE"), signs_differ)
+    q = b.ew("subtract", q, b.convert(fix, x.dtype))
+    return b.select(b.compare(y, zero, "EQ"), zero, q)
+
+
+def _divmod_float(b, x, y):
+    # NumPy's npy_divmod, step by step, so results agree to the last bit.
+    zero = _const(b, 0, x)
+    mod = b.ew("remainder", x, y)
+    div = b.ew("divide", b.ew("subtract", x, mod), y)
+    signs_differ = b.compare(b.compare(y, zero, "LT"), b.compare(mod, zero, "LT"), "NE")
+    fix = b.ew("and", b.compare(mod, zero, "NE"), signs_differ)
+    one = _const(b, 1, x)
+    div = b.select(fix, b.ew("subtract", div, one), div)
+    mod = b.select(fix, b.ew("add", mod, y), mod)
+    floor = b.ew("floor", div)
+    round_up = b.compare(b.ew("subtract", div, floor), _const(b, 0.5, x), "GT")
+    floor = b.select(round_up, b.ew("add", floor, one), floor)
+    by_zero = b.compare(y, zero, "EQ")
+    return b.select(by_zero, b.ew("divide", x, y), floor), b.select(by_zero, b.ew("remainder", x, y), mod)
+
+
+def _remainder_int(b, x, y):
+    zero = _const(b, 0, x)
+    r = b.ew("remainder", x, y)
+    signs_differ = b.compare(b.compare(r, zero, "LT"), b.compare(y, zero, "LT"), "NE")
+    fix = b.ew("and", b.compare(r, zero, "NE"), signs_differ)
+    r = b.select(fix, b.ew("add", r, y), r)
+    return b.select(b.compare(y, zero, "EQ"), zero, r)
+
+
+def _trunc(b, x):
+    return b.select(b.compare(x, _const(b, 0, x), "LT"), b.ew("ceil", x), b.ew("floor", x))
+
+
+def _scaled(opcode, factor):
+    return lambda b, x: b.ew("multiply", b.ew(opcode, b.ew("multiply", x, _const(b, factor, x)))
+                             if False else b.ew(opcode, x), _const(b, factor, x))
+
+
+def _exp2(b, x):
+    return b.ew("exponential", b.ew("multiply", x, _const(b, _LN2, x)))
+
+
+def _sinh(b, x):
+    # expm1 keeps sinh accurate near 0, where exp(x) - exp(-x) cancels.
+    half = _const(b, 0.5, x)
+    return b.ew("multiply", half, b.ew("subtract", b.ew("exponential-minus-one", x),
+                                       b.ew("exponential-minus-one", b.ew("negate", x))))
+
+
+def _cosh(b, x):
+    # e^(x - ln 2) + e^(-x - ln 2) overflows only where cosh itself does.
+    ln_half = _const(b, -_LN2, x)
+    return b.ew("add", b.ew("exponential", b.ew("add", x, ln_half)),
+                b.ew("exponential", b.ew("add", b.ew("negate", x), ln_half)))
+
+
+def _one_minus_sq(b, x):
+    one = _const(b, 1, x)
+    return b.ew("multiply", b.ew("subtract", one, x), b.ew("add", one, x))  # (1-x)(1+x): exact near 1
+
+
+def _arcsin(b, x):
+    return b.ew("atan2", x, b.ew("sqrt", _one_minus_sq(b, x)))
+
+
+def _arccos(b, x):
+    return b.ew("atan2", b.ew("sqrt", _one_minus_sq(b, x)), x)
+
+
+def _arctan(b, x):
+    return b.ew("atan2", x, _const(b, 1, x))
+
+
+def _arcsinh(b, x):
+    # asinh|x| = log1p(|x| + x^2 / (1 + sqrt(1 + x^2))), and log|x| + ln 2 once x^2 overflows.
+    a = b.ew("abs", x)
+    one = _const(b, 1, x)
+    sq = b.ew("multiply", a, a)
+    small = b.ew("log-plus-one", b.ew("add", a, b.ew("divide", sq, b.ew("add", one, b.ew(
+        "sqrt", b.ew("add", one, sq))))))
+    large = b.ew("add", b.ew("log", a), _const(b, _LN2, x))
+    big = b.compare(a, _const(b, 1e8 if x.dtype == np.float64 else 1e4, x), "GT")
+    mag = b.select(big, large, small)
+    return b.select(b.compare(x, _const(b, 0, x), "LT"), b.ew("negate", mag), mag)
+
+
+def _arccosh(b, x):
+    # acosh x = log1p(t + sqrt(t (x + 1))) with t = x - 1: exact near 1.
+    one = _const(b, 1, x)
+    t = b.ew("subtract", x, one)
+    small = b.ew("log-plus-one", b.ew("add", t, b.ew("sqrt", b.ew("multiply", t, b.ew("add", x, one)))))
+    large = b.ew("add", b.ew("log", x), _const(b, _LN2, x))
+    big = b.compare(x, _const(b, 1e8 if x.dtype == np.float64 else 1e4, x), "GT")
+    return b.select(big, large, small)
+
+
+def _arctanh(b, x):
+    one = _const(b, 1, x)
+    ratio = b.ew("divide", b.ew("multiply", _const(b, 2, x), x), b.ew("subtract", one, x))
+    return b.ew("multiply", _const(b, 0.5, x), b.ew("log-plus-one", ratio))
+
+
+def _fmax_fmin(opcode):
+    def lower(b, x, y):
+        if x.dtype.kind != "f":
+            return b.ew(opcode, x, y)
+        m = b.ew(opcode, x, y)
+        return b.select(_isnan(b, y), x, b.select(_isnan(b, x), y, m))
+    return lower
+
+
+def _truth(b, x):
+    return x if x.dtype == np.bool_ else b.compare(x, _const(b, 0, x), "NE")
+
+
+def _logical(opcode):
+    return lambda b, x, y: b.ew(opcode, _truth(b, x), _truth(b, y))
+
+
+def _false_like(b, x):
+    return b.full(False, np.bool_, x.dims)
+
+
+def _true_like(b, x):
+    return b.full(True, np.bool_, x.dims)
+
+
+def _log_base(factor):
+    return lambda b, x: b.ew("multiply", b.ew("log", x), _const(b, factor, x))
+
+
+_F = {"f": None}
+UFUNCS: dict[str, Callable] = {
+    # arithmetic; on bools NumPy's add is `or` and multiply is `and`
+    "add": _by_kind(b=_direct("or"), i=_direct("add"), f=_direct("add")),
+    "subtract": _direct("subtract"),
+    "multiply": _by_kind(b=_direct("and"), i=_direct("multiply"), f=_direct("multiply")),
+    "divide": _direct("divide"),
+    "floor_divide": _by_kind(i=_floor_divide_int, f=lambda b, x, y: _divmod_float(b, x, y)[0]),
+    "remainder": _by_kind(i=_remainder_int, f=lambda b, x, y: _divmod_float(b, x, y)[1]),
+    "power": _direct("power"),
+    "negative": _direct("negate"),
+    "positive": _identity,
+    "absolute": _by_kind(b=_identity, i=_direct("abs"), f=_direct("abs")),
+    "sign": _direct("sign"),
+    "square": lambda b, x: b.ew("multiply", x, x),
+    "reciprocal": lambda b, x: b.ew("divide", _const(b, 1, x), x),
+    "maximum": _by_kind(b=_direct("or"), i=_direct("maximum"), f=_direct("maximum")),
+    "minimum": _by_kind(b=_direct("and"), i=_direct("minimum"), f=_direct("minimum")),
+    "fmax": _fmax_fmin("maximum"),
+    "fmin": _fmax_fmin("minimum"),
+    # exponentials and logarithms
+    "exp": _direct("exponential"),
+    "exp2": _exp2,
+    "expm1": _direct("exponential-minus-one"),
+    "log": _direct("log"),
+    "log2": _log_base(1 / _LN2),
+    "log10": _log_base(1 / _LN10),
+    "log1p": _direct("log-plus-one"),
+    "sqrt": _direct("sqrt"),
+    "cbrt": _direct("cbrt"),
+    # trigonometric and hyperbolic
+    "sin": _direct("sine"),
+    "cos": _direct("cosine"),
+    "tan": _direct("tan"),
+    "arcsin": _arcsin,
+    "arccos": _arccos,
+    "arctan": _arctan,
+    "arctan2": _direct("atan2"),
+    "sinh": _sinh,
+    "cosh": _cosh,
+    "tanh": _direct("tanh"),
+    "arcsinh": _arcsinh,
+    "arccosh": _arccosh,
+    "arctanh": _arctanh,
+    # rounding; NumPy keeps integers as they are
+    "floor": _by_kind(i=_identity, b=_identity, f=_direct("floor")),
+    "ceil": _by_kind(i=_identity, b=_identity, f=_direct("ceil")),
+    "trunc": _by_kind(i=_identity, b=_identity, f=_trunc),
+    "rint": _by_kind(i=_identity, b=_identity, f=_direct("round-nearest-even")),
+    # comparisons and logic
+    "greater": _compare("GT"),
+    "greater_equal": _compare("GE"),
+    "less": _compare("LT"),
+    "less_equal": _compare("LE"),
+    "equal": _compare("EQ"),
+    "not_equal": _compare("NE"),
+    "logical_and": _logical("and"),
+    "logical_or": _logical("or"),
+    "logical_xor": lambda b, x, y: b.compare(_truth(b, x), _truth(b, y), "NE"),
+    "logical_not": lambda b, x: b.ew("not", _truth(b, x)),
+    "isnan": _by_kind(b=_false_like, i=_false_like, f=_isnan),
+    "isinf": _by_kind(b=_false_like, i=_false_like,
+                      f=lambda b, x: b.compare(b.ew("abs", x), _const(b, np.inf, x), "EQ")),
+    "isfinite": _by_kind(b=_true_like, i=_true_like, f=_direct("is-finite")),
+    # bits
+    "bitwise_and": _direct("and"),
+    "bitwise_or": _direct("or"),
+    "bitwise_xor": _direct("xor"),
+    "invert": _direct("not"),
+    "left_shift": _direct("shift-left"),
+    "right_shift": _direct("shift-right-arithmetic"),
+}
+
+# NumPy names that mean a supported one, for the error's suggestion.
+ALTERNATIVES = {
+    "fabs": "np.abs", "round": "np.rint", "around": "np.rint", "fix": "np.trunc",
+    "nanmax": "np.max(np.where(np.isnan(x), -np.inf, x))",
+    "nanmin": "np.min(np.where(np.isnan(x), np.inf, x))",
+    "nansum": "np.sum(np.where(np.isnan(x), 0, x))", "average": "np.mean",
+    "amax": "np.max", "outer": "x[:, None] * y[None, :]", "inner": "np.dot",
+    "tensordot": "np.einsum", "float_power": "np.power on float64 arrays",
+    "cumsum": None, "sinc": "np.sin(np.pi * x) / (np.pi * x)",
+    "deg2rad": "x * (np.pi / 180)", "rad2deg": "x * (180 / np.pi)", "hypot": "np.sqrt(x*x + y*y)",
+    "logaddexp": "np.maximum(a, b) + np.log1p(np.exp(-np.abs(a - b)))",
+    "copysign": "np.where(y < 0, -np.abs(x), np.abs(x))", "heaviside": "np.where",
+    "take": "slicing", "ndarray.sort": "np.sort",
+}
+
+
+def unsupported(name: str, detail: str = "") -> UnsupportedOpError:
+    supported = sorted(set(UFUNCS) | {f.__name__ for f in FUNCTIONS})
+    alt = ALTERNATIVES.get(name)
+    if alt is None and name not in ALTERNATIVES:
+        close = difflib.get_close_matches(name, supported, n=1, cutoff=0.75)
+        alt = f"np.{close[0]}" if close else None
+    hint = f"A supported alternative: {alt}." if alt else (
+        "It has no compilable equivalent here; compute it outside the traced function.")
+    return located(UnsupportedOpError, f"np.{name} is not supported{detail}", f"np.{name}", hint)
+
+
+def call_ufunc(ufunc, method: str, inputs, kwargs):
+    name = ufunc.__name__
+    b = active_builder()
+    with at_user_site(b, name):
+        if method == "reduce" and name in _UFUNC_REDUCE:
+            axis = kwargs.pop("axis", 0)
+            keepdims = kwargs.pop("keepdims", False)
+            if kwargs:
+                raise unsupported(f"{name}.reduce", f" with {', '.join(kwargs)}")
+            return _reduce_call(_UFUNC_REDUCE[name], inputs[0], axis, keepdims, f"{name}.reduce")
+        if method != "__call__":
+            raise unsupported(f"{name}.{method}")
+        if name == "matmul":
+            out = kwargs.pop("out", None)
+            if kwargs:
+                raise unsupported(name, f" with {', '.join(kwargs)}=")
+            return _finish_out(matmul(*inputs), out)
+        if name not in UFUNCS:
+            raise unsupported(name)
+        out = kwargs.pop("out", None)
+        dtype = kwargs.pop("dtype", None)
+        for k in list(kwargs):
+            if k == "casting" and kwargs[k] == "same_kind" or k == "where" and kwargs[k] is True:
+                kwargs.pop(k)
+        if kwargs:
+            raise unsupported(name, f" with {', '.join(k + '=' for k in kwargs)}")
+        value = _eager(ufunc, f"np.{name}", *value_of(list(inputs)),
+                       **({"dtype": dtype} if dtype is not None else {}))
+        keys = tuple(dtype_key(x) for x in inputs) + (None,) * ufunc.nout
+        sig = None if dtype is None else (None,) * ufunc.nin + (np.dtype(dtype),)
+        try:
+            loop = (ufunc.resolve_dtypes(keys) if sig is None
+                    else ufunc.resolve_dtypes(keys, signature=sig, casting="unsafe"))
+        except Exception as e:
+            raise located(TraceError, f"np.{name} has no loop for these types: {e}", name) from e
+        in_types, out_type = loop[:ufunc.nin], loop[ufunc.nin]
+        for t in in_types:
+            if not is_supported_dtype(t):
+                raise _dtype_error(f"np.{name}", t)
+        shape = np.broadcast_shapes(*(np.shape(value_of(x)) for x in inputs))
+        nodes = [b.broadcast_to(node_of(x, t), shape) for x, t in zip(inputs, in_types)]
+        node = UFUNCS[name](b, *nodes)
+        node = b.convert(node, out_type)
+        return _finish_out(wrap(node, value, f"np.{name}"), out)
+
+
+def _finish_out(result: Tracer, out):
+    if out is None:
+        return result
+    target = out[0] if isinstance(out, tuple) else out
+    if not isinstance(target, Tracer):
+        raise located(TraceError, "out= must be a traced array (an input or an array made in "
+                                  "the function)", "out=", "Drop out= and assign the result.")
+    return assign_inplace(target, result, "out=")
+
+
+def assign_inplace(target: Tracer, result, what: str) -> Tracer:
+    """`target op= ...`: NumPy writes the result into target's storage (same shape, type)."""
+    b = active_builder()
+    with at_user_site(b, what):
+        if not isinstance(target.value, np.ndarray):
+            # A 0-d NumPy scalar is immutable: Python rebinds the name to the new value.
+            return result
+        rvalue = value_of(result)
+        if not np.can_cast(np.result_type(rvalue), target.dtype, "same_kind"):
+            raise located(TraceError, f"{what}: cannot cast {np.result_type(rvalue)} to "
+                                      f"{target.dtype} in place (NumPy's same_kind rule)", what,
+                          f"Write x = x {what.split()[0]} ... to make a new array instead.")
+        if np.broadcast_shapes(np.shape(rvalue), target.shape) != target.shape:
+            raise located(TraceError, f"{what}: a result of shape {np.shape(rvalue)} does not "
+                                      f"fit in place into shape {target.shape}", what)
+        node = b.broadcast_to(b.convert(node_of(result), target.dtype), target.shape)
+        target._set_node(node, what)
+        target.value[...] = rvalue
+        return target
+
+
+# -- reductions --------------------------------------------------------------------------------
+
+
+def _keep(b, node, x_dims, axes, keepdims):
+    if not keepdims:
+        return node
+    return b.reshape(node, [1 if i in axes else n for i, n in enumerate(x_dims)])
+
+
+def _sum_type(dtype, requested):
+    if requested is not None:
+        return np.dtype(requested)
+    dtype = np.dtype(dtype)
+    if dtype.kind == "b" or (dtype.kind == "i" and dtype.itemsize < 8):
+        return np.dtype(np.int64)
+    return dtype
+
+
+def _mean_type(dtype, requested):
+    if requested is not None:
+        return np.dtype(requested)
+    return np.dtype(dtype) if np.dtype(dtype).kind == "f" else np.dtype(np.float64)
+
+
+def _reduce_node(b, x, axes, opcode, dtype, keepdims):
+    node = b.reduce(b.convert(node_of(x), dtype), axes, opcode)
+    return _keep(b, node, np.shape(value_of(x)), axes, keepdims)
+
+
+def _count(x, axes) -> int:
+    shape = np.shape(value_of(x))
+    return int(np.prod([shape[a] for a in axes], dtype=np.int64))
+
+
+def _sum(value, a, axis=None, dtype=None, out=None, keepdims=False, **kw):
+    b = active_builder()
+    axes = _axes(axis, np.ndim(value_of(a)))
+    dt = _sum_type(dtype_key(a) if not _weak(a) else np.asarray(value_of(a)).dtype, dtype)
+    return _reduce_node(b, a, axes, "or" if dt == np.bool_ else "add", dt, keepdims)
+
+
+def _prod(value, a, axis=None, dtype=None, out=None, keepdims=False, **kw):
+    b = active_builder()
+    axes = _axes(axis, np.ndim(value_of(a)))
+    dt = _sum_type(np.asarray(value_of(a)).dtype, dtype)
+    return _reduce_node(b, a, axes, "and" if dt == np.bool_ else "multiply", dt, keepdims)
+
+
+def _extreme(which):
+    def lower(value, a, axis=None, out=None, keepdims=False, **kw):
+        b = active_builder()
+        axes = _axes(axis, np.ndim(value_of(a)))
+        dt = np.asarray(value_of(a)).dtype
+        if dt == np.bool_:
+            opcode = "or" if which == "maximum" else "and"
+        else:
+            opcode = which
+        return _reduce_node(b, a, axes, opcode, dt, keepdims)
+    return lower
+
+
+def _mean_node(b, a, axes, dt, keepdims):
+    total = _reduce_node(b, a, axes, "add", dt, keepdims)
+    return b.ew("divide", total, b.scalar_like(_count(a, axes), total))
+
+
+def _mean(value, a, axis=None, dtype=None, out=None, keepdims=False, **kw):
+    b = active_builder()
+    axes = _axes(axis, np.ndim(value_of(a)))
+    return _mean_node(b, a, axes, _mean_type(np.asarray(value_of(a)).dtype, dtype), keepdims)
+
+
+def _var_node(b, a, axes, dtype, ddof, keepdims):
+    dt = _mean_type(np.asarray(value_of(a)).dtype, dtype)
+    x = b.convert(node_of(a), dt)
+    mean = _mean_node(b, a, axes, dt, True)
+    centered = b.ew("subtract", x, b.broadcast_to(mean, x.dims))
+    total = _reduce_node(b, b.ew("multiply", centered, centered), axes, "add", dt, keepdims)
+    n = max(_count(a, axes) - ddof, 0)
+    return b.ew("divide", total, b.scalar_like(n, total))
+
+
+def _var(value, a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, **kw):
+    b = active_builder()
+    return _var_node(b, a, _axes(axis, np.ndim(value_of(a))), dtype, ddof, keepdims)
+
+
+def _std(value, a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, **kw):
+    b = active_builder()
+    return b.ew("sqrt", _var_node(b, a, _axes(axis, np.ndim(value_of(a))), dtype, ddof, keepdims))
+
+
+def _arg(which):
+    def lower(value, a, axis=None, out=None, keepdims=False):
+        b = active_builder()
+        x = node_of(a)
+        if axis is None:
+            flat = b.reshape(x, (x.shape.size,))
+            node = b.arg_reduce(flat, 0, which)
+            return b.reshape(node, (1,) * x.shape.rank) if keepdims else node
+        ax = int(axis) % x.shape.rank
+        return _keep(b, b.arg_reduce(x, ax, which), x.dims, (ax,), keepdims)
+    return lower
+
+
+def _all_any(opcode):
+    def lower(value, a, axis=None, out=None, keepdims=False, **kw):
+        b = active_builder()
+        x = _truth(b, node_of(a))
+        axes = _axes(axis, x.shape.rank)
+        return _keep(b, b.reduce(x, axes, opcode), x.dims, axes, keepdims)
+    return lower
+
+
+_UFUNC_REDUCE = {"add": np.sum, "multiply": np.prod, "maximum": np.max, "minimum": np.min,
+                 "logical_and": np.all, "logical_or": np.any}
+
+
+def _reduce_call(func, a, axis, keepdims, what):
+    return call_function(func, (a,), {"axis": axis, "keepdims": keepdims})
+
+
+# -- dot, matmul, einsum -----------------------------------------------------------------------
+
+
+def _promote_pair(a, c):
+    b = active_builder()
+    dt = np.result_type(*(dtype_key(x) for x in (a, c)))
+    if not is_supported_dtype(dt):
+        raise _dtype_error("the product", dt)
+    return b, node_of(a, dt), node_of(c, dt)
+
+
+def matmul(a, c):
+    b = active_builder()
+    value = _eager(np.matmul, "np.matmul", value_of(a), value_of(c))
+    _, x, y = _promote_pair(a, c)
+    if x.shape.rank == 0 or y.shape.rank == 0:
+        raise located(TraceError, "np.matmul does not take scalars", "np.matmul", "Use *.")
+    xv = x if x.shape.rank > 1 else b.reshape(x, (1,) + x.dims)
+    yv = y if y.shape.rank > 1 else b.reshape(y, y.dims + (1,))
+    batch = np.broadcast_shapes(xv.dims[:-2], yv.dims[:-2])
+    xv = b.broadcast_to(xv, batch + xv.dims[-2:])
+    yv = b.broadcast_to(yv, batch + yv.dims[-2:])
+    nb = len(batch)
+    node = b.dot(xv, yv, tuple(range(nb)), (nb + 1,), tuple(range(nb)), (nb,))
+    node = b.reshape(node, np.shape(value))
+    return wrap(node, value, "np.matmul")
+
+
+def _dot(value, a, c, out=None):
+    b, x, y = _promote_pair(a, c)
+    if x.shape.rank == 0 or y.shape.rank == 0:
+        return b.ew("multiply", b.broadcast_to(x, np.shape(value)), b.broadcast_to(y, np.shape(value)))
+    rc = 0 if y.shape.rank == 1 else y.shape.rank - 2
+    return b.dot(x, y, (), (x.shape.rank - 1,), (), (rc,))
+
+
+def _einsum(value, subscripts, *operands, **kw):
+    if kw.get("optimize") not in (None, False, True, "greedy", "optimal") or set(kw) - {"optimize"}:
+        raise unsupported("einsum", f" with {', '.join(kw)}")
+    if not isinstance(subscripts, str) or "..." in subscripts:
+        raise unsupported("einsum", " in this form (use explicit subscripts without '...')")
+    b = active_builder()
+    spec = subscripts.replace(" ", "")
+    ins, _, out = spec.partition("->")
+    terms = ins.split(",")
+    if "->" not in spec:
+        letters = "".join(terms)
+        out = "".join(sorted(c for c in set(letters) if letters.count(c) == 1))
+    if len(terms) != len(operands) or len(terms) > 2:
+        raise unsupported("einsum", " with more than two operands")
+    dt = np.result_type(*(dtype_key(o) for o in operands))
+    nodes = [node_of(o, dt) for o in operands]
+    for t in terms:
+        if len(set(t)) != len(t):
+            raise unsupported("einsum", f" with a repeated index in {t!r} (a diagonal or trace)")
+    # First sum away indices that appear in one operand only and not in the output.
+    for k, t in enumerate(terms):
+        others = "".join(terms[:k] + terms[k + 1:]) + out
+        gone = [i for i, c in enumerate(t) if c not in others]
+        if gone:
+            nodes[k] = b.reduce(nodes[k], gone, "or" if dt == np.bool_ else "add")
+            terms[k] = "".join(c for c in t if c not in others)
+    if len(terms) == 1:
+        (t,) = terms
+        return b.transpose(nodes[0], [t.index(c) for c in out])
+    (ta, tb), (x, y) = terms, nodes
+    batch = [c for c in ta if c in tb and c in out]
+    contract = [c for c in ta if c in tb and c not in out]
+    node = b.dot(x, y, [ta.index(c) for c in batch], [ta.index(c) for c in contract],
+                 [tb.index(c) for c in batch], [tb.index(c) for c in contract])
+    got = batch + [c for c in ta if c not in tb] + [c for c in tb if c not in ta]
+    return b.transpose(node, [got.index(c) for c in out])
+
+
+# -- data movement -----------------------------------------------------------------------------
+
+
+def _reshape(value, a, *args, **kw):
+    order = kw.get("order", args[1] if len(args) > 1 else "C")
+    if order not in ("C", None):
+        raise unsupported("reshape", f" with order={order!r} (only C order)")
+    return active_builder().reshape(node_of(a), np.shape(value))
+
+
+def _ravel(value, a, order="C"):
+    if order not in ("C", None):
+        raise unsupported("ravel", f" with order={order!r} (only C order)")
+    return active_builder().reshape(node_of(a), np.shape(value))
+
+
+def _same_shape_reshape(value, a, *args, **kw):
+    return active_builder().reshape(node_of(a), np.shape(value))
+
+
+def _transpose(value, a, axes=None):
+    x = node_of(a)
+    perm = tuple(reversed(range(x.shape.rank))) if axes is None else tuple(
+        int(p) % x.shape.rank for p in axes)
+    return active_builder().transpose(x, perm)
+
+
+def _swapaxes(value, a, axis1, axis2):
+    x = node_of(a)
+    perm = list(range(x.shape.rank))
+    i, j = int(axis1) % x.shape.rank, int(axis2) % x.shape.rank
+    perm[i], perm[j] = perm[j], perm[i]
+    return active_builder().transpose(x, perm)
+
+
+def _moveaxis(value, a, source, destination):
+    x = node_of(a)
+    n = x.shape.rank
+    src = [int(s) % n for s in np.atleast_1d(source)]
+    dst = [int(d) % n for d in np.atleast_1d(destination)]
+    order = [i for i in range(n) if i not in src]
+    for d, s in sorted(zip(dst, src)):
+        order.insert(d, s)
+    return active_builder().transpose(x, order)
+
+
+def _broadcast_to(value, a, shape, subok=False):
+    return active_builder().broadcast_to(node_of(a), np.shape(value))
+
+
+def _concat_nodes(arrays, axis, dtype=None):
+    b = active_builder()
+    dt = np.dtype(dtype) if dtype is not None else np.result_type(*(dtype_key(x) for x in arrays))
+    return b, [node_of(x, dt) for x in arrays]
+
+
+def _concatenate(value, arrays, axis=0, out=None, dtype=None, casting="same_kind"):
+    b, nodes = _concat_nodes(arrays, axis, dtype)
+    if axis is None:
+        nodes = [b.reshape(n, (n.shape.size,)) for n in nodes]
+        axis = 0
+    return b.concatenate(nodes, int(axis) % nodes[0].shape.rank)
+
+
+def _stack(value, arrays, axis=0, out=None, dtype=None, casting="same_kind"):
+    b, nodes = _concat_nodes(arrays, axis, dtype)
+    ax = int(axis) % (nodes[0].shape.rank + 1)
+    nodes = [b.reshape(n, n.dims[:ax] + (1,) + n.dims[ax:]) for n in nodes]
+    return b.concatenate(nodes, ax)
+
+
+def _hstack(value, tup, dtype=None, casting="same_kind"):
+    b, nodes = _concat_nodes(tup, 1, dtype)
+    nodes = [n if n.shape.rank else b.reshape(n, (1,)) for n in nodes]
+    return b.concatenate(nodes, 0 if nodes[0].shape.rank == 1 else 1)
+
+
+def _vstack(value, tup, dtype=None, casting="same_kind"):
+    b, nodes = _concat_nodes(tup, 0, dtype)
+    nodes = [n if n.shape.rank >= 2 else b.reshape(n, (1,) * (2 - n.shape.rank) + n.dims) for n in nodes]
+    return b.concatenate(nodes, 0)
+
+
+def _flip(value, m, axis=None):
+    x = node_of(m)
+    return active_builder().reverse(x, _axes(axis, x.shape.rank))
+
+
+def _copy(value, a, *args, **kw):
+    return node_of(a)
+
+
+def _where(value, condition, x=None, y=None):
+    if x is None and y is None:
+        return _nonzero(value, condition)
+    b = active_builder()
+    dt = np.result_type(dtype_key(x), dtype_key(y))
+    shape = np.shape(value)
+    cond = b.broadcast_to(_truth(b, node_of(condition)), shape)
+    return b.select(cond, b.broadcast_to(node_of(x, dt), shape), b.broadcast_to(node_of(y, dt), shape))
+
+
+def _clip(value, a, a_min=np._NoValue, a_max=np._NoValue, out=None, *, min=np._NoValue,
+          max=np._NoValue, **kw):
+    lo = a_min if a_min is not np._NoValue else min
+    hi = a_max if a_max is not np._NoValue else max
+    result = a
+    if lo is not None and lo is not np._NoValue:
+        result = np.maximum(result, lo)
+    if hi is not None and hi is not np._NoValue:
+        result = np.minimum(result, hi)
+    return active_builder().convert(node_of(result), np.asarray(value).dtype)
+
+
+def astype(x: Tracer, dtype) -> Tracer:
+    b = active_builder()
+    with at_user_site(b, "astype"):
+        value = _eager(lambda v: np.asarray(v).astype(dtype), "astype", x.value)
+        if not is_supported_dtype(value.dtype):
+            raise _dtype_error("astype", value.dtype)
+        if isinstance(x.value, np.generic):
+            value = value[()]
+        return wrap(b.convert(x.node, value.dtype), value, "astype")
+
+
+def _np_astype(value, x, dtype, /, *, copy=True, device=None):
+    return active_builder().convert(node_of(x), np.asarray(value).dtype)
+
+
+# -- creation ----------------------------------------------------------------------------------
+
+
+def _like(fill):
+    def lower(value, a, *args, **kw):
+        v = np.asarray(value)
+        return active_builder().full(fill if fill is not None else 0, v.dtype, v.shape)
+    return lower
+
+
+def _full_like(value, a, fill_value, dtype=None, order="K", subok=True, shape=None, **kw):
+    b = active_builder()
+    v = np.asarray(value)
+    if isinstance(fill_value, Tracer):
+        return b.broadcast_to(node_of(fill_value, v.dtype), v.shape)
+    return b.full(fill_value, v.dtype, v.shape)
+
+
+def _traced_creation(name, original):
+    """np.zeros & co. called from user code while tracing: broadcasts and iotas."""
+
+    def creation(*args, **kwargs):
+        b = active_builder()
+        caller = sys._getframe(1).f_globals.get("__name__", "")
+        if b is None or caller.startswith(("numpy", "xla_explorer")):
+            return original(*args, **kwargs)
+        with at_user_site(b, name):
+            if name == "full" and any(isinstance(a, Tracer) for a in (*args, *kwargs.values())):
+                return _full_traced(b, *args, **kwargs)
+            value = _eager(_EAGER_CREATION.get(name, original), f"np.{name}", *args, **kwargs)
+            if not is_supported_dtype(value.dtype):
+                raise _dtype_error(f"np.{name}", value.dtype)
+            node = _CREATION[name](b, value, *args, **kwargs)
+            return wrap(node, value, f"np.{name}")
+
+    creation.__wrapped__ = original
+    creation.__name__ = name
+    return creation
+
+
+def _full_traced(b, shape, fill_value, dtype=None, order="C", **kw):
+    dt = np.dtype(dtype) if dtype is not None else fill_value.dtype
+    value = np.full(shape, fill_value.value, dtype=dt)
+    return wrap(b.broadcast_to(node_of(fill_value, dt), value.shape), value, "np.full")
+
+
+def _arange_node(b, value, *args, **kw):
+    n = value.shape[0]
+    if n == 0:
+        return b.literal(value)
+    start = float(value[0]) if value.dtype.kind == "f" else int(value[0])
+    if n == 1:
+        return b.full(start, value.dtype, (1,))
+    # NumPy fills start + i * delta, with delta the difference of its first two values.
+    wide = np.float64 if value.dtype.kind == "f" else np.int64
+    delta = np.asarray(value[1], wide) - np.asarray(value[0], wide)
+    ramp = b.iota(wide, (n,), 0)
+    node = b.ew("add", b.ew("multiply", ramp, b.full(delta, wide, (n,))), b.full(start, wide, (n,)))
+    return b.convert(node, value.dtype)
+
+
+def _linspace_node(b, value, start, stop, num=50, endpoint=True, retstep=False, dtype=None,
+                   axis=0, **kw):
+    if retstep or axis != 0 or np.ndim(start) or np.ndim(stop):
+        raise unsupported("linspace", " with retstep, axis or array end points")
+    n = int(num)
+    if n == 0:
+        return b.literal(value)
+    div = (n - 1) if endpoint else n
+    step = (float(stop) - float(start)) / div if div > 0 else 0.0
+    ramp = b.iota(np.float64, (n,), 0)
+    node = b.ew("add", b.ew("multiply", ramp, b.full(step, np.float64, (n,))),
+                b.full(float(start), np.float64, (n,)))
+    if endpoint and n > 1:
+        last = b.compare(ramp, b.full(n - 1, np.float64, (n,)), "EQ")
+        node = b.select(last, b.full(float(stop), np.float64, (n,)), node)
+    if value.dtype.kind in "iu":
+        node = b.ew("floor", node)
+    return b.convert(node, value.dtype)
+
+
+def _eye_node(b, value, N, M=None, k=0, dtype=float, **kw):
+    dims = value.shape
+    rows = b.iota(np.int64, dims, 0)
+    cols = b.iota(np.int64, dims, 1)
+    diag = b.compare(b.ew("add", rows, b.full(int(k), np.int64, dims)), cols, "EQ")
+    return b.convert(diag, value.dtype)
+
+
+_CREATION = {
+    "zeros": lambda b, v, *a, **k: b.full(0, v.dtype, v.shape),
+    "ones": lambda b, v, *a, **k: b.full(1, v.dtype, v.shape),
+    "empty": lambda b, v, *a, **k: b.full(0, v.dtype, v.shape),
+    "full": lambda b, v, *a, **k: b.literal(v),
+    "arange": _arange_node,
+    "linspace": _linspace_node,
+    "eye": _eye_node,
+    "identity": lambda b, v, n, dtype=None, **k: _eye_node(b, v, n),
+}
+# np.empty's contents are arbitrary; traced code gets zeros, so eager must agree.
+_EAGER_CREATION = {"empty": np.zeros}
+
+
+@contextlib.contextmanager
+def creation_functions_traced():
+    """While tracing, np.zeros & co. called by user code make traced arrays.
+
+    They take no array argument, so NumPy's dispatch never sees them; the wrapper checks the
+    calling thread is tracing and the caller is user code, and otherwise calls NumPy."""
+    saved = {name: getattr(np, name) for name in _CREATION}
+    for name, fn in saved.items():
+        if not hasattr(fn, "__wrapped__"):
+            setattr(np, name, _traced_creation(name, fn))
+    try:
+        yield
+    finally:
+        for name, fn in saved.items():
+            setattr(np, name, fn)
+
+
+# -- not compilable: value-dependent shapes ----------------------------------------------------
+
+
+def _custom_call(target: str, operands, value, config: str = "") -> Instruction | tuple:
+    b = active_builder()
+    values = value if isinstance(value, tuple) else (value,)
+    shapes = tuple(Shape(np.asarray(v).dtype, np.shape(v)) for v in values)
+    shape = TupleShape(shapes) if isinstance(value, tuple) else shapes[0]
+    attrs = [("custom_call_target", target)]
+    if config:
+        attrs.append(("backend_config", config))
+    node = b.emit("custom-call", tuple(node_of(o) for o in operands), shape=shape, attrs=attrs)
+    if isinstance(value, tuple):
+        return tuple(b.emit("get-tuple-element", (node,), attrs=[("index", i)])
+                     for i in range(len(values)))
+    return node
+
+
+def _unique(value, ar, return_index=False, return_inverse=False, return_counts=False,
+            axis=None, **kw):
+    if return_index or return_inverse or return_counts or axis is not None or kw:
+        raise unsupported("unique", " with return_index/return_inverse/return_counts/axis")
+    return _custom_call("numpy.unique", (ar,), value)
+
+
+def _nonzero(value, a):
+    return _custom_call("numpy.nonzero", (a,), tuple(value))
+
+
+def _argwhere(value, a):
+    return _custom_call("numpy.argwhere", (a,), value)
+
+
+def _sort(value, a, axis=-1, kind=None, order=None, **kw):
+    if axis is None:
+        return _custom_call("numpy.sort", (a,), value, '"axis=None"')
+    return _custom_call("numpy.sort", (a,), value, f'"axis={int(axis)}"')
+
+
+# -- static queries: answered at trace time, no instruction -------------------------------------
+
+STATIC = {
+    np.shape: lambda a: np.shape(value_of(a)),
+    np.ndim: lambda a: np.ndim(value_of(a)),
+    np.size: lambda a, axis=None: np.size(value_of(a), axis),
+    np.result_type: lambda *a: np.result_type(*(dtype_key(x) for x in a)),
+}
+
+
+# -- the function table ------------------------------------------------------------------------
+# NumPy function -> lowering(eager value, *the call's arguments). `VIEWS` are the functions
+# whose result NumPy may make a view of their first argument.
+
+FUNCTIONS: dict[Callable, Callable] = {
+    np.sum: _sum, np.prod: _prod, np.mean: _mean, np.var: _var, np.std: _std,
+    np.max: _extreme("maximum"), np.amax: _extreme("maximum"),
+    np.min: _extreme("minimum"), np.amin: _extreme("minimum"),
+    np.argmax: _arg("argmax"), np.argmin: _arg("argmin"),
+    np.all: _all_any("and"), np.any: _all_any("or"),
+    np.dot: _dot, np.einsum: _einsum,
+    np.reshape: _reshape, np.ravel: _ravel, np.transpose: _transpose, np.swapaxes: _swapaxes,
+    np.moveaxis: _moveaxis, np.squeeze: _same_shape_reshape, np.expand_dims: _same_shape_reshape,
+    np.broadcast_to: _broadcast_to, np.concatenate: _concatenate, np.stack: _stack,
+    np.hstack: _hstack, np.vstack: _vstack, np.flip: _flip, np.copy: _copy,
+    np.where: _where, np.clip: _clip, np.astype: _np_astype,
+    np.zeros_like: _like(0), np.ones_like: _like(1), np.empty_like: _like(None),
+    np.full_like: _full_like,
+    np.unique: _unique, np.nonzero: _nonzero, np.argwhere: _argwhere, np.sort: _sort,
+}
+VIEWS = {np.reshape, np.ravel, np.transpose, np.swapaxes, np.moveaxis, np.squeeze,
+         np.expand_dims, np.broadcast_to, np.flip}
+_EAGER_FUNCTIONS = {np.empty_like: np.zeros_like}
+
+
+def call_function(func, args, kwargs):
+    b = active_builder()
+    name = getattr(func, "__name__", str(func))
+    with at_user_site(b, name):
+        if func in STATIC:
+            return STATIC[func](*args, **kwargs)
+        if func not in FUNCTIONS:
+            raise unsupported(name)
+        if kwargs.get("out") is not None:
+            raise unsupported(name, " with out=")
+        eager_fn = _EAGER_FUNCTIONS.get(func, func)
+        value = _eager(eager_fn, f"np.{name}", *value_of(list(args)),
+                       **{k: value_of(v) for k, v in kwargs.items()})
+        lower = FUNCTIONS[func]
+        nodes = lower(value, *args, **kwargs)
+        if isinstance(nodes, tuple):
+            return tuple(wrap(n, v, f"np.{name}") for n, v in zip(nodes, value))
+        result = wrap(nodes, value, f"np.{name}")
+        base = args[0] if args else None
+        if (func in VIEWS and isinstance(base, Tracer) and isinstance(value, np.ndarray)
+                and isinstance(base.value, np.ndarray) and np.shares_memory(value, base.value)):
+            # NumPy made a view: re-derive it whenever the base changes.
+            rest = args[1:]
+            return Tracer(b, nodes, value, base=base,
+                          derive=lambda n: lower(value, n, *rest, **kwargs))
+        return result
+
+
+# -- indexing ----------------------------------------------------------------------------------
+
+
+def _expand_index(index, ndim):
+    """Normalise a basic index into a list with Ellipsis expanded."""
+    if not isinstance(index, tuple):
+        index = (index,)
+    n_real = sum(1 for i in index if i is not None and i is not Ellipsis)
+    out = []
+    for i in index:
+        if i is Ellipsis:
+            out.extend([slice(None)] * (ndim - n_real))
+        else:
+            out.append(i)
+    if Ellipsis not in index:
+        out.extend([slice(None)] * (ndim - n_real))
+    return out
+
+
+def _is_basic(index) -> bool:
+    items = index if isinstance(index, tuple) else (index,)
+    return all(i is None or i is Ellipsis or isinstance(i, slice) or (
+        isinstance(i, (int, np.integer)) and not isinstance(i, bool)) for i in items)
+
+
+def _index_plan(index, dims):
+    """(slice spec, reversed axes, result dims) for a basic index over `dims`."""
+    spec, flips, out_dims = [], [], []
+    axis = 0
+    for item in _expand_index(index, len(dims)):
+        if item is None:
+            out_dims.append(1)
+            continue
+        n = dims[axis]
+        if isinstance(item, slice):
+            start, stop, step = item.indices(n)
+            count = len(range(start, stop, step))
+            if step < 0:
+                flips.append(axis)
+                start, step = n - 1 - start, -step
+            spec.append((start, start + (count - 1) * step + 1 if count else start, step))
+            out_dims.append(count)
+        else:
+            i = int(item)
+            if not -n <= i < n:
+                raise located(TraceError, f"index {i} is out of bounds for axis {axis} with "
+                                          f"size {n}", "indexing")
+            i %= n
+            spec.append((i, i + 1, 1))
+        axis += 1
+    return spec, flips, tuple(out_dims)
+
+
+def lower_index(node: Instruction, index) -> Instruction:
+    b = active_builder()
+    spec, flips, out_dims = _index_plan(index, node.dims)
+    x = b.reverse(node, flips)
+    x = b.slice(x, spec)
+    return b.reshape(x, out_dims)
+
+
+def lower_index_update(node: Instruction, index, update: Instruction) -> Instruction:
+    """node with node[index] = update (update already of the indexed shape and type)."""
+    b = active_builder()
+    spec, flips, out_dims = _index_plan(index, node.dims)
+    inner = tuple(hi - lo and -(-(hi - lo) // st) for lo, hi, st in spec)
+    upd = b.reshape(update, inner)
+    if any(n == 0 for n in inner):
+        return node
+    if all(st == 1 for _, _, st in spec):
+        x = b.reverse(node, flips)
+        x = b.dynamic_update_slice(x, b.reverse(upd, flips), [lo for lo, _, _ in spec])
+        return b.reverse(x, flips)
+    # A strided window: spread the update out with interior padding, select it in by a mask.
+    x = b.reverse(node, flips)
+    zero = b.constant(0, x.dtype)
+    cfg = [(lo, n - (lo + (k - 1) * st + 1), st - 1) for (lo, _, st), k, n in zip(spec, inner, x.dims)]
+    spread = b.pad(b.reverse(upd, flips), zero, cfg)
+    mask = b.pad(b.full(True, np.bool_, inner), b.constant(False, np.bool_), cfg)
+    return b.reverse(b.select(mask, spread, x), flips)
+
+
+def getitem(x: Tracer, index):
+    b = active_builder()
+    with at_user_site(b, "indexing"):
+        if isinstance(index, Tracer) or (isinstance(index, np.ndarray)):
+            if np.asarray(value_of(index)).dtype == np.bool_:
+                value = _eager(lambda v, m: v[m], "boolean-mask indexing", x.value, value_of(index))
+                node = _custom_call("numpy.boolean_mask", (x, index), value)
+                return wrap(node, value, "boolean-mask indexing")
+            raise located(UnsupportedOpError, "integer-array (fancy) indexing is not supported",
+                          "indexing", "Index with slices, integers, None and ..., or with a "
+                                      "boolean mask.")
+        if not _is_basic(index):
+            raise located(UnsupportedOpError, f"indexing with {index!r} is not supported",
+                          "indexing", "Index with slices, integers, None and ..., or with a "
+                                      "boolean mask.")
+        value = _eager(lambda v: v[index], "indexing", x.value)
+        node = lower_index(x.node, index)
+        if isinstance(value, np.ndarray):
+            return Tracer(b, node, value, base=x, derive=lambda n: lower_index(n, index),
+                          write_back=lambda base, new: lower_index_update(base, index, new))
+        return wrap(node, value, "indexing")
+
+
+def setitem(x: Tracer, index, v):
+    b = active_builder()
+    with at_user_site(b, "assignment"):
+        if isinstance(index, Tracer) and index.dtype == np.bool_:
+            # x[mask] = scalar is np.where(mask, scalar, x): compilable.
+            if np.ndim(value_of(v)) != 0:
+                raise located(UnsupportedOpError, "assigning an array through a boolean mask is "
+                                                  "not supported", "assignment",
+                              "Use x = np.where(mask, values, x) with values of x's shape.")
+            new_value = x.value.copy()
+            _eager(new_value.__setitem__, "assignment", value_of(index), value_of(v))
+            mask = b.broadcast_to(index.node, x.shape)
+            fill = b.broadcast_to(node_of(v, x.dtype), x.shape)
+            x._set_node(b.select(mask, fill, x.node), "assignment")
+            x.value[...] = new_value
+            return
+        if not _is_basic(index):
+            raise located(UnsupportedOpError, f"assigning with index {index!r} is not supported",
+                          "assignment", "Assign through slices, integers, None and ..., or "
+                                        "x[mask] = scalar.")
+        _, _, out_dims = _index_plan(index, x.shape)
+        trial = x.value.copy() if isinstance(x.value, np.ndarray) else np.asarray(x.value)
+        _eager(trial.__setitem__, "assignment", index, value_of(v))
+        update = b.broadcast_to(node_of(v, x.dtype), out_dims)
+        x._set_node(lower_index_update(x.node, index, update), "assignment")
+        x.value[index] = value_of(v)

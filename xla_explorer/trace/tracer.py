@@ -1,0 +1,489 @@
+"""Traced arrays: stand-ins for NumPy arrays that record every operation as HLO.
+
+A Tracer holds an HLO instruction (what the compiled program computes) and the NumPy value that
+eager execution gives at the same point (the reference for checks, and the concrete shape of
+value-dependent ops). NumPy hands every ufunc and array function applied to a Tracer to
+`__array_ufunc__` / `__array_function__`; `numpy_api` holds the rows that lower them.
+
+Views follow NumPy: `y = x[1:3]` shares x's storage, so `y += 1` changes x, and a later write to
+x shows through y. A view keeps its base and re-derives its instruction whenever the base's
+changes; writes through an index view become writes to the base.
+"""
+from __future__ import annotations
+
+import contextlib
+import inspect
+import operator
+import os
+import sys
+import threading
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+
+from ..errors import TraceError, UnsupportedOpError
+from ..ir.module import Instruction, Metadata, Module
+from ..ir.shape import Shape, is_supported_dtype
+from .builder import Builder
+
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_NUMPY_DIR = os.path.dirname(os.path.abspath(np.__file__))
+_SKIP_FILES = {os.path.abspath(contextlib.__file__)}
+_state = threading.local()
+
+
+def active_builder() -> Builder | None:
+    return getattr(_state, "builder", None)
+
+
+def user_frame(depth: int = 1):
+    """The innermost frame outside this package and NumPy: the user's line."""
+    frame = sys._getframe(depth)
+    while frame is not None:
+        path = os.path.abspath(frame.f_code.co_filename)
+        if not (path.startswith(_PACKAGE_DIR) or path.startswith(_NUMPY_DIR)
+                or path in _SKIP_FILES):
+            return frame
+        frame = frame.f_back
+    return None
+
+
+def user_site() -> tuple[str | None, int | None]:
+    frame = user_frame(2)
+    if frame is None:
+        return None, None
+    return frame.f_code.co_filename, frame.f_lineno
+
+
+@contextlib.contextmanager
+def at_user_site(b: Builder, op_name: str):
+    """Tag what is emitted inside with the user's source line and the NumPy name."""
+    saved = b.site
+    if not saved.source_line:  # the outermost NumPy call names the site
+        file, line = user_site()
+        b.site = Metadata(f"{b.name}/{op_name}", file or "", line or 0)
+    try:
+        yield b.site
+    finally:
+        b.site = saved
+
+
+def located(cls, message: str, op: str, hint: str | None = None):
+    b = active_builder()
+    if b is not None and b.site.source_line:
+        file, line = b.site.source_file, b.site.source_line
+    else:
+        file, line = user_site()
+    return cls(message, op=op, source_file=file, source_line=line, hint=hint)
+
+
+def _dtype_error(op: str, dtype) -> UnsupportedOpError:
+    return located(UnsupportedOpError,
+                   f"{op} produces {np.dtype(dtype)}, a type the explorer does not support",
+                   op, "Supported types are bool, int32, int64, float32 and float64; "
+                       "convert with .astype(np.float32) or similar.")
+
+
+class Tracer:
+    """A traced NumPy array."""
+
+    __array_priority__ = 1000
+    __slots__ = ("_b", "_node", "_value", "_weak", "_base", "_derive", "_write_back",
+                 "_base_node", "__weakref__")
+
+    def __init__(self, b: Builder, node: Instruction, value: Any, *, weak: bool = False,
+                 base: Tracer | None = None, derive: Callable | None = None,
+                 write_back: Callable | None = None):
+        self._b = b
+        self._node = node
+        self._value = value
+        self._weak = weak  # a Python scalar argument: promotes like one (NEP 50)
+        self._base = base
+        self._derive = derive
+        self._write_back = write_back
+        self._base_node = base.node if base is not None else None
+
+    # -- the instruction, kept in step with the base of a view ------------------------------
+
+    @property
+    def node(self) -> Instruction:
+        if self._base is not None:
+            base_node = self._base.node
+            if base_node is not self._base_node:
+                self._node = self._derive(base_node)
+                self._base_node = base_node
+        return self._node
+
+    def _set_node(self, new: Instruction, what: str) -> None:
+        """Replace what this array holds (an in-place update), writing through views."""
+        if self._base is None:
+            self._node = new
+            return
+        if self._write_back is None:
+            raise located(TraceError, f"{what} writes through a view made by reshaping, "
+                                      "transposing or flipping; the explorer cannot follow that write",
+                          what, "Write to the original array instead, or take a copy first "
+                                "(y = x.T.copy()).")
+        self._base._set_node(self._write_back(self._base.node, new), what)
+
+    @property
+    def value(self):
+        return self._value
+
+    # -- static properties ------------------------------------------------------------------
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self._node.dims
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self._node.dtype
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    @property
+    def itemsize(self) -> int:
+        return self.dtype.itemsize
+
+    @property
+    def nbytes(self) -> int:
+        return self.size * self.itemsize
+
+    @property
+    def T(self):
+        return np.transpose(self)
+
+    @property
+    def mT(self):
+        return np.swapaxes(self, -1, -2)
+
+    def __len__(self) -> int:
+        if not self.shape:
+            raise TypeError("len() of unsized object")
+        return self.shape[0]
+
+    def __iter__(self):
+        if not self.shape:
+            raise TypeError("iteration over a 0-d array")
+        return (self[i] for i in range(self.shape[0]))
+
+    def __repr__(self) -> str:
+        return f"Tracer({self._node.name}: {self._node.shape})"
+
+    # -- what tracing cannot do -------------------------------------------------------------
+
+    def _concrete(self, what: str):
+        raise located(TraceError, f"{what} of a traced array needs its value, which is only "
+                                  "known when the compiled program runs", what,
+                      "Shapes are static but values are not: express the choice with "
+                      "np.where(condition, a, b) instead of Python if/int()/float().")
+
+    def __bool__(self):
+        self._concrete("bool()")
+
+    def __int__(self):
+        self._concrete("int()")
+
+    def __float__(self):
+        self._concrete("float()")
+
+    def __complex__(self):
+        self._concrete("complex()")
+
+    def __index__(self):
+        self._concrete("using as an index")
+
+    def item(self, *args):
+        self._concrete(".item()")
+
+    def tolist(self):
+        self._concrete(".tolist()")
+
+    def __array__(self, dtype=None, copy=None):
+        self._concrete("np.asarray()")
+
+    # -- NumPy's protocols ------------------------------------------------------------------
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        from .numpy_api import call_ufunc
+
+        return call_ufunc(ufunc, method, inputs, kwargs)
+
+    def __array_function__(self, func, types, args, kwargs):
+        from .numpy_api import call_function
+
+        return call_function(func, args, kwargs)
+
+    # -- indexing ---------------------------------------------------------------------------
+
+    def __getitem__(self, index):
+        from .numpy_api import getitem
+
+        return getitem(self, index)
+
+    def __setitem__(self, index, value):
+        from .numpy_api import setitem
+
+        setitem(self, index, value)
+
+    # -- methods, as NumPy's functions --------------------------------------------------------
+
+    def reshape(self, *shape, order="C"):
+        if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+            shape = tuple(shape[0])
+        return np.reshape(self, shape, order=order)
+
+    def transpose(self, *axes):
+        if len(axes) == 1 and isinstance(axes[0], (tuple, list)):
+            axes = tuple(axes[0])
+        return np.transpose(self, axes or None)
+
+    def swapaxes(self, a, b):
+        return np.swapaxes(self, a, b)
+
+    def astype(self, dtype, copy=True):
+        from .numpy_api import astype
+
+        return astype(self, dtype)
+
+    def sum(self, axis=None, dtype=None, out=None, keepdims=False):
+        return np.sum(self, axis=axis, dtype=dtype, out=out, keepdims=keepdims)
+
+    def mean(self, axis=None, dtype=None, out=None, keepdims=False):
+        return np.mean(self, axis=axis, dtype=dtype, out=out, keepdims=keepdims)
+
+    def prod(self, axis=None, dtype=None, out=None, keepdims=False):
+        return np.prod(self, axis=axis, dtype=dtype, out=out, keepdims=keepdims)
+
+    def max(self, axis=None, out=None, keepdims=False):
+        return np.max(self, axis=axis, out=out, keepdims=keepdims)
+
+    def min(self, axis=None, out=None, keepdims=False):
+        return np.min(self, axis=axis, out=out, keepdims=keepdims)
+
+    def var(self, axis=None, dtype=None, out=None, ddof=0, keepdims=False):
+        return np.var(self, axis=axis, dtype=dtype, out=out, ddof=ddof, keepdims=keepdims)
+
+    def std(self, axis=None, dtype=None, out=None, ddof=0, keepdims=False):
+        return np.std(self, axis=axis, dtype=dtype, out=out, ddof=ddof, keepdims=keepdims)
+
+    def argmax(self, axis=None, out=None, keepdims=False):
+        return np.argmax(self, axis=axis, out=out, keepdims=keepdims)
+
+    def argmin(self, axis=None, out=None, keepdims=False):
+        return np.argmin(self, axis=axis, out=out, keepdims=keepdims)
+
+    def all(self, axis=None, out=None, keepdims=False):
+        return np.all(self, axis=axis, out=out, keepdims=keepdims)
+
+    def any(self, axis=None, out=None, keepdims=False):
+        return np.any(self, axis=axis, out=out, keepdims=keepdims)
+
+    def ravel(self, order="C"):
+        return np.ravel(self, order=order)
+
+    def flatten(self, order="C"):
+        return np.ravel(self, order=order).copy()
+
+    def squeeze(self, axis=None):
+        return np.squeeze(self, axis=axis)
+
+    def clip(self, min=None, max=None, out=None):
+        return np.clip(self, min, max, out=out)
+
+    def dot(self, other):
+        return np.dot(self, other)
+
+    def copy(self, order="C"):
+        return np.copy(self)
+
+    def round(self, decimals=0):
+        return np.round(self, decimals)
+
+    def cumsum(self, *a, **k):
+        return np.cumsum(self, *a, **k)
+
+    def nonzero(self):
+        return np.nonzero(self)
+
+    def sort(self, axis=-1):
+        raise located(UnsupportedOpError, "ndarray.sort() sorts in place, which the explorer "
+                                          "cannot trace", "ndarray.sort", "Use y = np.sort(x).")
+
+
+def _binary(ufunc):
+    return (lambda self, other: ufunc(self, other),
+            lambda self, other: ufunc(other, self),
+            lambda self, other: _inplace(self, ufunc, other))
+
+
+def _inplace(self: Tracer, ufunc, other):
+    from .numpy_api import assign_inplace
+
+    result = ufunc(self, other)
+    return assign_inplace(self, result, f"{ufunc.__name__} (in place)")
+
+
+for _name, _uf in [("add", np.add), ("sub", np.subtract), ("mul", np.multiply),
+                   ("truediv", np.true_divide), ("floordiv", np.floor_divide),
+                   ("mod", np.remainder), ("pow", np.power), ("matmul", np.matmul),
+                   ("and", np.bitwise_and), ("or", np.bitwise_or), ("xor", np.bitwise_xor),
+                   ("lshift", np.left_shift), ("rshift", np.right_shift)]:
+    _f, _r, _i = _binary(_uf)
+    setattr(Tracer, f"__{_name}__", _f)
+    setattr(Tracer, f"__r{_name}__", _r)
+    setattr(Tracer, f"__i{_name}__", _i)
+
+for _name, _uf in [("lt", np.less), ("le", np.less_equal), ("gt", np.greater),
+                   ("ge", np.greater_equal), ("eq", np.equal), ("ne", np.not_equal)]:
+    setattr(Tracer, f"__{_name}__", (lambda uf: lambda self, other: uf(self, other))(_uf))
+Tracer.__hash__ = object.__hash__
+
+for _name, _uf in [("neg", np.negative), ("pos", np.positive), ("abs", np.absolute),
+                   ("invert", np.invert)]:
+    setattr(Tracer, f"__{_name}__", (lambda uf: lambda self: uf(self))(_uf))
+
+
+# -- tracing a function ----------------------------------------------------------------------
+
+
+@dataclass
+class Traced:
+    """What tracing a function gives: the module, and NumPy's own answer for the same call."""
+
+    module: Module
+    eager_outputs: list  # NumPy's values, one per output leaf (np.generic for scalars)
+    treedef: Any  # how to rebuild the function's return value from the leaves
+    num_outputs: int  # leaves of the return value; the root tuple then holds updated inputs
+    aliases: tuple  # (output index, parameter number) for inputs the function changed
+    arg_names: list[str]
+    eager_args: list  # the inputs after eager execution (in-place updates applied)
+
+
+def _flatten(out, leaves):
+    if isinstance(out, (tuple, list)):
+        return (type(out), [_flatten(o, leaves) for o in out])
+    if isinstance(out, dict):
+        return (dict, [(k, _flatten(v, leaves)) for k, v in out.items()])
+    if out is None:
+        return (None, None)
+    leaves.append(out)
+    return ("leaf", len(leaves) - 1)
+
+
+def unflatten(treedef, leaves):
+    kind, body = treedef
+    if kind == "leaf":
+        return leaves[body]
+    if kind is None:
+        return None
+    if kind is dict:
+        return {k: unflatten(v, leaves) for k, v in body}
+    return kind(unflatten(t, leaves) for t in body)
+
+
+def _argument_names(f, n: int) -> list[str]:
+    try:
+        params = list(inspect.signature(f).parameters.values())
+    except (TypeError, ValueError):
+        params = []
+    names = []
+    for i in range(n):
+        if i < len(params) and params[i].kind in (params[i].POSITIONAL_ONLY,
+                                                  params[i].POSITIONAL_OR_KEYWORD):
+            names.append(params[i].name)
+        elif params and params[-1].kind == params[-1].VAR_POSITIONAL:
+            names.append(f"{params[-1].name}{i}")
+        else:
+            names.append(f"arg{i}")
+    return names
+
+
+def _sanitize(name: str) -> str:
+    out = "".join(c if c.isalnum() or c == "_" else "_" for c in name)
+    return out if out and not out[0].isdigit() else f"p_{out}"
+
+
+def make_parameter(b: Builder, number: int, arg, name: str) -> Tracer:
+    """A parameter Tracer for one argument; arrays are copied so tracing never changes them."""
+    if isinstance(arg, Tracer):
+        raise TypeError("nested tracing is not supported: pass NumPy arrays")
+    weak = isinstance(arg, (bool, int, float)) and not isinstance(arg, np.generic)
+    if weak:
+        value = arg
+        dtype = np.dtype(bool if isinstance(arg, bool) else int if isinstance(arg, int) else float)
+        dims = ()
+    elif isinstance(arg, (np.ndarray, np.generic)):
+        value = np.array(arg, copy=True) if isinstance(arg, np.ndarray) else arg
+        dtype, dims = arg.dtype, np.shape(arg)
+    else:
+        raise TypeError(f"argument {name!r} is a {type(arg).__name__}; expected a NumPy array, "
+                        "a NumPy scalar or a Python number")
+    if not is_supported_dtype(dtype):
+        raise TypeError(f"argument {name!r} has dtype {dtype}; supported are bool, int32, "
+                        "int64, float32 and float64")
+    node = b.parameter(number, Shape(dtype, dims), _sanitize(name))
+    return Tracer(b, node, value, weak=weak)
+
+
+@contextlib.contextmanager
+def tracing(b: Builder):
+    from . import numpy_api
+
+    previous = active_builder()
+    _state.builder = b
+    try:
+        with numpy_api.creation_functions_traced():
+            yield
+    finally:
+        _state.builder = previous
+
+
+def trace(f: Callable, args, *, name: str | None = None) -> Traced:
+    """Run `f` on Tracers for `args`; record HLO and the eager NumPy result."""
+    name = _sanitize(name or getattr(f, "__name__", "f"))
+    if name == "_lambda_":
+        name = "lambda"
+    b = Builder(name)
+    arg_names = _argument_names(f, len(args))
+    params = [make_parameter(b, i, a, n) for i, (a, n) in enumerate(zip(args, arg_names))]
+    originals = [p.node for p in params]
+    with tracing(b):
+        out = f(*params)
+        leaves: list = []
+        treedef = _flatten(out, leaves)
+        from .numpy_api import node_of, value_of
+
+        b.site = Metadata(f"{name}/return", *_return_site(f))
+        nodes = [node_of(leaf) for leaf in leaves]
+        eager = [_snapshot(value_of(leaf)) for leaf in leaves]
+        aliases = []
+        for p, original in zip(params, originals):
+            if p.node is not original and not p._weak:
+                aliases.append((len(nodes), original.parameter_number))
+                nodes.append(p.node)
+    for n, leaf in zip(nodes, leaves):
+        if not is_supported_dtype(n.dtype):
+            raise _dtype_error("the return value", n.dtype)
+    module = b.module(name, nodes, aliases)
+    return Traced(module, eager, treedef, len(leaves), tuple(aliases), arg_names,
+                  [p.value for p in params])
+
+
+def _return_site(f):
+    code = getattr(f, "__code__", None)
+    if code is None:
+        return "", 0
+    return code.co_filename, code.co_firstlineno
+
+
+def _snapshot(v):
+    return v.copy() if isinstance(v, np.ndarray) else v

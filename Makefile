@@ -31,8 +31,13 @@ graphviz:
 test: setup
 	$(PY) -m pytest -n $(JOBS) -q
 
+# Root (containers, Binder-like machines) needs --allow-root; nobody else gets it.
+ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root)
+# Extra options for jupyter lab, e.g. LAB_ARGS="--port=9999" (the tests use it).
+LAB_ARGS ?=
+
 lab: setup
-	$(VENV)/bin/jupyter lab --ip=127.0.0.1 --no-browser --notebook-dir=notebooks
+	$(VENV)/bin/jupyter lab --ip=127.0.0.1 --no-browser --notebook-dir=notebooks $(ROOT_FLAG) $(LAB_ARGS)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis

@@ -484,12 +484,13 @@ def _mean_type(dtype, requested):
 
 
 def _reduce_node(b, x, axes, opcode, dtype, keepdims):
-    node = b.reduce(b.convert(node_of(x), dtype), axes, opcode)
-    return _keep(b, node, np.shape(value_of(x)), axes, keepdims)
+    x = node_of(x)
+    node = b.reduce(b.convert(x, dtype), axes, opcode)
+    return _keep(b, node, x.dims, axes, keepdims)
 
 
 def _count(x, axes) -> int:
-    shape = np.shape(value_of(x))
+    shape = node_of(x).dims
     return int(np.prod([shape[a] for a in axes], dtype=np.int64))
 
 

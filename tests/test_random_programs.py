@@ -139,3 +139,75 @@ def test_random_program_matches_numpy(case):
     for stage in ex.stages:
         text = stage.module.to_text()
         assert xe.parse_hlo(text).to_text() == text
+        xe.verify(stage.module)
+
+
+# Integer programs: wrap-around, floor division and remainder signs, bits, int64 sums.
+INT_UNARY = [
+    ("negative", np.negative),
+    ("abs", np.abs),
+    ("invert", np.invert),
+    ("square", np.square),
+    ("sign", np.sign),
+    ("x >> 1", lambda x: x >> 1),
+    ("x << 2", lambda x: np.left_shift(x, 2)),
+    ("x % 7", lambda x: x % 7),
+    ("x // -3", lambda x: x // -3),
+    ("clip", lambda x: np.clip(x, -50, 50)),
+    ("sum1-keep", lambda x: np.sum(x, axis=1, keepdims=True).astype(x.dtype)),
+    ("max0-keep", lambda x: x.max(axis=0, keepdims=True)),
+    ("argmin1", lambda x: np.argmin(x, axis=1).reshape(-1, 1).astype(x.dtype)),
+    ("flip", lambda x: x[::-1, ::-1]),
+    ("to-float-and-back", lambda x: (x * 0.5).astype(x.dtype)),
+    ("where-even", lambda x: np.where(x % 2 == 0, x, -x)),
+]
+INT_BINARY = [
+    ("add", np.add),
+    ("subtract", np.subtract),
+    ("multiply", np.multiply),
+    ("floor_divide", lambda a, b: a // (np.abs(b) + 1)),
+    ("remainder", lambda a, b: a % (np.abs(b) + 1)),
+    ("negative-divisor", lambda a, b: np.floor_divide(a, -(np.abs(b) + 1))),
+    ("bitwise_and", np.bitwise_and),
+    ("bitwise_or", np.bitwise_or),
+    ("bitwise_xor", np.bitwise_xor),
+    ("maximum", np.maximum),
+    ("minimum", np.minimum),
+    ("where-less", lambda a, b: np.where(a < b, a, b)),
+    ("logical_xor", lambda a, b: np.logical_xor(a > 0, b > 0).astype(a.dtype)),
+]
+INT_OPS = [("u",) + u for u in INT_UNARY] + [("b",) + b for b in INT_BINARY]
+
+
+@st.composite
+def int_programs(draw):
+    m, n = draw(st.integers(1, 4)), draw(st.integers(1, 5))
+    dtypes = draw(st.lists(st.sampled_from([np.int32, np.int64]), min_size=1, max_size=3))
+    shapes = draw(st.lists(st.sampled_from([(m, n), (m, 1), (1, n)]),
+                           min_size=len(dtypes), max_size=len(dtypes)))
+    rng = np.random.default_rng(draw(st.integers(0, 2**31 - 1)))
+    inputs = [rng.integers(-100, 100, size=s).astype(dt) for s, dt in zip(shapes, dtypes)]
+    steps = draw(st.lists(st.tuples(st.integers(0, len(INT_OPS) - 1), st.integers(0, 10**6),
+                                    st.integers(0, 10**6)), min_size=1, max_size=30))
+    return inputs, steps
+
+
+@settings(max_examples=200, suppress_health_check=[HealthCheck.too_slow])
+@given(int_programs())
+def test_random_integer_program_matches_numpy(case):
+    inputs, steps = case
+
+    def program(*xs):
+        pool = list(xs)
+        for op_index, a, b in steps:
+            kind, _, fn = INT_OPS[op_index]
+            x, y = pool[a % len(pool)], pool[b % len(pool)]
+            pool.append(fn(x, y) if kind == "b" else fn(x))
+        return pool[-1]
+
+    with np.errstate(all="ignore"):
+        want = program(*[x.copy() for x in inputs])
+        got = xe.explore(program, *inputs).run(*[x.copy() for x in inputs])
+    names = " ; ".join(INT_OPS[i][1] for i, _, _ in steps)
+    assert got.dtype == want.dtype and got.shape == want.shape, names
+    np.testing.assert_array_equal(got, want, err_msg=names)

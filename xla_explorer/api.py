@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -81,7 +81,9 @@ def compare(name: str, got, want) -> OutputCheck:
 
 def _restore(value: np.ndarray, like):
     """Give an output NumPy's own form: a NumPy scalar where NumPy returned one."""
-    if isinstance(like, (np.generic, bool, int, float)):
+    if isinstance(like, (bool, int, float)) and not isinstance(like, np.generic):
+        return type(like)(np.asarray(value)[()])  # a Python number, as Python computes it
+    if isinstance(like, np.generic):
         return np.asarray(value)[()]
     return value
 
@@ -125,7 +127,7 @@ class Exploration:
                                 f"was traced for {list(p.dims)}")
         flat = run_module(self.module, args)
         n = self.traced.num_outputs
-        for (out_index, param), new in zip(self.traced.aliases, flat[n:]):
+        for (_, param), new in zip(self.traced.aliases, flat[n:]):
             np.copyto(args[param], new)
         leaves = [_restore(v, like) for v, like in zip(flat[:n], self.traced.eager_outputs)]
         return unflatten(self.traced.treedef, leaves)
@@ -139,7 +141,7 @@ class Exploration:
         got = self.run(*run_args)
         want_leaves, got_leaves = _leaves(want), _leaves(got)
         checks = [compare(f"output {i}", g, w) for i, (g, w) in enumerate(zip(got_leaves, want_leaves))]
-        for out_index, param in self.traced.aliases:
+        for _, param in self.traced.aliases:
             name = self.traced.arg_names[param]
             checks.append(compare(f"{name} (in place)", run_args[param], eager_args[param]))
         return CheckResult(tuple(checks))

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field, replace
-from typing import Any, Iterable, Iterator
+from typing import Any, Iterable, Iterator, Sequence
 
 import numpy as np
 
@@ -182,42 +182,23 @@ def post_order(roots: Iterable[Instruction]) -> list[Instruction]:
     return order
 
 
-def rebuild(comp: Computation, mapping: dict[Instruction, Instruction]) -> Computation:
-    """A copy of `comp` in which every use of a key of `mapping` uses its value instead.
+def root_last(name: str, instructions: Sequence[Instruction], root: Instruction) -> Computation:
+    """A computation of `instructions` (def-before-use order) whose root is `root`.
 
-    Replacement instructions may be new and may use other replaced instructions; every
-    instruction whose operands changed is re-created under its own name. Instructions no
-    longer reachable from the root are dropped, except parameters (they are the signature).
+    A pass that replaces the root by an earlier instruction moves it to the end; whatever used
+    it there was dead (nothing but the root is live after the root) and goes.
     """
-    done: dict[int, Instruction] = {}
-
-    def materialize(start: Instruction) -> Instruction:
-        stack = [start]
-        while stack:
-            inst = stack[-1]
-            if id(inst) in done:
-                stack.pop()
-                continue
-            target = mapping.get(inst, inst)
-            if target is not inst:
-                if id(target) in done:
-                    done[id(inst)] = done[id(target)]
-                    stack.pop()
-                else:
-                    stack.append(target)
-                continue
-            pending = [o for o in inst.operands if id(o) not in done]
-            if pending:
-                stack.extend(reversed(pending))
-                continue
-            ops = tuple(done[id(o)] for o in inst.operands)
-            same = all(a is b for a, b in zip(ops, inst.operands))
-            done[id(inst)] = inst if same else inst.replace(operands=ops)
-            stack.pop()
-        return done[id(start)]
-
-    root = materialize(comp.root)
-    order = post_order([root])
-    reachable = {id(i) for i in order}
-    params = [p for p in comp.parameters if id(p) not in reachable]
-    return Computation(comp.name, tuple(params) + tuple(order))
+    insts = list(instructions)
+    if insts and insts[-1] is root:
+        return Computation(name, tuple(insts))
+    at = next((n for n, i in enumerate(insts) if i is root), None)
+    if at is None:
+        return Computation(name, tuple(insts) + (root,))
+    dependents = {id(root)}
+    kept = insts[:at]
+    for inst in insts[at + 1:]:
+        if any(id(o) in dependents for o in inst.operands):
+            dependents.add(id(inst))
+        else:
+            kept.append(inst)
+    return Computation(name, tuple(kept) + (root,))

@@ -17,7 +17,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from .shape import Shape, TupleShape, kind
+from .shape import TupleShape, kind
 
 
 class Group(enum.Enum):
@@ -152,8 +152,10 @@ def _shift_left(a, b):
 
 
 def _shift_right_arith(a, b):
+    # Shift amounts are unsigned in XLA: a negative one is as large as any, filling with the sign.
     bits = a.dtype.itemsize * 8
-    return np.right_shift(a, np.clip(b, 0, bits - 1))
+    return np.where((b < 0) | (b >= bits), np.where(a < 0, -1, 0),
+                    np.right_shift(a, np.clip(b, 0, bits - 1)))
 
 
 def _shift_right_logical(a, b):
@@ -218,9 +220,13 @@ _op("is-finite", Group.ELEMENTWISE, 1, FLOAT, "pred", _ew(np.isfinite), Cost.CHE
 
 
 def _convert_impl(instr, args, ctx):
-    (x,) = args
+    with np.errstate(all="ignore"):  # f64 -> f32 overflow is inf, as in XLA
+        return _convert(instr, args[0])
+
+
+def _convert(instr, x):
     if instr.dtype == np.bool_:
-        return x != 0
+        return np.asarray(x != 0)  # an array even for 0-d x, where != gives a NumPy scalar
     if kind(instr.dtype) == "i" and kind(x.dtype) == "f":
         # XLA saturates float -> integer conversions and maps NaN to 0 (NumPy leaves those
         # cases undefined).

@@ -23,6 +23,13 @@ _INSTRUCTION = re.compile(rf"^(ROOT\s+)?{_NAME}\s*=\s*(.*)$")
 _COMPUTATION_ATTRS = frozenset({"to_apply", "calls"})
 # Tables XLA prints between the header and the computations (stack frames for metadata).
 _TABLES = frozenset({"FileNames", "FunctionNames", "FileLocations", "StackFrames"})
+# A /* comment */ (XLA prints `/*index=5*/` in long operand lists), or a quoted string, which
+# is kept whole: a source path or op name may contain "/*".
+_COMMENT_OR_STRING = re.compile(r'/\*.*?\*/|"(?:[^"\\]|\\.)*"')
+
+
+def _strip_comments(line: str) -> str:
+    return _COMMENT_OR_STRING.sub(lambda m: "" if m.group(0).startswith("/*") else m.group(0), line)
 
 
 class _Cursor:
@@ -102,7 +109,10 @@ class _Cursor:
             raise self.error("dynamic dimensions are not supported")
         if self.i < len(self.s) and self.s[self.i] == "{":  # a layout: row-major is assumed
             self.balanced_braces()
-        return Shape(HLO_DTYPES[type_name], tuple(int(d) for d in dims.split(",") if d.strip()))
+        try:
+            return Shape(HLO_DTYPES[type_name], tuple(int(d) for d in dims.split(",") if d.strip()))
+        except ValueError:
+            raise self.error(f"bad dimensions in shape {m.group(0)}") from None
 
     def balanced_braces(self) -> str:
         self.expect("{")
@@ -116,26 +126,36 @@ def _int_list(text: str) -> tuple[int, ...]:
     return tuple(int(v) for v in text.split(",") if v.strip())
 
 
+_SLICE_DIM = r"\[\s*(-?\d+)\s*:\s*(-?\d+)\s*(?::\s*(\d+))?\s*\]"
+
+
 def _slice_spec(text: str):
+    if not re.fullmatch(rf"\{{\s*(?:{_SLICE_DIM}\s*(?:,\s*{_SLICE_DIM}\s*)*)?\}}", text.strip()):
+        raise ValueError(f"expected {{[start:limit:stride], ...}}, got {text}")
     spec = []
-    for start, limit, stride in re.findall(r"\[\s*(-?\d+)\s*:\s*(-?\d+)\s*(?::\s*(\d+))?\s*\]", text):
+    for start, limit, stride in re.findall(_SLICE_DIM, text):
         spec.append((int(start), int(limit), int(stride) if stride else 1))
     return tuple(spec)
 
 
 def _padding(text: str):
     out = []
-    for part in text.split("x"):
+    for part in text.strip().split("x"):
+        if not re.fullmatch(r"-?\d+_-?\d+(_\d+)?", part):
+            raise ValueError(f"expected lo_hi or lo_hi_interior per dimension, got {part!r}")
         vals = [int(v) for v in part.split("_")]
         out.append((vals[0], vals[1], vals[2] if len(vals) > 2 else 0))
     return tuple(out)
+
+
+_UNESCAPES = {"n": "\n", "r": "\r", "t": "\t"}
 
 
 def _unquote(text: str) -> str:
     text = text.strip()
     if len(text) >= 2 and text[0] == text[-1] == '"':
         text = text[1:-1]
-        return re.sub(r"\\(.)", lambda m: {"n": "\n"}.get(m.group(1), m.group(1)), text)
+        return re.sub(r"\\(.)", lambda m: _UNESCAPES.get(m.group(1), m.group(1)), text, flags=re.S)
     return text
 
 
@@ -209,6 +229,8 @@ def _parse_instruction(line: str, line_no: int) -> _RawInstruction:
             raise cur.error("tuple constants are not supported")
         raw.literal = _literal(inside, raw.shape, cur)
     elif raw.opcode == "parameter":
+        if not re.fullmatch(r"\d+", inside):
+            raise cur.error(f"a parameter's number must be an integer, not {inside!r}")
         raw.parameter_number = int(inside)
     elif inside:
         inner = _Cursor(inside, line_no)
@@ -227,48 +249,62 @@ def _parse_instruction(line: str, line_no: int) -> _RawInstruction:
             value = "{" + cur.balanced_braces() + "}"
         else:
             value = cur.balanced(stop=",")
-        if key == "metadata":
-            raw.metadata = _metadata(value[1:-1])
-        else:
-            raw.attrs.append((key, _attr_value(key, value)))
+        try:
+            if key == "metadata":
+                raw.metadata = _metadata(value[1:-1])
+            else:
+                raw.attrs.append((key, _attr_value(key, value)))
+        except (ValueError, IndexError):
+            raise cur.error(f"bad {key} attribute: {value}") from None
     if cur.peek():
         raise cur.error("unexpected text after the instruction")
     return raw
 
 
-def _build_computation(name: str, raws: list[_RawInstruction]) -> Computation:
+def _build_computation(name: str, raws: list[_RawInstruction], line_no: int) -> Computation:
+    """The computation, its instructions in text order except the root, which goes last.
+
+    An operand may be named before its definition: the parser builds it anyway and keeps the
+    text's order, so that the verifier, not the parser, reports the use before definition.
+    """
+    if not raws:
+        raise HloParseError(f"computation {name} is empty", line_no)
     by_name: dict[str, _RawInstruction] = {}
     for r in raws:
         if r.name in by_name:
             raise HloParseError(f"{r.name} is defined twice in computation {name}", r.line_no, r.line)
         by_name[r.name] = r
+    roots = [r for r in raws if r.root]
+    if len(roots) > 1:
+        raise HloParseError(f"computation {name} has a second ROOT", roots[1].line_no, roots[1].line)
+    root = roots[0] if roots else raws[-1]
     built: dict[str, Instruction] = {}
-    order: list[Instruction] = []
-
-    def build(r: _RawInstruction, chain=()):
-        if r.name in built:
-            return built[r.name]
-        if r.name in chain:
-            raise HloParseError(f"{r.name} depends on itself", r.line_no, r.line)
-        ops = []
-        for op_name in r.operands:
-            if op_name not in by_name:
-                raise HloParseError(f"operand {op_name} is not defined in computation {name}",
-                                    r.line_no, r.line)
-            ops.append(build(by_name[op_name], chain + (r.name,)))
-        inst = Instruction(r.name, r.opcode, r.shape, tuple(ops), tuple(r.attrs), r.metadata,
-                           r.parameter_number, r.literal)
-        built[r.name] = inst
-        order.append(inst)
-        return inst
-
-    roots = [r for r in raws if r.root] or raws[-1:]
-    if not roots:
-        raise HloParseError(f"computation {name} is empty")
-    for r in raws:
-        if r is not roots[0]:
-            build(r)
-    build(roots[0])
+    for start in raws:
+        stack, on_stack = [start], {start.name}
+        while stack:  # depth-first without recursion: chains can be thousands long
+            r = stack[-1]
+            if r.name in built:
+                stack.pop()
+                continue
+            pending = []
+            for op_name in r.operands:
+                if op_name not in by_name:
+                    raise HloParseError(f"operand {op_name} is not defined in computation {name}",
+                                        r.line_no, r.line)
+                if op_name in on_stack:
+                    raise HloParseError(f"{op_name} depends on itself", r.line_no, r.line)
+                if op_name not in built:
+                    pending.append(by_name[op_name])
+            if pending:
+                stack.append(pending[0])
+                on_stack.add(pending[0].name)
+                continue
+            built[r.name] = Instruction(r.name, r.opcode, r.shape,
+                                        tuple(built[o] for o in r.operands), tuple(r.attrs),
+                                        r.metadata, r.parameter_number, r.literal)
+            on_stack.discard(r.name)
+            stack.pop()
+    order = [built[r.name] for r in raws if r is not root] + [built[root.name]]
     return Computation(name, tuple(order))
 
 
@@ -282,20 +318,23 @@ def _parse_header(line: str, line_no: int):
         cur.expect("=")
         value = "{" + cur.balanced_braces() + "}" if cur.peek() == "{" else cur.balanced(",")
         if key == "input_output_alias":
-            aliases = [(int(o), int(p)) for o, p in re.findall(r"\{(\d+)\}\s*:\s*\((\d+)\s*,", value)]
+            # `{1}: (0, {}, may-alias)`; a root that is not a tuple is output `{}`.
+            aliases = [(int(o or 0), int(p)) for o, p in
+                       re.findall(r"\{(\d*)\}\s*:\s*\((\d+)\s*,", value)]
     return name, tuple(aliases)
 
 
 def parse_hlo(text: str) -> Module:
     """A Module from HLO text (the explorer's own, or JAX's and XLA's for supported ops)."""
-    lines = text.splitlines()
+    # Only "\n" ends a line (str.splitlines would also split inside a quoted "\u2028").
+    lines = [line[:-1] if line.endswith("\r") else line for line in text.split("\n")]
     module_name, aliases = None, ()
     comps: list[Computation] = []
     entry: Computation | None = None
-    current: tuple[str, bool, list] | None = None
+    current: tuple[str, bool, list, int] | None = None  # name, is entry, lines, header line
     in_table = False
     for n, line in enumerate(lines, 1):
-        stripped = re.sub(r"/\*.*?\*/", "", line).strip()
+        stripped = _strip_comments(line).strip()
         if not stripped:
             in_table = False
             continue
@@ -311,11 +350,11 @@ def parse_hlo(text: str) -> Module:
             m = _COMPUTATION.match(stripped)
             if not m:
                 raise HloParseError("expected a computation header `name {`", n, line)
-            current = (m.group(2), bool(m.group(1)), [])
+            current = (m.group(2), bool(m.group(1)), [], n)
             continue
         if stripped == "}":
-            name, is_entry, raws = current
-            comp = _build_computation(name, raws)
+            name, is_entry, raws, header_line = current
+            comp = _build_computation(name, raws, header_line)
             if is_entry:
                 entry = comp
             else:

@@ -35,8 +35,12 @@ def format_padding(cfg) -> str:
                     for lo, hi, interior in cfg)
 
 
+_ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
 def format_string(s: str) -> str:
-    return '"' + s.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+    """A quoted string, escaped as XLA escapes it, all on one line."""
+    return '"' + "".join(_ESCAPES.get(c, c) for c in s) + '"'
 
 
 def format_attr(key: str, value) -> str:

@@ -2,9 +2,12 @@
 
 Names are unique in the module; operands are defined before use; every opcode is in the op
 table with the right number of operands of allowed element types; every instruction's declared
-shape is the one its op's shape rule gives; called computations exist and take what they get.
+shape is the one its op's shape rule gives; data-movement attributes fit their operands; called
+computations exist and take what they get.
 """
 from __future__ import annotations
+
+import re
 
 from ..errors import VerifyError
 from .module import Computation, Instruction, Module
@@ -17,20 +20,32 @@ def _fail(comp: Computation, inst: Instruction | None, message: str):
     raise VerifyError(f"{where}: {message}")
 
 
+def _shapes(xs) -> str:
+    return ", ".join(f"{o.name}: {o.shape}" for o in xs)
+
+
 def _check_types(comp, inst, row):
     if row.group in (Group.LEAF, Group.STRUCTURAL, Group.CALL, Group.NOT_COMPILABLE):
         return
     ops = inst.operands
     for o in ops:
-        if not o.shape.is_tuple and o.dtype.kind not in row.kinds and row.group is not Group.REDUCE:
+        if o.shape.is_tuple:
+            _fail(comp, inst, f"{inst.opcode} does not take a tuple ({o.name}: {o.shape})")
+        if o.dtype.kind not in row.kinds and row.group is not Group.REDUCE:
             _fail(comp, inst, f"{inst.opcode} does not take {o.shape} ({o.name})")
     if row.group in (Group.ELEMENTWISE, Group.COMPARE_SELECT):
         arrays = ops[1:] if inst.opcode == "select" else ops
         if inst.opcode == "select" and (ops[0].dtype.kind != "b" or ops[0].dims != inst.dims):
-            _fail(comp, inst, "select's predicate must be a pred array of the result's shape")
-        if inst.opcode != "convert" and len({(o.dims, o.dtype) for o in arrays}) > 1:
-            _fail(comp, inst, "operands differ in shape or type: "
-                              + ", ".join(f"{o.name}: {o.shape}" for o in arrays))
+            _fail(comp, inst, "select's predicate must be a pred array of the result's shape, "
+                              f"not {ops[0].shape}")
+        if inst.opcode == "clamp":
+            # clamp(min, x, max): the bounds may be scalars of x's type.
+            lo, x, hi = ops
+            if any(b.dtype != x.dtype or b.dims not in ((), x.dims) for b in (lo, hi)):
+                _fail(comp, inst, "clamp's bounds must be scalars or arrays of x's shape and "
+                                  "type: " + _shapes(ops))
+        elif inst.opcode != "convert" and len({(o.dims, o.dtype) for o in arrays}) > 1:
+            _fail(comp, inst, "operands differ in shape or type: " + _shapes(arrays))
 
 
 def _attrs_for_inference(inst: Instruction) -> dict:
@@ -41,13 +56,228 @@ def _attrs_for_inference(inst: Instruction) -> dict:
     return attrs
 
 
-def verify_computation(module: Module, comp: Computation, names: set[str]) -> None:
+# Attributes the shape rules take on trust (the output dimensions of a broadcast, a reshape):
+# each check returns what is wrong, or None.
+
+
+def _is_permutation(dims, rank) -> bool:
+    return sorted(dims) == list(range(rank))
+
+
+def _check_broadcast(inst):
+    (x,) = inst.operands
+    dims = tuple(inst.attr("dimensions", ()))
+    if len(dims) != x.shape.rank:
+        return f"broadcast of rank-{x.shape.rank} {x.name} lists {len(dims)} dimensions {dims}"
+    if len(set(dims)) != len(dims) or any(not 0 <= d < len(inst.dims) for d in dims):
+        return f"broadcast dimensions {dims} must be distinct dimensions of {inst.shape}"
+    for src, dst in enumerate(dims):
+        if x.dims[src] != inst.dims[dst]:
+            return (f"broadcast puts dimension {src} of {x.name} (size {x.dims[src]}) at "
+                    f"dimension {dst} of size {inst.dims[dst]}")
+    return None
+
+
+def _check_reshape(inst):
+    (x,) = inst.operands
+    if x.shape.size != inst.shape.size:
+        return f"{inst.opcode} of {x.shape} ({x.shape.size} elements) to {inst.shape} " \
+               f"({inst.shape.size} elements)"
+    return None
+
+
+def _check_transpose(inst):
+    dims = tuple(inst.attr("dimensions", ()))
+    if not _is_permutation(dims, inst.operands[0].shape.rank):
+        return f"transpose dimensions {dims} are not a permutation of the operand's dimensions"
+    return None
+
+
+def _check_slice(inst):
+    (x,) = inst.operands
+    spec = inst.attr("slice", ())
+    if len(spec) != x.shape.rank:
+        return f"slice has {len(spec)} ranges for rank-{x.shape.rank} {x.name}"
+    for (start, limit, stride), n in zip(spec, x.dims):
+        if not (0 <= start <= limit <= n and stride >= 1):
+            return f"slice [{start}:{limit}:{stride}] does not fit a dimension of size {n}"
+    return None
+
+
+def _check_concatenate(inst):
+    dims = tuple(inst.attr("dimensions", ()))
+    ops = inst.operands
+    if len(dims) != 1 or not ops or not 0 <= dims[0] < ops[0].shape.rank:
+        return f"concatenate needs one dimension of its operands, not {dims}"
+    (axis,) = dims
+    for o in ops:
+        if o.dtype != ops[0].dtype or o.shape.rank != ops[0].shape.rank or any(
+                a != b for d, (a, b) in enumerate(zip(o.dims, ops[0].dims)) if d != axis):
+            return f"concatenate operands differ other than in dimension {axis}: {_shapes(ops)}"
+    return None
+
+
+def _check_pad(inst):
+    x, value = inst.operands
+    if value.dims != () or value.dtype != x.dtype:
+        return f"pad value {value.name} must be a scalar {x.dtype.name}, not {value.shape}"
+    cfg = inst.attr("padding", ())
+    if len(cfg) != x.shape.rank or any(i < 0 for _, _, i in cfg):
+        return f"padding {cfg} does not fit rank-{x.shape.rank} {x.name}"
+    return None
+
+
+def _check_dot(inst):
+    a, b = inst.operands
+    lb, lc = tuple(inst.attr("lhs_batch_dims", ())), tuple(inst.attr("lhs_contracting_dims", ()))
+    rb, rc = tuple(inst.attr("rhs_batch_dims", ())), tuple(inst.attr("rhs_contracting_dims", ()))
+    if a.dtype != b.dtype:
+        return f"dot operands differ in type: {_shapes((a, b))}"
+    for side, x, ds in (("lhs", a, lb + lc), ("rhs", b, rb + rc)):
+        if len(set(ds)) != len(ds) or any(not 0 <= d < x.shape.rank for d in ds):
+            return f"{side} batch and contracting dimensions {ds} are not distinct dimensions " \
+                   f"of {x.shape}"
+    if len(lb) != len(rb) or len(lc) != len(rc):
+        return "dot needs as many lhs as rhs batch dimensions, and contracting dimensions"
+    if [a.dims[d] for d in lc] != [b.dims[d] for d in rc]:
+        return f"dot contracts sizes {[a.dims[d] for d in lc]} with {[b.dims[d] for d in rc]}"
+    if [a.dims[d] for d in lb] != [b.dims[d] for d in rb]:
+        return f"dot batch sizes differ: {[a.dims[d] for d in lb]} and {[b.dims[d] for d in rb]}"
+    return None
+
+
+def _check_iota(inst):
+    d = inst.attr("iota_dimension")
+    if inst.shape.is_tuple or d is None or not 0 <= d < inst.shape.rank:
+        return f"iota_dimension={d} is not a dimension of {inst.shape}"
+    return None
+
+
+def _check_get_tuple_element(inst):
+    (t,) = inst.operands
+    index = inst.attr("index")
+    if not t.shape.is_tuple or index is None or not 0 <= index < len(t.shape.elements):
+        return f"get-tuple-element index={index} of {t.name}: {t.shape}"
+    return None
+
+
+def _check_dynamic_slice(inst):
+    x, *starts = inst.operands
+    sizes = tuple(inst.attr("dynamic_slice_sizes", ()))
+    if len(starts) != x.shape.rank or len(sizes) != x.shape.rank:
+        return f"dynamic-slice of rank-{x.shape.rank} {x.name} needs {x.shape.rank} start " \
+               f"indices and sizes"
+    if any(not 0 <= k <= n for k, n in zip(sizes, x.dims)):
+        return f"dynamic_slice_sizes {sizes} do not fit {x.shape}"
+    return _check_indices(starts)
+
+
+def _check_dynamic_update_slice(inst):
+    x, update, *starts = inst.operands
+    if len(starts) != x.shape.rank or update.shape.rank != x.shape.rank:
+        return f"dynamic-update-slice of rank-{x.shape.rank} {x.name} needs an update of that " \
+               f"rank and {x.shape.rank} start indices"
+    if update.dtype != x.dtype or any(k > n for k, n in zip(update.dims, x.dims)):
+        return f"update {update.name}: {update.shape} does not fit in {x.shape}"
+    return _check_indices(starts)
+
+
+def _check_indices(starts):
+    for s in starts:
+        if s.shape.is_tuple or s.dims != () or s.dtype.kind != "i":
+            return f"start index {s.name} must be an integer scalar, not {s.shape}"
+    return None
+
+
+_STRUCTURE = {
+    "broadcast": _check_broadcast,
+    "reshape": _check_reshape,
+    "bitcast": _check_reshape,
+    "transpose": _check_transpose,
+    "slice": _check_slice,
+    "concatenate": _check_concatenate,
+    "pad": _check_pad,
+    "dot": _check_dot,
+    "iota": _check_iota,
+    "get-tuple-element": _check_get_tuple_element,
+    "dynamic-slice": _check_dynamic_slice,
+    "dynamic-update-slice": _check_dynamic_update_slice,
+}
+
+
+def _scalars(shapes) -> str:
+    return ", ".join(str(s) for s in shapes)
+
+
+def _check_callee(comp: Computation, inst: Instruction, callee: Computation):
+    """A called computation must take what the caller passes and give what it declares."""
+    params = callee.parameters
+    if inst.opcode in ("call", "fusion"):
+        given = [o.shape for o in inst.operands]
+        if len(params) != len(given):
+            _fail(comp, inst, f"{callee.name} takes {len(params)} parameters, given {len(given)}")
+        if [str(p.shape) for p in params] != [str(s) for s in given]:
+            _fail(comp, inst, f"{callee.name} takes ({_scalars(p.shape for p in params)}), "
+                              f"given ({_scalars(given)})")
+        if str(callee.root.shape) != str(inst.shape):
+            _fail(comp, inst, f"{callee.name} returns {callee.root.shape}, declared {inst.shape}")
+    elif inst.opcode in ("reduce", "reduce-window"):
+        n = len(inst.operands) // 2
+        if len(inst.operands) != 2 * n or n == 0:
+            _fail(comp, inst, f"{inst.opcode} takes operands and as many init values")
+        arrays, inits = inst.operands[:n], inst.operands[n:]
+        for x, init in zip(arrays, inits):
+            if x.shape.is_tuple or init.shape.is_tuple or init.dims != () or init.dtype != x.dtype:
+                _fail(comp, inst, f"init value {init.name}: {init.shape} must be a scalar of "
+                                  f"{x.name}'s type")
+            if x.dims != arrays[0].dims:
+                _fail(comp, inst, f"{inst.opcode} operands differ in shape: {_shapes(arrays)}")
+        want = [Shape(x.dtype, ()) for x in arrays] * 2
+        if len(params) != len(want):
+            _fail(comp, inst, f"{callee.name} takes {len(params)} parameters, given {len(want)}")
+        if [str(p.shape) for p in params] != [str(s) for s in want]:
+            _fail(comp, inst, f"the reducer {callee.name} takes "
+                              f"({_scalars(p.shape for p in params)}), given ({_scalars(want)})")
+        out = want[0] if n == 1 else "(" + _scalars(want[:n]) + ")"
+        if str(callee.root.shape) != str(out):
+            _fail(comp, inst, f"the reducer {callee.name} returns {callee.root.shape}, not {out}")
+
+
+def _check_reduce_dims(comp, inst):
+    dims = tuple(inst.attr("dimensions", ()))
+    rank = inst.operands[0].shape.rank if inst.operands and not inst.operands[0].shape.is_tuple else 0
+    if len(set(dims)) != len(dims) or any(not 0 <= d < rank for d in dims):
+        _fail(comp, inst, f"reduce dimensions {dims} are not distinct dimensions of "
+                          f"{inst.operands[0].shape}")
+
+
+def _check_reduce_window(comp, inst):
+    x = inst.operands[0]
+    fields = dict(re.findall(r"(\w+)=([^\s{}]+)", str(inst.attr("window", ""))))
+    try:
+        size = [int(v) for v in fields["size"].split("x")]
+        stride = [int(v) for v in fields.get("stride", "x".join(["1"] * len(size))).split("x")]
+        pad = [tuple(map(int, v.split("_")))
+               for v in fields.get("pad", "x".join(["0_0"] * len(size))).split("x")]
+    except (KeyError, ValueError):
+        _fail(comp, inst, f"cannot read window={inst.attr('window')}")
+    if not len(size) == len(stride) == len(pad) == x.shape.rank:
+        _fail(comp, inst, f"window={inst.attr('window')} does not fit {x.shape}")
+    if set(fields.get("lhs_dilate", "1").split("x")) | set(fields.get("rhs_dilate", "1").split("x")) \
+            != {"1"}:
+        return  # dilated windows: the shape is taken on trust
+    dims = [(n + lo + hi - k) // s + 1 for n, k, s, (lo, hi) in zip(x.dims, size, stride, pad)]
+    if inst.shape.is_tuple or list(inst.dims) != dims:
+        _fail(comp, inst, f"declared {inst.shape}, but its window gives dimensions {dims}")
+
+
+def verify_computation(module: Module, comp: Computation, names: dict[str, str]) -> None:
     defined: set[int] = set()
     numbers = []
     for inst in comp.instructions:
         if inst.name in names:
-            _fail(comp, inst, "name is used twice in the module")
-        names.add(inst.name)
+            _fail(comp, inst, f"name is used twice in the module (first in {names[inst.name]})")
+        names[inst.name] = comp.name
         row = OPS.get(inst.opcode)
         if row is None:
             _fail(comp, inst, f"opcode {inst.opcode!r} is not in the op table")
@@ -58,10 +288,17 @@ def verify_computation(module: Module, comp: Computation, names: set[str]) -> No
             _fail(comp, inst, f"{inst.opcode} takes {row.arity} operands, has {len(inst.operands)}")
         if inst.opcode == "parameter":
             numbers.append(inst.parameter_number)
-        if inst.opcode == "constant" and (inst.literal is None or inst.literal.shape != inst.dims
+        if inst.opcode == "constant" and (inst.shape.is_tuple or inst.literal is None
+                                          or inst.literal.shape != inst.dims
                                           or inst.literal.dtype != inst.dtype):
             _fail(comp, inst, "constant literal does not match its shape")
         _check_types(comp, inst, row)
+        if inst.opcode in _STRUCTURE:
+            problem = _STRUCTURE[inst.opcode](inst)
+            if problem:
+                _fail(comp, inst, problem)
+        if inst.opcode == "reduce":
+            _check_reduce_dims(comp, inst)
         for key in ("to_apply", "calls"):
             callee = inst.attr(key)
             if callee is not None:
@@ -69,12 +306,12 @@ def verify_computation(module: Module, comp: Computation, names: set[str]) -> No
                     target = module.computation(callee)
                 except KeyError:
                     _fail(comp, inst, f"calls {callee}, which is not in the module")
-                want = len(inst.operands) if inst.opcode in ("call", "fusion") else (
-                    2 * (len(inst.operands) // 2) if inst.opcode in ("reduce", "reduce-window") else None)
-                if want is not None and len(target.parameters) != want:
-                    _fail(comp, inst, f"{callee} takes {len(target.parameters)} parameters, "
-                                      f"given {want}")
-        if row.infer is not None and inst.opcode != "reduce-window":
+                if target is comp:
+                    _fail(comp, inst, f"calls its own computation {callee}")
+                _check_callee(comp, inst, target)
+        if inst.opcode == "reduce-window":
+            _check_reduce_window(comp, inst)
+        elif row.infer is not None:
             try:
                 expected = infer_shape(inst.opcode, [o.shape for o in inst.operands],
                                        _attrs_for_inference(inst))
@@ -89,12 +326,15 @@ def verify_computation(module: Module, comp: Computation, names: set[str]) -> No
 
 def verify(module: Module) -> Module:
     """Raise VerifyError on the first broken invariant; return the module when it holds."""
-    names: set[str] = set()
+    names: dict[str, str] = {}
     comp_names = [c.name for c in module.all_computations]
     if len(set(comp_names)) != len(comp_names):
         raise VerifyError(f"computation names repeat: {comp_names}")
     for comp in module.all_computations:
+        if not comp.instructions:
+            raise VerifyError(f"{comp.name}: a computation needs at least a root")
         verify_computation(module, comp, names)
+    _check_call_graph(module)
     n_out = len(module.entry.root.shape.elements) if module.entry.root.shape.is_tuple else 1
     n_param = len(module.entry.parameters)
     for out, param in module.input_output_alias:
@@ -103,6 +343,27 @@ def verify(module: Module) -> Module:
         if str(module.entry.parameters[param].shape) != str(_element(module.entry.root.shape, out)):
             raise VerifyError(f"aliased output {out} and parameter {param} differ in shape")
     return module
+
+
+def _check_call_graph(module: Module) -> None:
+    """No computation may call itself, directly or through others (HLO has no recursion)."""
+    calls = {c.name: [i.attr(k) for i in c for k in ("to_apply", "calls") if i.attr(k)]
+             for c in module.all_computations}
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+
+    def visit(name: str, path: tuple[str, ...]):
+        state[name] = 1
+        for callee in calls.get(name, ()):
+            if state.get(callee) == 1:
+                cycle = " -> ".join(path[path.index(callee):] + (callee,))
+                raise VerifyError(f"computations call each other in a cycle: {cycle}")
+            if callee not in state:
+                visit(callee, path + (callee,))
+        state[name] = 2
+
+    for comp in module.all_computations:
+        if comp.name not in state:
+            visit(comp.name, (comp.name,))
 
 
 def _element(shape, index):

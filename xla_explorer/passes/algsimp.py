@@ -1,7 +1,8 @@
 """Algebraic simplification: local rewrites, each a row of RULES with its math beside it.
 
 One walk in def-before-use order: an instruction's operands are already simplified when its
-own rules are tried, and rules are retried on their result until none applies.
+own rules are tried, and rules are retried on their result until none applies. A rewritten
+instruction goes; what it used stays in place even if now unused, for DCE to remove and report.
 """
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from typing import Callable, Optional
 
 import numpy as np
 
-from ..ir.module import Computation, Instruction, Module, post_order
+from ..ir.module import Instruction, Module, root_last
 from ..ir.ops import Group, in_group, op
 from ..ir.shape import Shape
 from .base import Note, Pass, PassResult
@@ -121,30 +122,46 @@ class AlgebraicSimplifier(Pass):
     def run(self, module: Module) -> PassResult:
         fresh = NameGen(module)
         notes: list[Note] = []
-        new: dict[int, Instruction] = {}
+        new: dict[int, Instruction] = {}  # id(original) -> what stands for it now
+        out: list[Instruction] = []  # the new entry, in the old order
+        made: set[int] = set()
 
         def make(opcode, operands, shape, attrs, literal=None):
-            return Instruction(fresh(opcode), opcode, shape, tuple(operands), tuple(attrs),
+            inst = Instruction(fresh(opcode), opcode, shape, tuple(operands), tuple(attrs),
                                current.metadata, None, literal)
+            made.add(id(inst))
+            out.append(inst)  # before `current`'s users, after its operands
+            return inst
 
         for current in module.entry.instructions:
             ops = tuple(new[id(o)] for o in current.operands)
-            inst = current if all(a is b for a, b in zip(ops, current.operands)) else current.replace(operands=ops)
+            same = all(a is b for a, b in zip(ops, current.operands))
+            base = current if same else current.replace(operands=ops)
+            inst = base
             for _ in range(16):  # a rule's result may match another rule
                 fired = self._rewrite(inst, make)
                 if fired is None:
                     break
                 rule, result = fired
-                notes.append(Note(f"{inst.name}: {rule.math} ({rule.name})", rule.name, (inst.name, result.name)))
+                notes.append(Note(f"{inst.name}: {rule.math} ({rule.name})", rule.name,
+                                  (inst.name, result.name)))
                 inst = result
             new[id(current)] = inst
+            if inst is base:
+                out.append(base)
+            # else `current` is replaced: it goes. Its operands stay, for DCE to remove.
         if not notes:
             return PassResult(module, False)
         root = new[id(module.entry.root)]
-        order = post_order([root])
-        live = {id(i) for i in order}
-        params = [p for p in module.entry.parameters if id(p) not in live]
-        entry = Computation(module.entry.name, tuple(params) + tuple(order))
+        # Instructions a rule made and a later rule replaced were never part of the program.
+        used = {id(root)}
+        kept = []
+        for inst in reversed(out):
+            if id(inst) in made and id(inst) not in used:
+                continue
+            kept.append(inst)
+            used.update(id(o) for o in inst.operands)
+        entry = root_last(module.entry.name, kept[::-1], root)
         return PassResult(module.with_entry(entry), True, tuple(notes))
 
     def _rewrite(self, inst, make):

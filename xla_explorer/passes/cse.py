@@ -2,11 +2,12 @@
 
 Two instructions are the same when they have the same opcode, shape, attributes, literal and
 operands (operands already merged, so one walk in def-before-use order finds every duplicate).
-Parameters are never merged: they are distinct inputs even when they look alike.
+Parameters are never merged: they are distinct inputs even when they look alike. Only the
+duplicates go; everything else keeps its place.
 """
 from __future__ import annotations
 
-from ..ir.module import Module, rebuild
+from ..ir.module import Instruction, Module, root_last
 from .base import Note, Pass, PassResult
 
 
@@ -43,4 +44,17 @@ class CSE(Pass):
                 canon[id(inst)] = inst
         if not mapping:
             return PassResult(module, False)
-        return PassResult(module.with_entry(rebuild(module.entry, mapping)), True, tuple(notes))
+        # Every use of a duplicate now uses its first copy; the duplicates go, all else stays
+        # where it was (dead code is DCE's to remove and report).
+        done: dict[int, Instruction] = {}
+        out = []
+        for inst in module.entry.instructions:
+            ops = tuple(done[id(canon[id(o)])] for o in inst.operands)
+            if inst in mapping:
+                continue
+            same = all(a is b for a, b in zip(ops, inst.operands))
+            done[id(inst)] = inst if same else inst.replace(operands=ops)
+            out.append(done[id(inst)])
+        root = done[id(canon[id(module.entry.root)])]
+        entry = root_last(module.entry.name, out, root)
+        return PassResult(module.with_entry(entry), True, tuple(notes))

@@ -20,25 +20,38 @@ def called_computations(module: Module) -> set[str]:
     return seen
 
 
+def _without_dead(comp: Computation) -> tuple[Computation, list]:
+    """`comp` without what its root does not need (parameters stay: they are its signature)."""
+    live = {id(i) for i in post_order([comp.root])}
+    dead = [i for i in comp.instructions if id(i) not in live and i.opcode != "parameter"]
+    if not dead:
+        return comp, []
+    gone = {id(i) for i in dead}
+    return Computation(comp.name, tuple(i for i in comp.instructions if id(i) not in gone)), dead
+
+
 class DCE(Pass):
     name = "dce"
 
     def run(self, module: Module) -> PassResult:
-        entry = module.entry
-        live = {id(i) for i in post_order([entry.root])}
-        dead = [i for i in entry.instructions if id(i) not in live and i.opcode != "parameter"]
-        notes = [Note(f"removed {i.name}: nothing uses its value", "unused", (i.name,))
-                 for i in dead]
+        notes: list[Note] = []
+        entry, dead = _without_dead(module.entry)
+        notes += [Note(f"removed {i.name}: nothing uses its value", "unused", (i.name,))
+                  for i in dead]
         if dead:
-            dead_ids = {id(i) for i in dead}
-            entry = Computation(entry.name, tuple(i for i in entry.instructions
-                                                  if id(i) not in dead_ids))
             module = module.with_entry(entry)
         called = called_computations(module)
         unused = [c for c in module.computations if c.name not in called]
-        if unused:
-            notes += [Note(f"removed computation {c.name}: no instruction calls it",
-                           "unused-computation", ()) for c in unused]
-            module = module.replace(computations=tuple(c for c in module.computations
-                                                       if c.name in called))
-        return PassResult(module, bool(notes), tuple(notes))
+        notes += [Note(f"removed computation {c.name}: no instruction calls it",
+                       "unused-computation", ()) for c in unused]
+        comps = []
+        for comp in module.computations:
+            if comp.name not in called:
+                continue
+            comp, dead = _without_dead(comp)
+            notes += [Note(f"removed {i.name} from {comp.name}: nothing uses its value", "unused",
+                           (i.name,)) for i in dead]
+            comps.append(comp)
+        if not notes:
+            return PassResult(module, False)
+        return PassResult(module.replace(computations=tuple(comps)), True, tuple(notes))

@@ -45,14 +45,16 @@ class _Frame:
         return CUSTOM_CALLS[target](args, instr)
 
     def reduce(self, name, operands, inits, axes, shape):
+        """Each output element is its input elements combined, starting from init once (as
+        XLA's evaluator does; XLA asks init to be the reducer's identity anyway)."""
         comp = self.interp.module.computation(name)
         ufunc = _simple_reducer(comp) if len(operands) == 1 else None
         if ufunc is not None:
             x, init = operands[0], inits[0]
-            if all(x.shape[a] > 0 for a in axes) and x.ndim:
-                out = ufunc.reduce(x, axis=axes) if axes else x.copy()
+            if all(x.shape[a] > 0 for a in axes):
                 with np.errstate(all="ignore"):
-                    out = ufunc(out, init)
+                    out = ufunc.reduce(x, axis=axes) if axes else x.copy()
+                    out = ufunc(init, out)
             else:
                 dims = [n for i, n in enumerate(x.shape) if i not in axes]
                 out = np.broadcast_to(init, dims).copy()
@@ -61,26 +63,28 @@ class _Frame:
 
     def _tree_reduce(self, comp, operands, inits, axes, shape):
         """Any reducer: pair neighbours up, level by level (the reducer must be associative,
-        as XLA requires; pairing neighbours keeps index tie-breaks in order)."""
+        as XLA requires; pairing neighbours keeps index tie-breaks in order). An odd element
+        out waits for the next level, so init is combined exactly once, at the end."""
         rest = [a for a in range(operands[0].ndim) if a not in axes]
         k = int(np.prod([operands[0].shape[a] for a in axes], dtype=np.int64))
         outer = [operands[0].shape[a] for a in rest]
         xs = [np.transpose(x, rest + list(axes)).reshape(outer + [k]) for x in operands]
-        while k > 1:
-            if k % 2:
-                xs = [np.concatenate([x, np.broadcast_to(i, outer + [1])], axis=-1)
-                      for x, i in zip(xs, inits)]
-                k += 1
-            pairs = [x[..., 0::2] for x in xs] + [x[..., 1::2] for x in xs]
-            out = self.interp.evaluate(comp, pairs)
-            xs = list(out) if isinstance(out, tuple) else [out]
-            k //= 2
-        if k == 0:
-            xs = [np.broadcast_to(i, outer + [1]) for i in inits]
-        out = self.interp.evaluate(comp, [np.broadcast_to(i, outer) for i in inits] +
-                                   [x[..., 0] for x in xs])
-        outs = list(out) if isinstance(out, tuple) else [out]
         shapes = shape.elements if shape.is_tuple else (shape,)
+        if k == 0:
+            outs = [np.broadcast_to(i, outer) for i in inits]
+        else:
+            while k > 1:
+                half = k // 2
+                pairs = [x[..., 0:2 * half:2] for x in xs] + [x[..., 1:2 * half:2] for x in xs]
+                out = self.interp.evaluate(comp, pairs)
+                merged = list(out) if isinstance(out, tuple) else [out]
+                merged = [np.broadcast_to(m, outer + [half]) for m in merged]
+                if k % 2:
+                    merged = [np.concatenate([m, x[..., -1:]], axis=-1) for m, x in zip(merged, xs)]
+                xs, k = merged, half + k % 2
+            out = self.interp.evaluate(comp, [np.broadcast_to(i, outer) for i in inits] +
+                                       [x[..., 0] for x in xs])
+            outs = list(out) if isinstance(out, tuple) else [out]
         res = [np.asarray(o).astype(s.dtype).reshape(s.dims) for o, s in zip(outs, shapes)]
         return tuple(res) if shape.is_tuple else res[0]
 
@@ -99,10 +103,16 @@ class _Frame:
 
 
 def _parse_window(text: str, ndim: int):
-    fields = dict(re.findall(r"(\w+)=(\S+)", str(text)))
+    """size, stride and (lo, hi) padding per dimension from `{size=2x2 stride=1x2 pad=0_1x0_0}`."""
+    fields = dict(re.findall(r"(\w+)=([^\s{}]+)", str(text)))
+    for key in ("lhs_dilate", "rhs_dilate"):
+        if set(fields.get(key, "1").split("x")) != {"1"}:
+            raise NotImplementedError(f"reduce-window with {key}={fields[key]}")
     size = [int(v) for v in fields["size"].split("x")]
     stride = [int(v) for v in fields.get("stride", "x".join("1" * ndim)).split("x")]
     pad = [tuple(int(p) for p in v.split("_")) for v in fields.get("pad", "x".join(["0_0"] * ndim)).split("x")]
+    if not len(size) == len(stride) == len(pad) == ndim:
+        raise ValueError(f"window {text} does not have {ndim} dimensions")
     return size, stride, pad
 
 

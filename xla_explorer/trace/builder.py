@@ -27,6 +27,12 @@ REDUCERS = {
 }
 
 
+def _uniform(array: np.ndarray) -> bool:
+    """Every element has the same bits (so NaN arrays are uniform, and 0.0 and -0.0 differ)."""
+    bits = np.ascontiguousarray(array).view(f"u{array.dtype.itemsize}").ravel()
+    return bool((bits == bits[0]).all())
+
+
 class Builder:
     """Collects the instructions and computations of one traced function."""
 
@@ -73,8 +79,7 @@ class Builder:
     def literal(self, array: np.ndarray) -> Instruction:
         """An array constant; a uniform array is a broadcast scalar, never a big literal."""
         array = np.asarray(array)
-        if array.size >= 1 and array.ndim and (array.flat[0] == array).all() and not (
-                array.dtype.kind == "f" and np.isnan(array.flat[0])):
+        if array.size >= 1 and array.ndim and _uniform(array):
             return self.full(array.flat[0], array.dtype, array.shape)
         if array.ndim == 0:
             return self.constant(array, array.dtype)
@@ -256,15 +261,11 @@ class Builder:
     # -- the module -------------------------------------------------------------------------
 
     def module(self, name: str, outputs: Sequence[Instruction], aliases=()) -> Module:
-        from ..ir.module import post_order
-
+        """Everything traced, in the order it was traced, parameters first. Values nothing
+        uses stay in: removing them is DCE's job, and the viewer shows it doing so."""
         root = self.emit("tuple", tuple(outputs), record=False, name=self.fresh("tuple"))
-        live = post_order([root])
         params = sorted((i for i in self.instructions if i.opcode == "parameter"),
                         key=lambda p: p.parameter_number)
-        live_ids = {id(i) for i in live}
-        body = [p for p in params if id(p) not in live_ids] + live
-        # Only the reducers the live program calls.
-        called = {i.attr("to_apply") for i in body if i.attr("to_apply")}
-        comps = tuple(c for n, c in self.computations.items() if n in called)
+        body = params + [i for i in self.instructions if i.opcode != "parameter"] + [root]
+        comps = tuple(self.computations.values())
         return Module(name, Computation(name, tuple(body)), comps, tuple(aliases))

@@ -12,15 +12,15 @@ import contextlib
 import difflib
 import math
 import sys
-from typing import Any, Callable
+from typing import Callable
 
 import numpy as np
 
 from ..errors import TraceError, UnsupportedOpError
 from ..ir.module import Instruction
-from ..ir.shape import Shape, TupleShape, is_supported_dtype, scalar
-from .builder import Builder
-from .tracer import Tracer, _dtype_error, active_builder, at_user_site, located, user_frame
+from ..ir.shape import Shape, TupleShape, is_supported_dtype
+from .builder import REDUCERS
+from .tracer import Tracer, _dtype_error, active_builder, at_user_site, located
 
 _LN2 = math.log(2.0)
 _LN10 = math.log(10.0)
@@ -47,14 +47,60 @@ def _weak(x) -> bool:
         isinstance(x, Tracer) and x._weak)
 
 
+def is_python_scalar(x) -> bool:
+    """A Python bool, int or float, or a Tracer standing for one (a scalar argument)."""
+    return _weak(x)
+
+
+# Python keeps bool for these between bools; all other arithmetic on bools gives int.
+_PY_BOOL_RESULT = {"bitwise_and", "bitwise_or", "bitwise_xor", "less", "less_equal", "greater",
+                   "greater_equal", "equal", "not_equal"}
+
+
+def python_scalar_op(ufunc, operands):
+    """An operator between Python scalars: the operands take Python's common type (bool <
+    int < float, bools becoming ints for arithmetic), NumPy computes at that type, and the
+    result is a weak Python scalar again."""
+    b = active_builder()
+    name = ufunc.__name__
+    kinds = {type(value_of(x)) for x in operands}
+    if float in kinds:
+        dt = np.dtype(np.float64)
+    elif kinds == {bool} and name in _PY_BOOL_RESULT:
+        dt = np.dtype(np.bool_)
+    else:
+        dt = np.dtype(np.int64)
+        if name == "power" and value_of(operands[1]) < 0:
+            dt = np.dtype(np.float64)  # Python: 2 ** -1 == 0.5 (NumPy refuses it for ints)
+    with at_user_site(b, name):
+        strong = [astype(x, dt) if isinstance(x, Tracer) else np.asarray(x, dt)[()]
+                  for x in operands]
+    result = ufunc(*strong)
+    if isinstance(result, Tracer) and result._base is None:
+        result._weak = True
+        result._value = np.asarray(result.value).item()
+    return result
+
+
 def dtype_key(x):
     """What `resolve_dtypes` wants for x: a dtype, or the Python type of a weak scalar."""
     if _weak(x):
         v = x.value if isinstance(x, Tracer) else x
-        return type(v)
+        # NumPy types a Python bool as np.bool_ (the lowest type, so it never widens
+        # anything); resolve_dtypes takes only int, float and complex as weak Python types.
+        return np.dtype(np.bool_) if isinstance(v, bool) else type(v)
     if isinstance(x, Tracer):
         return x.dtype
     return np.asarray(x).dtype
+
+
+def _promotion_key(x):
+    """What np.result_type wants for x: a Python scalar stays one (weak, NEP 50)."""
+    if _weak(x):
+        return x.value if isinstance(x, Tracer) else x
+    if isinstance(x, Tracer):
+        return x.dtype
+    return x
 
 
 def node_of(x, dtype=None) -> Instruction:
@@ -184,11 +230,6 @@ def _trunc(b, x):
     return b.select(b.compare(x, _const(b, 0, x), "LT"), b.ew("ceil", x), b.ew("floor", x))
 
 
-def _scaled(opcode, factor):
-    return lambda b, x: b.ew("multiply", b.ew(opcode, b.ew("multiply", x, _const(b, factor, x)))
-                             if False else b.ew(opcode, x), _const(b, factor, x))
-
-
 def _exp2(b, x):
     return b.ew("exponential", b.ew("multiply", x, _const(b, _LN2, x)))
 
@@ -238,10 +279,12 @@ def _arcsinh(b, x):
 
 
 def _arccosh(b, x):
-    # acosh x = log1p(t + sqrt(t (x + 1))) with t = x - 1: exact near 1.
+    # acosh x = log1p(t + sqrt(t) sqrt(x + 1)) with t = x - 1: exact near 1, and NaN below 1
+    # (sqrt(t (x + 1)) would be a real number again for x < -1).
     one = _const(b, 1, x)
     t = b.ew("subtract", x, one)
-    small = b.ew("log-plus-one", b.ew("add", t, b.ew("sqrt", b.ew("multiply", t, b.ew("add", x, one)))))
+    root = b.ew("multiply", b.ew("sqrt", t), b.ew("sqrt", b.ew("add", x, one)))
+    small = b.ew("log-plus-one", b.ew("add", t, root))
     large = b.ew("add", b.ew("log", x), _const(b, _LN2, x))
     big = b.compare(x, _const(b, 1e8 if x.dtype == np.float64 else 1e4, x), "GT")
     return b.select(big, large, small)
@@ -282,7 +325,6 @@ def _log_base(factor):
     return lambda b, x: b.ew("multiply", b.ew("log", x), _const(b, factor, x))
 
 
-_F = {"f": None}
 UFUNCS: dict[str, Callable] = {
     # arithmetic; on bools NumPy's add is `or` and multiply is `and`
     "add": _by_kind(b=_direct("or"), i=_direct("add"), f=_direct("add")),
@@ -394,6 +436,8 @@ def call_ufunc(ufunc, method: str, inputs, kwargs):
             return _reduce_call(_UFUNC_REDUCE[name], inputs[0], axis, keepdims, f"{name}.reduce")
         if method != "__call__":
             raise unsupported(f"{name}.{method}")
+        if name == "divmod" and not kwargs:
+            return np.floor_divide(*inputs), np.remainder(*inputs)
         if name == "matmul":
             out = kwargs.pop("out", None)
             if kwargs:
@@ -450,7 +494,11 @@ def assign_inplace(target: Tracer, result, what: str) -> Tracer:
             raise located(TraceError, f"{what}: cannot cast {np.result_type(rvalue)} to "
                                       f"{target.dtype} in place (NumPy's same_kind rule)", what,
                           f"Write x = x {what.split()[0]} ... to make a new array instead.")
-        if np.broadcast_shapes(np.shape(rvalue), target.shape) != target.shape:
+        try:
+            fits = np.broadcast_shapes(np.shape(rvalue), target.shape) == target.shape
+        except ValueError:
+            fits = False
+        if not fits:
             raise located(TraceError, f"{what}: a result of shape {np.shape(rvalue)} does not "
                                       f"fit in place into shape {target.shape}", what)
         node = b.broadcast_to(b.convert(node_of(result), target.dtype), target.shape)
@@ -460,6 +508,8 @@ def assign_inplace(target: Tracer, result, what: str) -> Tracer:
 
 
 # -- reductions --------------------------------------------------------------------------------
+# NumPy's `where=` masks elements out (they count as the reduction's identity) and `initial=`
+# joins the result once; both are lowered rather than ignored.
 
 
 def _keep(b, node, x_dims, axes, keepdims):
@@ -483,33 +533,53 @@ def _mean_type(dtype, requested):
     return np.dtype(dtype) if np.dtype(dtype).kind == "f" else np.dtype(np.float64)
 
 
-def _reduce_node(b, x, axes, opcode, dtype, keepdims):
+def _masked(b, x: Instruction, where, opcode) -> Instruction:
+    """x with the elements `where` leaves out replaced by the reducer's identity."""
+    if where is True:
+        return x
+    mask = b.broadcast_to(_truth(b, node_of(where)), x.dims)
+    return b.select(mask, x, b.full(REDUCERS[opcode](x.dtype), x.dtype, x.dims))
+
+
+def _reduce_node(b, x, axes, opcode, dtype, keepdims, initial=np._NoValue, where=True):
     x = node_of(x)
-    node = b.reduce(b.convert(x, dtype), axes, opcode)
-    return _keep(b, node, x.dims, axes, keepdims)
+    dims = x.dims
+    node = b.reduce(_masked(b, b.convert(x, dtype), where, opcode), axes, opcode)
+    if initial is not np._NoValue and initial is not None:
+        node = b.ew(opcode, node, b.full(initial, node.dtype, node.dims))
+    return _keep(b, node, dims, axes, keepdims)
 
 
-def _count(x, axes) -> int:
+def _count(x, axes, where=True) -> int | Instruction:
+    """How many elements each result reduces: a number, or an instruction under where=."""
     shape = node_of(x).dims
-    return int(np.prod([shape[a] for a in axes], dtype=np.int64))
-
-
-def _sum(value, a, axis=None, dtype=None, out=None, keepdims=False, **kw):
+    if where is True:
+        return int(np.prod([shape[a] for a in axes], dtype=np.int64))
     b = active_builder()
-    axes = _axes(axis, np.ndim(value_of(a)))
-    dt = _sum_type(dtype_key(a) if not _weak(a) else np.asarray(value_of(a)).dtype, dtype)
-    return _reduce_node(b, a, axes, "or" if dt == np.bool_ else "add", dt, keepdims)
+    mask = b.convert(b.broadcast_to(_truth(b, node_of(where)), shape), np.int64)
+    return b.reduce(mask, axes, "add")
 
 
-def _prod(value, a, axis=None, dtype=None, out=None, keepdims=False, **kw):
+def _sum(value, a, axis=None, dtype=None, out=None, keepdims=False, initial=np._NoValue,
+         where=True):
     b = active_builder()
     axes = _axes(axis, np.ndim(value_of(a)))
     dt = _sum_type(np.asarray(value_of(a)).dtype, dtype)
-    return _reduce_node(b, a, axes, "and" if dt == np.bool_ else "multiply", dt, keepdims)
+    return _reduce_node(b, a, axes, "or" if dt == np.bool_ else "add", dt, keepdims, initial,
+                        where)
+
+
+def _prod(value, a, axis=None, dtype=None, out=None, keepdims=False, initial=np._NoValue,
+          where=True):
+    b = active_builder()
+    axes = _axes(axis, np.ndim(value_of(a)))
+    dt = _sum_type(np.asarray(value_of(a)).dtype, dtype)
+    return _reduce_node(b, a, axes, "and" if dt == np.bool_ else "multiply", dt, keepdims,
+                        initial, where)
 
 
 def _extreme(which):
-    def lower(value, a, axis=None, out=None, keepdims=False, **kw):
+    def lower(value, a, axis=None, out=None, keepdims=False, initial=np._NoValue, where=True):
         b = active_builder()
         axes = _axes(axis, np.ndim(value_of(a)))
         dt = np.asarray(value_of(a)).dtype
@@ -517,22 +587,32 @@ def _extreme(which):
             opcode = "or" if which == "maximum" else "and"
         else:
             opcode = which
-        return _reduce_node(b, a, axes, opcode, dt, keepdims)
+        return _reduce_node(b, a, axes, opcode, dt, keepdims, initial, where)
     return lower
 
 
-def _mean_node(b, a, axes, dt, keepdims):
-    total = _reduce_node(b, a, axes, "add", dt, keepdims)
-    return b.ew("divide", total, b.scalar_like(_count(a, axes), total))
+def _mean_node(b, a, axes, dt, keepdims, where=True):
+    total = _reduce_node(b, a, axes, "add", dt, keepdims, where=where)
+    count = _count(a, axes, where)
+    if isinstance(count, Instruction):
+        count = b.convert(_keep(b, count, node_of(a).dims, axes, keepdims), dt)
+        return b.ew("divide", total, count)
+    return b.ew("divide", total, b.scalar_like(count, total))
 
 
-def _mean(value, a, axis=None, dtype=None, out=None, keepdims=False, **kw):
+def _mean(value, a, axis=None, dtype=None, out=None, keepdims=False, *, where=True):
     b = active_builder()
     axes = _axes(axis, np.ndim(value_of(a)))
-    return _mean_node(b, a, axes, _mean_type(np.asarray(value_of(a)).dtype, dtype), keepdims)
+    return _mean_node(b, a, axes, _mean_type(np.asarray(value_of(a)).dtype, dtype), keepdims,
+                      where)
 
 
-def _var_node(b, a, axes, dtype, ddof, keepdims):
+def _var_node(b, a, axes, dtype, ddof, keepdims, where=True, mean=np._NoValue,
+              correction=np._NoValue):
+    if where is not True or mean is not np._NoValue:
+        raise unsupported("var", " with where= or mean=")
+    if correction is not np._NoValue:
+        ddof = correction  # NumPy 2's name for ddof
     dt = _mean_type(np.asarray(value_of(a)).dtype, dtype)
     x = b.convert(node_of(a), dt)
     mean = _mean_node(b, a, axes, dt, True)
@@ -544,12 +624,13 @@ def _var_node(b, a, axes, dtype, ddof, keepdims):
 
 def _var(value, a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, **kw):
     b = active_builder()
-    return _var_node(b, a, _axes(axis, np.ndim(value_of(a))), dtype, ddof, keepdims)
+    return _var_node(b, a, _axes(axis, np.ndim(value_of(a))), dtype, ddof, keepdims, **kw)
 
 
 def _std(value, a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, **kw):
     b = active_builder()
-    return b.ew("sqrt", _var_node(b, a, _axes(axis, np.ndim(value_of(a))), dtype, ddof, keepdims))
+    return b.ew("sqrt", _var_node(b, a, _axes(axis, np.ndim(value_of(a))), dtype, ddof,
+                                  keepdims, **kw))
 
 
 def _arg(which):
@@ -566,11 +647,12 @@ def _arg(which):
 
 
 def _all_any(opcode):
-    def lower(value, a, axis=None, out=None, keepdims=False, **kw):
+    def lower(value, a, axis=None, out=None, keepdims=False, *, where=True):
         b = active_builder()
         x = _truth(b, node_of(a))
         axes = _axes(axis, x.shape.rank)
-        return _keep(b, b.reduce(x, axes, opcode), x.dims, axes, keepdims)
+        return _keep(b, b.reduce(_masked(b, x, where, opcode), axes, opcode), x.dims, axes,
+                     keepdims)
     return lower
 
 
@@ -585,9 +667,11 @@ def _reduce_call(func, a, axis, keepdims, what):
 # -- dot, matmul, einsum -----------------------------------------------------------------------
 
 
-def _promote_pair(a, c):
+def _promote_pair(a, c, value):
+    # NumPy's result type is the operands' common type (a Python scalar operand of np.dot is
+    # a 0-d float64 array there, not a weak scalar, so take the type from NumPy's answer).
     b = active_builder()
-    dt = np.result_type(*(dtype_key(x) for x in (a, c)))
+    dt = np.asarray(value).dtype
     if not is_supported_dtype(dt):
         raise _dtype_error("the product", dt)
     return b, node_of(a, dt), node_of(c, dt)
@@ -596,7 +680,7 @@ def _promote_pair(a, c):
 def matmul(a, c):
     b = active_builder()
     value = _eager(np.matmul, "np.matmul", value_of(a), value_of(c))
-    _, x, y = _promote_pair(a, c)
+    _, x, y = _promote_pair(a, c, value)
     if x.shape.rank == 0 or y.shape.rank == 0:
         raise located(TraceError, "np.matmul does not take scalars", "np.matmul", "Use *.")
     xv = x if x.shape.rank > 1 else b.reshape(x, (1,) + x.dims)
@@ -611,7 +695,7 @@ def matmul(a, c):
 
 
 def _dot(value, a, c, out=None):
-    b, x, y = _promote_pair(a, c)
+    b, x, y = _promote_pair(a, c, value)
     if x.shape.rank == 0 or y.shape.rank == 0:
         return b.ew("multiply", b.broadcast_to(x, np.shape(value)), b.broadcast_to(y, np.shape(value)))
     rc = 0 if y.shape.rank == 1 else y.shape.rank - 2
@@ -632,7 +716,7 @@ def _einsum(value, subscripts, *operands, **kw):
         out = "".join(sorted(c for c in set(letters) if letters.count(c) == 1))
     if len(terms) != len(operands) or len(terms) > 2:
         raise unsupported("einsum", " with more than two operands")
-    dt = np.result_type(*(dtype_key(o) for o in operands))
+    dt = np.asarray(value).dtype
     nodes = [node_of(o, dt) for o in operands]
     for t in terms:
         if len(set(t)) != len(t):
@@ -643,7 +727,7 @@ def _einsum(value, subscripts, *operands, **kw):
         gone = [i for i, c in enumerate(t) if c not in others]
         if gone:
             nodes[k] = b.reduce(nodes[k], gone, "or" if dt == np.bool_ else "add")
-            terms[k] = "".join(c for c in t if c not in others)
+            terms[k] = "".join(c for c in t if c in others)
     if len(terms) == 1:
         (t,) = terms
         return b.transpose(nodes[0], [t.index(c) for c in out])
@@ -706,14 +790,14 @@ def _broadcast_to(value, a, shape, subok=False):
     return active_builder().broadcast_to(node_of(a), np.shape(value))
 
 
-def _concat_nodes(arrays, axis, dtype=None):
+def _concat_nodes(value, arrays):
     b = active_builder()
-    dt = np.dtype(dtype) if dtype is not None else np.result_type(*(dtype_key(x) for x in arrays))
+    dt = np.asarray(value).dtype  # NumPy's common type, or the dtype= asked for
     return b, [node_of(x, dt) for x in arrays]
 
 
 def _concatenate(value, arrays, axis=0, out=None, dtype=None, casting="same_kind"):
-    b, nodes = _concat_nodes(arrays, axis, dtype)
+    b, nodes = _concat_nodes(value, arrays)
     if axis is None:
         nodes = [b.reshape(n, (n.shape.size,)) for n in nodes]
         axis = 0
@@ -721,20 +805,20 @@ def _concatenate(value, arrays, axis=0, out=None, dtype=None, casting="same_kind
 
 
 def _stack(value, arrays, axis=0, out=None, dtype=None, casting="same_kind"):
-    b, nodes = _concat_nodes(arrays, axis, dtype)
+    b, nodes = _concat_nodes(value, arrays)
     ax = int(axis) % (nodes[0].shape.rank + 1)
     nodes = [b.reshape(n, n.dims[:ax] + (1,) + n.dims[ax:]) for n in nodes]
     return b.concatenate(nodes, ax)
 
 
 def _hstack(value, tup, dtype=None, casting="same_kind"):
-    b, nodes = _concat_nodes(tup, 1, dtype)
+    b, nodes = _concat_nodes(value, tup)
     nodes = [n if n.shape.rank else b.reshape(n, (1,)) for n in nodes]
     return b.concatenate(nodes, 0 if nodes[0].shape.rank == 1 else 1)
 
 
 def _vstack(value, tup, dtype=None, casting="same_kind"):
-    b, nodes = _concat_nodes(tup, 0, dtype)
+    b, nodes = _concat_nodes(value, tup)
     nodes = [n if n.shape.rank >= 2 else b.reshape(n, (1,) * (2 - n.shape.rank) + n.dims) for n in nodes]
     return b.concatenate(nodes, 0)
 
@@ -752,7 +836,7 @@ def _where(value, condition, x=None, y=None):
     if x is None and y is None:
         return _nonzero(value, condition)
     b = active_builder()
-    dt = np.result_type(dtype_key(x), dtype_key(y))
+    dt = np.asarray(value).dtype  # x and y promoted together, Python scalars weakly
     shape = np.shape(value)
     cond = b.broadcast_to(_truth(b, node_of(condition)), shape)
     return b.select(cond, b.broadcast_to(node_of(x, dt), shape), b.broadcast_to(node_of(y, dt), shape))
@@ -809,7 +893,7 @@ def _traced_creation(name, original):
     def creation(*args, **kwargs):
         b = active_builder()
         caller = sys._getframe(1).f_globals.get("__name__", "")
-        if b is None or caller.startswith(("numpy", "xla_explorer")):
+        if b is None or caller.partition(".")[0] in ("numpy", "xla_explorer"):
             return original(*args, **kwargs)
         with at_user_site(b, name):
             if name == "full" and any(isinstance(a, Tracer) for a in (*args, *kwargs.values())):
@@ -821,6 +905,7 @@ def _traced_creation(name, original):
             return wrap(node, value, f"np.{name}")
 
     creation.__wrapped__ = original
+    creation._xla_explorer_traced = True
     creation.__name__ = name
     return creation
 
@@ -896,7 +981,8 @@ def creation_functions_traced():
     calling thread is tracing and the caller is user code, and otherwise calls NumPy."""
     saved = {name: getattr(np, name) for name in _CREATION}
     for name, fn in saved.items():
-        if not hasattr(fn, "__wrapped__"):
+        # NumPy's own functions may have __wrapped__ too (np.linspace does): test for ours.
+        if not getattr(fn, "_xla_explorer_traced", False):
             setattr(np, name, _traced_creation(name, fn))
     try:
         yield
@@ -950,7 +1036,7 @@ STATIC = {
     np.shape: lambda a: np.shape(value_of(a)),
     np.ndim: lambda a: np.ndim(value_of(a)),
     np.size: lambda a, axis=None: np.size(value_of(a), axis),
-    np.result_type: lambda *a: np.result_type(*(dtype_key(x) for x in a)),
+    np.result_type: lambda *a: np.result_type(*(_promotion_key(x) for x in a)),
 }
 
 
@@ -979,6 +1065,19 @@ VIEWS = {np.reshape, np.ravel, np.transpose, np.swapaxes, np.moveaxis, np.squeez
 _EAGER_FUNCTIONS = {np.empty_like: np.zeros_like}
 
 
+def _public_name(func) -> str:
+    """The name under `np.` that the user wrote: "cumsum", "fft.fft", "linalg.inv"."""
+    name = getattr(func, "__name__", str(func))
+    module = getattr(func, "__module__", None) or "numpy"
+    parts = module.split(".")[1:] if module.startswith("numpy") else []
+    public = []
+    for part in parts:  # numpy.linalg keeps "linalg"; numpy._core.fromnumeric keeps nothing
+        if part.startswith("_"):
+            break
+        public.append(part)
+    return ".".join(public + [name])
+
+
 def call_function(func, args, kwargs):
     b = active_builder()
     name = getattr(func, "__name__", str(func))
@@ -986,7 +1085,7 @@ def call_function(func, args, kwargs):
         if func in STATIC:
             return STATIC[func](*args, **kwargs)
         if func not in FUNCTIONS:
-            raise unsupported(name)
+            raise unsupported(_public_name(func))
         if kwargs.get("out") is not None:
             raise unsupported(name, " with out=")
         eager_fn = _EAGER_FUNCTIONS.get(func, func)
@@ -1000,11 +1099,31 @@ def call_function(func, args, kwargs):
         base = args[0] if args else None
         if (func in VIEWS and isinstance(base, Tracer) and isinstance(value, np.ndarray)
                 and isinstance(base.value, np.ndarray) and np.shares_memory(value, base.value)):
-            # NumPy made a view: re-derive it whenever the base changes.
+            # NumPy made a view: re-derive it whenever the base changes, and write through it
+            # by undoing the one data-movement op that made it.
             rest = args[1:]
             return Tracer(b, nodes, value, base=base,
-                          derive=lambda n: lower(value, n, *rest, **kwargs))
+                          derive=lambda n: lower(value, n, *rest, **kwargs),
+                          write_back=_view_write_back(nodes, base.node))
         return result
+
+
+def _view_write_back(view: Instruction, base: Instruction):
+    """base_node, new value of the view -> new value of the base; None where NumPy's view is
+    read-only (np.broadcast_to) or not one op."""
+    if view is base:
+        return lambda base_node, new: new
+    if len(view.operands) != 1 or view.operands[0] is not base:
+        return None
+    if view.opcode == "reshape":
+        return lambda base_node, new: active_builder().reshape(new, base_node.dims)
+    if view.opcode == "transpose":
+        inverse = tuple(int(i) for i in np.argsort(view.attr("dimensions")))
+        return lambda base_node, new: active_builder().transpose(new, inverse)
+    if view.opcode == "reverse":
+        axes = tuple(view.attr("dimensions"))
+        return lambda base_node, new: active_builder().reverse(new, axes)
+    return None
 
 
 # -- indexing ----------------------------------------------------------------------------------
@@ -1078,13 +1197,14 @@ def lower_index_update(node: Instruction, index, update: Instruction) -> Instruc
         return node
     if all(st == 1 for _, _, st in spec):
         x = b.reverse(node, flips)
-        x = b.dynamic_update_slice(x, b.reverse(upd, flips), [lo for lo, _, _ in spec])
+        # upd is in x[index]'s order, which is the reversed array's order already.
+        x = b.dynamic_update_slice(x, upd, [lo for lo, _, _ in spec])
         return b.reverse(x, flips)
     # A strided window: spread the update out with interior padding, select it in by a mask.
     x = b.reverse(node, flips)
     zero = b.constant(0, x.dtype)
     cfg = [(lo, n - (lo + (k - 1) * st + 1), st - 1) for (lo, _, st), k, n in zip(spec, inner, x.dims)]
-    spread = b.pad(b.reverse(upd, flips), zero, cfg)
+    spread = b.pad(upd, zero, cfg)
     mask = b.pad(b.full(True, np.bool_, inner), b.constant(False, np.bool_), cfg)
     return b.reverse(b.select(mask, spread, x), flips)
 
@@ -1115,7 +1235,12 @@ def getitem(x: Tracer, index):
 def setitem(x: Tracer, index, v):
     b = active_builder()
     with at_user_site(b, "assignment"):
-        if isinstance(index, Tracer) and index.dtype == np.bool_:
+        if not isinstance(x.value, np.ndarray):  # a NumPy scalar, e.g. from x.sum()
+            raise located(TraceError, f"'{type(x.value).__name__}' object does not support "
+                                      "item assignment (NumPy scalars are immutable)",
+                          "assignment")
+        if (isinstance(index, (Tracer, np.ndarray))
+                and np.asarray(value_of(index)).dtype == np.bool_):
             # x[mask] = scalar is np.where(mask, scalar, x): compilable.
             if np.ndim(value_of(v)) != 0:
                 raise located(UnsupportedOpError, "assigning an array through a boolean mask is "
@@ -1123,7 +1248,10 @@ def setitem(x: Tracer, index, v):
                               "Use x = np.where(mask, values, x) with values of x's shape.")
             new_value = x.value.copy()
             _eager(new_value.__setitem__, "assignment", value_of(index), value_of(v))
-            mask = b.broadcast_to(index.node, x.shape)
+            # A mask covers x's leading dimensions: x[rows] = 0 sets whole rows.
+            m = node_of(index)
+            m = b.reshape(m, m.dims + (1,) * (x.ndim - m.shape.rank))
+            mask = b.broadcast_to(m, x.shape)
             fill = b.broadcast_to(node_of(v, x.dtype), x.shape)
             x._set_node(b.select(mask, fill, x.node), "assignment")
             x.value[...] = new_value

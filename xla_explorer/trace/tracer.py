@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import inspect
-import operator
 import os
 import sys
 import threading
@@ -121,10 +120,9 @@ class Tracer:
             self._node = new
             return
         if self._write_back is None:
-            raise located(TraceError, f"{what} writes through a view made by reshaping, "
-                                      "transposing or flipping; the explorer cannot follow that write",
-                          what, "Write to the original array instead, or take a copy first "
-                                "(y = x.T.copy()).")
+            raise located(TraceError, f"{what} writes through a read-only view (one made by "
+                                      "np.broadcast_to); NumPy refuses that write too",
+                          what, "Take a copy first: y = np.broadcast_to(x, shape).copy().")
         self._base._set_node(self._write_back(self._base.node, new), what)
 
     @property
@@ -208,7 +206,14 @@ class Tracer:
         self._concrete(".tolist()")
 
     def __array__(self, dtype=None, copy=None):
-        self._concrete("np.asarray()")
+        # NumPy asks for a concrete array when it meets a traced one it cannot dispatch on:
+        # np.asarray(x), np.float32(x), or a list holding traced arrays (np.sum([x, y])).
+        raise located(TraceError, "converting a traced array to a NumPy array (np.asarray, "
+                                  "np.array, np.float32(x), or a list of traced arrays passed "
+                                  "to NumPy) needs its value, which is only known when the "
+                                  "compiled program runs", "np.asarray()",
+                      "Combine traced arrays with np.stack([...]) or np.concatenate, and change "
+                      "types with x.astype(...); a choice between values is np.where.")
 
     # -- NumPy's protocols ------------------------------------------------------------------
 
@@ -319,16 +324,27 @@ class Tracer:
                                           "cannot trace", "ndarray.sort", "Use y = np.sort(x).")
 
 
+def _operator(ufunc, *operands):
+    """`a + b` and friends. Between Python scalars only (scalar arguments are weak Tracers),
+    Python's arithmetic applies and the result is again a weak Python scalar, so `lr * 0.5`
+    keeps a float32 array float32 as it does eagerly."""
+    from .numpy_api import is_python_scalar, python_scalar_op
+
+    if all(is_python_scalar(x) for x in operands):
+        return python_scalar_op(ufunc, operands)
+    return ufunc(*operands)
+
+
 def _binary(ufunc):
-    return (lambda self, other: ufunc(self, other),
-            lambda self, other: ufunc(other, self),
+    return (lambda self, other: _operator(ufunc, self, other),
+            lambda self, other: _operator(ufunc, other, self),
             lambda self, other: _inplace(self, ufunc, other))
 
 
 def _inplace(self: Tracer, ufunc, other):
     from .numpy_api import assign_inplace
 
-    result = ufunc(self, other)
+    result = _operator(ufunc, self, other)
     return assign_inplace(self, result, f"{ufunc.__name__} (in place)")
 
 
@@ -342,14 +358,18 @@ for _name, _uf in [("add", np.add), ("sub", np.subtract), ("mul", np.multiply),
     setattr(Tracer, f"__r{_name}__", _r)
     setattr(Tracer, f"__i{_name}__", _i)
 
+Tracer.__divmod__ = lambda self, other: (self // other, self % other)
+Tracer.__rdivmod__ = lambda self, other: (other // self, other % self)
+
 for _name, _uf in [("lt", np.less), ("le", np.less_equal), ("gt", np.greater),
                    ("ge", np.greater_equal), ("eq", np.equal), ("ne", np.not_equal)]:
-    setattr(Tracer, f"__{_name}__", (lambda uf: lambda self, other: uf(self, other))(_uf))
+    setattr(Tracer, f"__{_name}__",
+            (lambda uf: lambda self, other: _operator(uf, self, other))(_uf))
 Tracer.__hash__ = object.__hash__
 
 for _name, _uf in [("neg", np.negative), ("pos", np.positive), ("abs", np.absolute),
                    ("invert", np.invert)]:
-    setattr(Tracer, f"__{_name}__", (lambda uf: lambda self: uf(self))(_uf))
+    setattr(Tracer, f"__{_name}__", (lambda uf: lambda self: _operator(uf, self))(_uf))
 
 
 # -- tracing a function ----------------------------------------------------------------------
@@ -454,7 +474,13 @@ def trace(f: Callable, args, *, name: str | None = None) -> Traced:
         name = "lambda"
     b = Builder(name)
     arg_names = _argument_names(f, len(args))
-    params = [make_parameter(b, i, a, n) for i, (a, n) in enumerate(zip(args, arg_names))]
+    params = []
+    def_file, def_line = _return_site(f)
+    for i, (a, n) in enumerate(zip(args, arg_names)):
+        # A parameter's metadata names the argument and the function's `def` line, as JAX's do.
+        b.site = Metadata(n, def_file, def_line)
+        params.append(make_parameter(b, i, a, n))
+    b.site = Metadata()
     originals = [p.node for p in params]
     with tracing(b):
         out = f(*params)
@@ -470,7 +496,7 @@ def trace(f: Callable, args, *, name: str | None = None) -> Traced:
             if p.node is not original and not p._weak:
                 aliases.append((len(nodes), original.parameter_number))
                 nodes.append(p.node)
-    for n, leaf in zip(nodes, leaves):
+    for n in nodes:
         if not is_supported_dtype(n.dtype):
             raise _dtype_error("the return value", n.dtype)
     module = b.module(name, nodes, aliases)

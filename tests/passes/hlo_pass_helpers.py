@@ -1,0 +1,65 @@
+"""Helpers for pass tests: HLO text in, one pass, HLO text out, and the meaning kept."""
+from __future__ import annotations
+
+import textwrap
+
+import numpy as np
+import xla_explorer as xe
+from xla_explorer.ir.printer import format_computation
+from xla_explorer.passes.base import Pass, PassResult
+from xla_explorer.runtime.reference import run_module
+
+
+def hlo(entry: str, computations: str = "") -> str:
+    """A module's text from an ENTRY body (and computations it calls)."""
+    body = textwrap.indent(textwrap.dedent(entry).strip("\n"), "  ")
+    comps = textwrap.dedent(computations).strip("\n")
+    return f"HloModule test\n\n{comps + chr(10) + chr(10) if comps else ''}ENTRY main {{\n{body}\n}}\n"
+
+
+def entry_body(module: xe.Module) -> str:
+    """The ENTRY computation's instruction lines, unindented: what a pass test compares."""
+    lines = format_computation(module.entry, entry=True).splitlines()[1:-1]
+    return "\n".join(line[2:] for line in lines)
+
+
+def random_inputs(module: xe.Module, seed: int = 0) -> list[np.ndarray]:
+    rng = np.random.default_rng(seed)
+    args = []
+    for p in module.entry.parameters:
+        dims, dtype = p.shape.dims, p.shape.dtype
+        if dtype.kind == "f":
+            args.append(rng.standard_normal(dims).astype(dtype))
+        elif dtype.kind == "i":
+            args.append(rng.integers(-20, 20, dims).astype(dtype))
+        else:
+            args.append(rng.random(dims) < 0.5)
+    return args
+
+
+def assert_same_meaning(before: xe.Module, after: xe.Module, seeds=(0, 1)):
+    """Both modules give the same outputs on random inputs (the interpreter is the judge)."""
+    for seed in seeds:
+        args = random_inputs(before, seed)
+        want = run_module(before, args)
+        got = run_module(after, args)
+        assert len(got) == len(want)
+        for g, w in zip(got, want):
+            assert g.dtype == w.dtype and g.shape == w.shape
+            np.testing.assert_allclose(g, w, rtol=1e-6, atol=0, equal_nan=True)
+
+
+def run_pass(p: Pass, text: str) -> tuple[xe.Module, PassResult]:
+    """Parse and verify `text`, run `p`, check its claim and the result's validity and meaning."""
+    before = xe.verify(xe.parse_hlo(text))
+    fingerprint = before.fingerprint()
+    result = p.run(before)
+    assert before.fingerprint() == fingerprint  # modules are immutable
+    assert result.changed == (result.module.fingerprint() != fingerprint)
+    if not result.changed:
+        assert result.module is before and result.notes == ()
+    xe.verify(result.module)
+    assert_same_meaning(before, result.module)
+    again = xe.parse_hlo(result.module.to_text())  # the result prints as valid text
+    assert again.to_text() == result.module.to_text()
+    return before, result

@@ -1,0 +1,704 @@
+"""One record per supported NumPy function, in the style of JAX's `lax_test_util.op_record`
+and lightning-thunder's OpInfo.
+
+A record says how to call the function (`fn`), how many arrays it takes, how to make inputs
+inside its domain (one generator per argument), which element types it is tested with, and
+which argument shapes and keyword variants to try. `test_numpy_ops.py` expands every record
+into cases and compares the explorer's compiled result with NumPy's own, in value, shape and
+type. Adding an op means adding its record here.
+"""
+from __future__ import annotations
+
+import itertools
+import operator
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+BOOL, I32, I64, F32, F64 = (np.dtype(t) for t in (np.bool_, np.int32, np.int64, np.float32,
+                                                   np.float64))
+ALL = (BOOL, I32, I64, F32, F64)
+NUMERIC = (I32, I64, F32, F64)
+FLOATS = (F32, F64)
+INTS = (I32, I64)
+INTEGRAL = (BOOL, I32, I64)
+
+# Argument shapes. Element-wise records use these; others list their own.
+UNARY_SHAPES = (((),), ((0,),), ((7,),), ((2, 3, 4),))
+BINARY_SHAPES = (((3, 4), (3, 4)), ((3, 1), (1, 4)), ((4,), (2, 3, 4)), ((), (3,)),
+                 ((0, 3), (3,)))
+TERNARY_SHAPES = (((3, 4), (3, 4), (3, 4)), ((3, 1), (1, 4), ()), ((4,), (2, 3, 4), (1, 4)),
+                  ((), (), ()), ((0, 2), (2,), ()))
+
+
+# -- input generators: (rng, shape, dtype) -> an array of exactly that shape and type -----------
+
+
+def _make(values, shape, dtype) -> np.ndarray:
+    return np.asarray(values).astype(dtype).reshape(shape)
+
+
+def _ints(rng, shape, dtype, lo, hi):
+    """Integers in [lo, hi]; booleans at random."""
+    if dtype == BOOL:
+        return _make(rng.random(shape) < 0.5, shape, dtype)
+    return _make(rng.integers(lo, hi + 1, shape), shape, dtype)
+
+
+def _domain(lo, hi, *, int_lo=None, int_hi=None, exclude_zero=False, quarters=False):
+    """Floats uniform in [lo, hi] (or on the quarter grid, to hit exact halves and integers);
+    integers in [int_lo, int_hi]; optionally never zero."""
+    int_lo = int(np.ceil(lo)) if int_lo is None else int_lo
+    int_hi = int(np.floor(hi)) if int_hi is None else int_hi
+
+    def gen(rng, shape, dtype):
+        dtype = np.dtype(dtype)
+        if dtype.kind == "f":
+            if quarters:
+                v = rng.integers(int(lo * 4), int(hi * 4) + 1, shape) / 4
+            else:
+                v = rng.uniform(lo, hi, shape)
+            if exclude_zero:
+                v = np.where(np.abs(v) < 0.25, 0.5, v)
+            return _make(v, shape, dtype)
+        if dtype == BOOL and exclude_zero:
+            return np.ones(shape, BOOL)
+        v = _ints(rng, shape, dtype, int_lo, int_hi)
+        if exclude_zero and dtype != BOOL:
+            v = np.where(v == 0, 1, v).astype(dtype)
+        return v
+
+    return gen
+
+
+def boolean(rng, shape, dtype=None):
+    return _make(rng.random(shape) < 0.5, shape, BOOL)
+
+
+def shift_amount(rng, shape, dtype):
+    """Shifts in [0, bits of the type)."""
+    dtype = np.dtype(dtype)
+    bits = 1 if dtype == BOOL else dtype.itemsize * 8
+    return _ints(rng, shape, dtype, 0, bits - 1)
+
+
+ANY = _domain(-3, 3, int_lo=-9, int_hi=9)
+QUARTERS = _domain(-3, 3, int_lo=-9, int_hi=9, quarters=True)
+NONZERO = _domain(-3, 3, int_lo=-9, int_hi=9, exclude_zero=True)
+POSITIVE = _domain(0.1, 5, int_lo=1, int_hi=9)
+UNIT = _domain(-1, 1)  # arcsin, arccos: [-1, 1]
+OPEN_UNIT = _domain(-0.95, 0.95, int_lo=0, int_hi=0)  # arctanh: (-1, 1)
+AT_LEAST_ONE = _domain(1, 5)  # arccosh
+BASE = _domain(0.1, 3, int_lo=-3, int_hi=3)  # power: positive float bases
+EXPONENT = _domain(-2, 2, int_lo=0, int_hi=4)  # power: small, non-negative for integers
+TAN = _domain(-1.3, 1.3, int_lo=-9, int_hi=9)  # away from the poles at +-pi/2
+
+
+# -- the record --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class OpRecord:
+    name: str  # as the user writes it: "np.add", "x @ y", "x.sum"
+    fn: Callable[..., Any]  # fn(*arrays, **variant) is the NumPy program traced
+    arity: int | None  # arrays it takes; None: as many as the case's shapes
+    domains: tuple  # one input generator per argument (the last repeats)
+    dtypes: tuple  # element types it is tested with
+    shapes: tuple = ()  # argument shapes: one tuple of shapes per case
+    variants: tuple = ({},)  # keyword arguments, crossed with `shapes`
+    cases: tuple = ()  # explicit (shapes, variant) pairs, added to the cross product
+    group: str = "elementwise"
+    tol: float = 1.0  # times xla_explorer.api.tolerance(dtype)
+    values: bool = True  # False: NumPy's values are arbitrary (np.empty), compare shape/type only
+    meta: dict = field(default_factory=dict)
+
+    def all_cases(self):
+        out = [(s, v) for s, v in itertools.product(self.shapes, self.variants)]
+        return out + list(self.cases)
+
+    def make_args(self, rng, shapes, dtype) -> list:
+        doms = self.domains or (ANY,)
+        return [doms[min(i, len(doms) - 1)](rng, s, dtype) for i, s in enumerate(shapes)]
+
+
+def ufunc_record(ufunc, dtypes, domains=(ANY,), *, name=None, tol=1.0, shapes=None):
+    arity = ufunc.nin
+    return OpRecord(name or f"np.{ufunc.__name__}", ufunc, arity, tuple(domains), tuple(dtypes),
+                    shapes or (UNARY_SHAPES if arity == 1 else BINARY_SHAPES), tol=tol,
+                    meta={"ufunc": ufunc})
+
+
+U = ufunc_record
+ELEMENTWISE = [
+    # arithmetic
+    U(np.add, ALL),
+    U(np.subtract, NUMERIC),
+    U(np.multiply, ALL),
+    U(np.divide, ALL, (ANY, NONZERO)),
+    U(np.true_divide, ALL, (ANY, NONZERO), name="np.true_divide"),
+    U(np.floor_divide, NUMERIC, (QUARTERS, NONZERO)),
+    U(np.remainder, NUMERIC, (QUARTERS, NONZERO)),
+    U(np.power, NUMERIC, (BASE, EXPONENT)),
+    U(np.negative, NUMERIC),
+    U(np.positive, NUMERIC),
+    U(np.absolute, ALL),
+    U(np.sign, NUMERIC),
+    U(np.square, NUMERIC),
+    U(np.reciprocal, NUMERIC, (NONZERO,)),
+    U(np.divmod, NUMERIC, (QUARTERS, NONZERO)),
+    U(np.maximum, ALL),
+    U(np.minimum, ALL),
+    U(np.fmax, ALL),
+    U(np.fmin, ALL),
+    # exponentials and logarithms
+    U(np.exp, NUMERIC),
+    U(np.exp2, NUMERIC),
+    U(np.expm1, NUMERIC),
+    U(np.log, NUMERIC, (POSITIVE,)),
+    U(np.log2, NUMERIC, (POSITIVE,)),
+    U(np.log10, NUMERIC, (POSITIVE,)),
+    U(np.log1p, NUMERIC, (POSITIVE,)),
+    U(np.sqrt, NUMERIC, (POSITIVE,)),
+    U(np.cbrt, NUMERIC),
+    # trigonometric and hyperbolic
+    U(np.sin, NUMERIC),
+    U(np.cos, NUMERIC),
+    U(np.tan, NUMERIC, (TAN,)),
+    U(np.arcsin, NUMERIC, (UNIT,)),
+    U(np.arccos, NUMERIC, (UNIT,)),
+    U(np.arctan, NUMERIC),
+    U(np.arctan2, NUMERIC),
+    U(np.sinh, NUMERIC),
+    U(np.cosh, NUMERIC),
+    U(np.tanh, NUMERIC),
+    U(np.arcsinh, NUMERIC),
+    U(np.arccosh, NUMERIC, (AT_LEAST_ONE,)),
+    U(np.arctanh, NUMERIC, (OPEN_UNIT,)),
+    # rounding
+    U(np.floor, ALL, (QUARTERS,)),
+    U(np.ceil, ALL, (QUARTERS,)),
+    U(np.trunc, ALL, (QUARTERS,)),
+    U(np.rint, NUMERIC, (QUARTERS,)),
+    # comparisons and logic
+    U(np.greater, ALL),
+    U(np.greater_equal, ALL),
+    U(np.less, ALL),
+    U(np.less_equal, ALL),
+    U(np.equal, ALL),
+    U(np.not_equal, ALL),
+    U(np.logical_and, ALL),
+    U(np.logical_or, ALL),
+    U(np.logical_xor, ALL),
+    U(np.logical_not, ALL),
+    U(np.isnan, ALL),
+    U(np.isinf, ALL),
+    U(np.isfinite, ALL),
+    # bits
+    U(np.bitwise_and, INTEGRAL),
+    U(np.bitwise_or, INTEGRAL),
+    U(np.bitwise_xor, INTEGRAL),
+    U(np.invert, INTEGRAL),
+    U(np.left_shift, INTS, (ANY, shift_amount)),
+    U(np.right_shift, INTS, (ANY, shift_amount)),
+]
+
+SELECTION = [
+    OpRecord("np.where", np.where, 3, (boolean, ANY), ALL, TERNARY_SHAPES, group="selection"),
+    OpRecord("np.clip", np.clip, 3, (ANY, _domain(-3, -0.5, int_lo=-9, int_hi=-1),
+                                       _domain(0.5, 3, int_lo=1, int_hi=9)),
+             NUMERIC, TERNARY_SHAPES, group="selection"),
+]
+
+
+# -- reductions --------------------------------------------------------------------------------
+
+_REDUCE_CASES = (
+    (((2, 3, 4),), {}),
+    (((2, 3, 4),), {"axis": 0}),
+    (((2, 3, 4),), {"axis": -1}),
+    (((2, 3, 4),), {"axis": (0, 2)}),
+    (((2, 3, 4),), {"axis": (-1, 0), "keepdims": True}),
+    (((2, 3, 4),), {"axis": None, "keepdims": True}),
+    (((2, 3, 4),), {"axis": 1, "keepdims": True}),
+    (((5,),), {}),
+    (((5,),), {"axis": 0}),
+    (((),), {}),
+    (((0, 3),), {"axis": 1}),
+)
+# Reductions with an identity also take an empty axis.
+_EMPTY_CASES = ((((0, 3),), {"axis": 0}), (((0,),), {}))
+_ARG_CASES = tuple(c for c in _REDUCE_CASES if not isinstance(c[1].get("axis"), tuple))
+
+
+def reduction(name, fn, dtypes, extra=(), *, empty=True, cases=_REDUCE_CASES, domains=(ANY,),
+              tol=1.0):
+    all_cases = tuple(cases) + (_EMPTY_CASES if empty else ()) + tuple(extra)
+    return OpRecord(name, fn, 1, domains, dtypes, cases=all_cases, group="reduction", tol=tol)
+
+
+_DT = (
+    (((2, 3, 4),), {"axis": 1, "dtype": np.float64}),
+    (((2, 3, 4),), {"dtype": np.float32}),
+    (((2, 3, 4),), {"axis": (0, 1), "dtype": np.int64, "keepdims": True}),
+)
+_DDOF = (
+    (((2, 3, 4),), {"axis": 1, "ddof": 1}),
+    (((2, 3, 4),), {"ddof": 2, "keepdims": True}),
+    (((2, 3, 4),), {"axis": 0, "dtype": np.float64}),
+    (((2, 3, 4),), {"axis": -1, "dtype": np.float32, "ddof": 1}),
+    (((2, 3, 4),), {"axis": 0, "correction": 1}),
+    (((5,),), {"ddof": 5}),  # no degrees of freedom left: NumPy divides by zero
+)
+_WHERE = np.array([True, False, True])[:, None]  # broadcasts against (2, 3, 4)
+_MASKED = (
+    (((2, 3, 4),), {"initial": 5}),
+    (((2, 3, 4),), {"axis": 1, "where": _WHERE}),
+    (((2, 3, 4),), {"axis": (0, 2), "where": _WHERE, "initial": 1, "keepdims": True}),
+    (((0, 3),), {"axis": 0, "initial": 2}),
+)
+_MASKED_EXTREME = (
+    (((2, 3, 4),), {"initial": 1}),
+    (((2, 3, 4),), {"axis": 1, "where": _WHERE, "initial": -1}),
+    (((0, 3),), {"axis": 0, "initial": 0}),
+)
+REDUCTIONS = [
+    reduction("np.sum", np.sum, ALL, _DT + _MASKED),
+    reduction("np.prod", np.prod, ALL, _DT + _MASKED, domains=(_domain(-2, 2),)),
+    reduction("np.mean", np.mean, ALL, (_DT[0], _DT[1], (((2, 3, 4),), {"axis": 1, "where": _WHERE}),
+                                        (((2, 3, 4),), {"where": _WHERE, "keepdims": True}),
+                                        (((2, 3, 4),), {"axis": ()}))),
+    reduction("np.max", np.max, ALL, _MASKED_EXTREME, empty=False),
+    reduction("np.min", np.min, ALL, _MASKED_EXTREME, empty=False),
+    reduction("np.amax", np.amax, ALL, empty=False),
+    reduction("np.amin", np.amin, ALL, empty=False),
+    reduction("np.argmax", np.argmax, ALL, empty=False, cases=_ARG_CASES,
+              domains=(_domain(-2, 2, int_lo=-2, int_hi=2, quarters=True),)),  # ties: first wins
+    reduction("np.argmin", np.argmin, ALL, empty=False, cases=_ARG_CASES,
+              domains=(_domain(-2, 2, int_lo=-2, int_hi=2, quarters=True),)),
+    reduction("np.all", np.all, ALL, _MASKED[1:2], domains=(_domain(-1, 1, int_lo=0, int_hi=3),)),
+    reduction("np.any", np.any, ALL, _MASKED[1:2], domains=(_domain(-1, 1, int_lo=-1, int_hi=0),)),
+    reduction("np.var", np.var, ALL, _DDOF, empty=False, tol=10),
+    reduction("np.std", np.std, ALL, _DDOF, empty=False, tol=10),
+]
+
+
+# -- dot, matmul, einsum -----------------------------------------------------------------------
+
+_PRODUCT_SHAPES = (
+    ((4,), (4,)),
+    ((3, 4), (4,)),
+    ((4,), (4, 5)),
+    ((3, 4), (4, 5)),
+    ((2, 3, 4), (4, 5)),
+    ((2, 3, 4), (2, 4, 5)),
+)
+_SMALL_INTS = _domain(-2, 2, int_lo=-3, int_hi=3)
+
+
+def _einsum(*operands, subscripts):
+    return np.einsum(subscripts, *operands)
+
+
+PRODUCTS = [
+    OpRecord("np.dot", np.dot, 2, (_SMALL_INTS,), ALL, _PRODUCT_SHAPES + (
+        ((2, 3), (2, 3, 4)), ((), (3,)), ((2, 3), ()), ((2, 3, 4), (5, 4, 2))), group="dot",
+        tol=5),
+    OpRecord("np.matmul", np.matmul, 2, (_SMALL_INTS,), ALL, _PRODUCT_SHAPES + (
+        ((2, 1, 3, 4), (5, 4, 2)), ((4,), (2, 4, 3)), ((2, 3, 4), (4,)), ((0, 3), (3, 2)),
+        ((2, 0), (0, 3))), group="dot", tol=5),
+    OpRecord("x @ y", operator.matmul, 2, (_SMALL_INTS,), ALL, _PRODUCT_SHAPES + (
+        ((1, 3, 4), (2, 4, 2)),), group="dot", tol=5),
+    OpRecord("np.einsum", _einsum, None, (_SMALL_INTS,), ALL, cases=(
+        (((2, 3), (3, 4)), {"subscripts": "ij,jk->ik"}),
+        (((2, 2, 3), (2, 3, 4)), {"subscripts": "bij,bjk->bik"}),
+        (((5,), (5,)), {"subscripts": "i,i->"}),
+        (((2, 3),), {"subscripts": "ij->ji"}),
+        (((2, 3),), {"subscripts": "ij->i"}),
+        (((2, 3), (3, 4)), {"subscripts": "ij,jk"}),
+        (((2, 3), (4, 3)), {"subscripts": "ij,kj->ki"}),
+        (((2, 3), (3,)), {"subscripts": "ij,j->i"}),
+        (((2, 3), (2, 3)), {"subscripts": "ij,ij->ij"}),
+        (((3,), (4,)), {"subscripts": "i,j->ij"}),
+        (((2, 3), (3, 4)), {"subscripts": "ij,jk->"}),
+        (((2, 3, 4),), {"subscripts": "abc->cb"}),
+    ), group="dot", tol=5),
+]
+
+
+# -- data movement -----------------------------------------------------------------------------
+
+
+def _variadic(fn):
+    def call(*arrays, **kw):
+        return fn(arrays, **kw)
+    call.__name__ = fn.__name__
+    return call
+
+
+def _index(x, index):
+    return x[index]
+
+
+def _astype(x, dtype):
+    return x.astype(dtype)
+
+
+_IDX = np.s_
+_INDEX_CASES = tuple((((2, 3, 4),), {"index": i}) for i in (
+    _IDX[1], _IDX[-1], _IDX[1:3], _IDX[::2], _IDX[::-1], _IDX[:, ::-2], _IDX[1, ::-2, 1:],
+    _IDX[None, ..., 0], _IDX[..., -2:], _IDX[:, None, 1:], _IDX[0, 1, 2], _IDX[-1, -3:-1],
+    _IDX[5:1:-1], _IDX[:, 2:0:-1, ::3], _IDX[..., None], _IDX[1:1], _IDX[0, ..., 1::2],
+    _IDX[:, -1, None],
+)) + tuple((((7,),), {"index": i}) for i in (
+    _IDX[2:6:3], _IDX[-2::-3], _IDX[100:], _IDX[-100:2], _IDX[::-1], _IDX[3],
+)) + ((((),), {"index": _IDX[...]}), (((),), {"index": _IDX[None]}))
+
+DATA_MOVEMENT = [
+    OpRecord("np.reshape", np.reshape, 1, (ANY,), ALL, cases=(
+        (((2, 3, 4),), {"shape": (6, 4)}), (((2, 3, 4),), {"shape": (-1,)}),
+        (((2, 3, 4),), {"shape": (4, -1, 2)}), (((),), {"shape": (1, 1)}),
+        (((0, 3),), {"shape": (3, 0)}), (((6,),), {"shape": (2, 3)}),
+        (((1, 1),), {"shape": ()}),
+    ), group="data-movement"),
+    OpRecord("np.ravel", np.ravel, 1, (ANY,), ALL, (((2, 3, 4),), ((),), ((3, 1),), ((0, 2),)),
+             group="data-movement"),
+    OpRecord("np.transpose", np.transpose, 1, (ANY,), ALL, cases=(
+        (((2, 3, 4),), {}), (((2, 3, 4),), {"axes": (1, 0, 2)}),
+        (((2, 3, 4),), {"axes": (-1, 0, 1)}), (((),), {}), (((3,),), {}), (((0, 2),), {}),
+    ), group="data-movement"),
+    OpRecord("np.swapaxes", np.swapaxes, 1, (ANY,), ALL, cases=(
+        (((2, 3, 4),), {"axis1": 0, "axis2": 2}), (((2, 3, 4),), {"axis1": -1, "axis2": -2}),
+        (((2, 3),), {"axis1": 1, "axis2": 1}),
+    ), group="data-movement"),
+    OpRecord("np.moveaxis", np.moveaxis, 1, (ANY,), ALL, cases=(
+        (((2, 3, 4),), {"source": 0, "destination": -1}),
+        (((2, 3, 4),), {"source": (0, 1), "destination": (2, 0)}),
+        (((2, 3, 4, 5),), {"source": -1, "destination": 1}),
+    ), group="data-movement"),
+    OpRecord("np.squeeze", np.squeeze, 1, (ANY,), ALL, cases=(
+        (((1, 3, 1),), {}), (((1, 3, 1),), {"axis": 0}), (((1, 3, 1),), {"axis": (0, 2)}),
+        (((1, 3, 1),), {"axis": -1}), (((1,),), {}), (((),), {}),
+    ), group="data-movement"),
+    OpRecord("np.expand_dims", np.expand_dims, 1, (ANY,), ALL, cases=(
+        (((2, 3),), {"axis": 0}), (((2, 3),), {"axis": -1}), (((2, 3),), {"axis": (0, 2)}),
+        (((),), {"axis": 0}),
+    ), group="data-movement"),
+    OpRecord("np.broadcast_to", np.broadcast_to, 1, (ANY,), ALL, cases=(
+        (((3, 1),), {"shape": (2, 3, 4)}), (((),), {"shape": (2, 2)}),
+        (((4,),), {"shape": (3, 4)}), (((1,),), {"shape": (0,)}),
+    ), group="data-movement"),
+    OpRecord("np.concatenate", _variadic(np.concatenate), None, (ANY,), ALL, cases=(
+        (((2, 3), (4, 3)), {}), (((2, 3), (2, 1)), {"axis": 1}),
+        (((2, 3), (3,)), {"axis": None}), (((2, 3), (2, 3), (2, 3)), {"axis": -1}),
+        (((2, 3),), {"axis": 0}), (((0, 3), (2, 3)), {}),
+    ), group="data-movement"),
+    OpRecord("np.stack", _variadic(np.stack), None, (ANY,), ALL, cases=(
+        (((2, 3), (2, 3)), {}), (((2, 3), (2, 3)), {"axis": 1}),
+        (((2, 3), (2, 3), (2, 3)), {"axis": -1}), (((), ()), {}),
+    ), group="data-movement"),
+    OpRecord("np.hstack", _variadic(np.hstack), None, (ANY,), ALL, cases=(
+        (((2, 3), (2, 1)), {}), (((3,), (2,)), {}), (((), ()), {}),
+        (((2, 3, 1), (2, 1, 1)), {}),
+    ), group="data-movement"),
+    OpRecord("np.vstack", _variadic(np.vstack), None, (ANY,), ALL, cases=(
+        (((2, 3), (1, 3)), {}), (((3,), (3,)), {}), (((3,), (2, 3)), {}), (((), ()), {}),
+        (((2, 3, 1), (1, 3, 1)), {}),
+    ), group="data-movement"),
+    OpRecord("np.flip", np.flip, 1, (ANY,), ALL, cases=(
+        (((2, 3, 4),), {}), (((2, 3, 4),), {"axis": 0}), (((2, 3, 4),), {"axis": -1}),
+        (((2, 3, 4),), {"axis": (0, 2)}), (((),), {}),
+    ), group="data-movement"),
+    OpRecord("np.copy", np.copy, 1, (ANY,), ALL, UNARY_SHAPES, group="data-movement"),
+    OpRecord("x[index]", _index, 1, (ANY,), ALL, cases=_INDEX_CASES, group="data-movement"),
+    OpRecord("x.astype", _astype, 1, (QUARTERS,), ALL, UNARY_SHAPES,
+             tuple({"dtype": d} for d in ALL), group="data-movement"),
+    OpRecord("np.astype", lambda x, dtype: np.astype(x, dtype), 1, (QUARTERS,), ALL, (((2, 3),),),
+             tuple({"dtype": d} for d in ALL), group="data-movement"),
+]
+
+
+# -- creation inside traced code ---------------------------------------------------------------
+# `dtype` in a variant that is the DTYPE marker is replaced by the case's type.
+
+DTYPE = "<the case's dtype>"
+
+
+def _creation(name, fn, arity, cases, dtypes=ALL, values=True):
+    return OpRecord(name, fn, arity, (ANY,), dtypes, cases=cases, group="creation",
+                    values=values)
+
+
+def _zeros(shape, dtype):
+    return np.zeros(shape, dtype)
+
+
+def _ones(shape, dtype):
+    return np.ones(shape, dtype=dtype)
+
+
+def _full(shape, fill, dtype):
+    return np.full(shape, fill, dtype)
+
+
+def _empty(shape, dtype):
+    return np.empty(shape, dtype)
+
+
+def _arange(*args, **kw):
+    return np.arange(*kw.pop("args"), **kw)
+
+
+def _linspace(**kw):
+    return np.linspace(**kw)
+
+
+def _eye(**kw):
+    return np.eye(**kw)
+
+
+_SHAPES = ((2, 3), (), (0,), 4, (1, 2, 1))
+CREATION = [
+    _creation("np.zeros", _zeros, 0, tuple(((), {"shape": s, "dtype": DTYPE}) for s in _SHAPES)),
+    _creation("np.ones", _ones, 0, tuple(((), {"shape": s, "dtype": DTYPE}) for s in _SHAPES)),
+    _creation("np.full", _full, 0, tuple(((), {"shape": s, "fill": 1, "dtype": DTYPE})
+                                         for s in _SHAPES) + (
+        ((), {"shape": (2, 3), "fill": np.nan, "dtype": np.float32}),
+        ((), {"shape": 3, "fill": -0.0, "dtype": np.float64}),
+        ((), {"shape": (2, 2), "fill": -7, "dtype": np.int32}))),
+    _creation("np.empty", _empty, 0, tuple(((), {"shape": s, "dtype": DTYPE}) for s in _SHAPES),
+              values=False),
+    _creation("np.zeros_like", np.zeros_like, 1, tuple(
+        ((s,), kw) for s in ((2, 3), (), (0,)) for kw in ({}, {"dtype": np.float32}))),
+    _creation("np.ones_like", np.ones_like, 1, tuple(
+        ((s,), kw) for s in ((2, 3), (), (0,)) for kw in ({}, {"dtype": np.int32}))),
+    _creation("np.full_like", np.full_like, 1, tuple(
+        ((s,), kw) for s in ((2, 3), (), (0,)) for kw in (
+            {"fill_value": 1}, {"fill_value": 2.5, "dtype": np.float64},
+            {"fill_value": True, "dtype": np.bool_})) + ((((2, 3),), {"fill_value": np.nan,
+                                                          "dtype": np.float32}),)),
+    _creation("np.empty_like", np.empty_like, 1, tuple(
+        ((s,), kw) for s in ((2, 3), (), (0,)) for kw in ({}, {"dtype": np.int64})),
+              values=False),
+    _creation("np.arange", _arange, 0, (
+        ((), {"args": (5,)}), ((), {"args": (2, 11, 3)}), ((), {"args": (0.5, 3.0, 0.5)}),
+        ((), {"args": (5,), "dtype": np.float32}), ((), {"args": (10, 0, -2)}),
+        ((), {"args": (0,)}), ((), {"args": (1,)}), ((), {"args": (-1.0, 1.0, 0.1)}),
+        ((), {"args": (3,), "dtype": np.int32}), ((), {"args": (0, 1, 0.25), "dtype": np.float32}),
+        ((), {"args": (2, 5)}),
+    ), dtypes=(F64,)),
+    _creation("np.linspace", _linspace, 0, (
+        ((), {"start": 0, "stop": 1, "num": 5}),
+        ((), {"start": -1, "stop": 2, "num": 7, "endpoint": False}),
+        ((), {"start": 0, "stop": 10, "num": 4, "dtype": np.int32}),
+        ((), {"start": 2, "stop": 3, "num": 1}),
+        ((), {"start": 0, "stop": 1, "num": 0}),
+        ((), {"start": 1, "stop": -1, "num": 9, "dtype": np.float32}),
+        ((), {"start": -5, "stop": 5, "num": 6, "dtype": np.int64}),
+    ), dtypes=(F64,)),
+    _creation("np.eye", _eye, 0, (
+        ((), {"N": 3}), ((), {"N": 3, "M": 4, "k": 1}), ((), {"N": 4, "k": -2, "dtype": np.int32}),
+        ((), {"N": 2, "dtype": np.bool_}), ((), {"N": 1}), ((), {"N": 3, "k": 5}),
+        ((), {"N": 3, "dtype": DTYPE}),
+    )),
+    _creation("np.identity", lambda n, dtype: np.identity(n, dtype), 0, (
+        ((), {"n": 3, "dtype": DTYPE}), ((), {"n": 1, "dtype": DTYPE}),
+        ((), {"n": 0, "dtype": DTYPE}))),
+]
+
+
+# -- not compilable: value-dependent output shapes ---------------------------------------------
+
+
+def _mask(x):
+    return x[x > 0]
+
+
+def _where1(x):
+    return np.where(x)
+
+
+NOT_COMPILABLE = [
+    OpRecord("np.unique", np.unique, 1, (_domain(-2, 2, int_lo=-2, int_hi=2, quarters=True),),
+             ALL, UNARY_SHAPES, group="not-compilable"),
+    OpRecord("np.nonzero", np.nonzero, 1, (_domain(-1, 1, int_lo=-1, int_hi=1, quarters=True),),
+             ALL, UNARY_SHAPES[1:] + (((3, 4),),), group="not-compilable"),
+    OpRecord("np.where(cond)", _where1, 1, (_domain(-1, 1, int_lo=-1, int_hi=1, quarters=True),),
+             ALL, (((3, 4),),), group="not-compilable"),
+    OpRecord("np.argwhere", np.argwhere, 1, (_domain(-1, 1, int_lo=-1, int_hi=1, quarters=True),),
+             ALL, UNARY_SHAPES + (((3, 4),),), group="not-compilable"),
+    OpRecord("x[x > 0]", _mask, 1, (ANY,), NUMERIC, UNARY_SHAPES + (((3, 4),),),
+             group="not-compilable"),
+    OpRecord("np.sort", np.sort, 1, (ANY,), ALL, cases=(
+        (((7,),), {}), (((3, 4),), {}), (((3, 4),), {"axis": 0}), (((3, 4),), {"axis": None}),
+        (((0,),), {}),
+    ), group="not-compilable"),
+]
+
+
+# -- Python operators --------------------------------------------------------------------------
+
+
+def _op_record(name, fn, dtypes, domains=(ANY,), arity=2):
+    return OpRecord(name, fn, arity, tuple(domains), tuple(dtypes),
+                    UNARY_SHAPES if arity == 1 else BINARY_SHAPES, group="operator")
+
+
+OPERATORS = [
+    _op_record("x + y", operator.add, ALL),
+    _op_record("x - y", operator.sub, NUMERIC),
+    _op_record("x * y", operator.mul, ALL),
+    _op_record("x / y", operator.truediv, ALL, (ANY, NONZERO)),
+    _op_record("x // y", operator.floordiv, NUMERIC, (QUARTERS, NONZERO)),
+    _op_record("x % y", operator.mod, NUMERIC, (QUARTERS, NONZERO)),
+    _op_record("x ** y", operator.pow, NUMERIC, (BASE, EXPONENT)),
+    _op_record("divmod(x, y)", divmod, NUMERIC, (QUARTERS, NONZERO)),
+    _op_record("x & y", operator.and_, INTEGRAL),
+    _op_record("x | y", operator.or_, INTEGRAL),
+    _op_record("x ^ y", operator.xor, INTEGRAL),
+    _op_record("x << y", operator.lshift, INTS, (ANY, shift_amount)),
+    _op_record("x >> y", operator.rshift, INTS, (ANY, shift_amount)),
+    _op_record("x < y", operator.lt, ALL),
+    _op_record("x <= y", operator.le, ALL),
+    _op_record("x > y", operator.gt, ALL),
+    _op_record("x >= y", operator.ge, ALL),
+    _op_record("x == y", operator.eq, ALL),
+    _op_record("x != y", operator.ne, ALL),
+    _op_record("-x", operator.neg, NUMERIC, arity=1),
+    _op_record("+x", operator.pos, NUMERIC, arity=1),
+    _op_record("~x", operator.invert, INTEGRAL, arity=1),
+    _op_record("abs(x)", abs, ALL, arity=1),
+]
+
+# In-place operators on an input: the caller's array changes, as in NumPy. fn(x, y) returns x.
+
+
+def _inplace(sym):
+    op = {"+": operator.iadd, "-": operator.isub, "*": operator.imul, "/": operator.itruediv,
+          "//": operator.ifloordiv, "%": operator.imod, "**": operator.ipow,
+          "&": operator.iand, "|": operator.ior, "^": operator.ixor, "<<": operator.ilshift,
+          ">>": operator.irshift, "@": operator.imatmul}[sym]
+
+    def fn(x, y):
+        x = op(x, y)
+        return x
+    fn.__name__ = f"i{op.__name__}"
+    return fn
+
+
+_INPLACE_SHAPES = (((3, 4), (3, 4)), ((3, 4), (1, 4)), ((2, 3), ()), ((), ()))
+INPLACE = [
+    OpRecord(f"x {sym}= y", _inplace(sym), 2, tuple(doms), tuple(dts), _INPLACE_SHAPES,
+             group="in-place")
+    for sym, dts, doms in (
+        ("+", ALL, (ANY,)), ("-", NUMERIC, (ANY,)), ("*", ALL, (ANY,)),
+        ("/", FLOATS, (ANY, NONZERO)), ("//", NUMERIC, (QUARTERS, NONZERO)),
+        ("%", NUMERIC, (QUARTERS, NONZERO)), ("**", NUMERIC, (BASE, EXPONENT)),
+        ("&", INTEGRAL, (ANY,)), ("|", INTEGRAL, (ANY,)), ("^", INTEGRAL, (ANY,)),
+        ("<<", INTS, (ANY, shift_amount)), (">>", INTS, (ANY, shift_amount)),
+    )
+] + [OpRecord("x @= y", _inplace("@"), 2, (_SMALL_INTS,), ALL, (((3, 3), (3, 3)),),
+              group="in-place")]
+
+
+# -- __setitem__ -------------------------------------------------------------------------------
+
+
+def _setitem(x, index, value):
+    x[index] = value
+    return x
+
+
+def _setitem_array(x, y, index):
+    x[index] = y
+    return x
+
+
+def _setitem_mask(x, value):
+    x[x > 0] = value
+    return x
+
+
+SETITEM = [
+    OpRecord("x[index] = scalar", _setitem, 1, (ANY,), ALL, cases=tuple(
+        (((4, 5),), {"index": i, "value": 1}) for i in (
+            _IDX[1], _IDX[-1], _IDX[1:3], _IDX[::2], _IDX[::-1], _IDX[:, ::-2], _IDX[1, 2],
+            _IDX[-1, -1], _IDX[1:4:2, 3:0:-2], _IDX[..., 1], _IDX[None, 0], _IDX[...],
+            _IDX[3:1], _IDX[:, 1::3],
+        )) + ((((),), {"index": _IDX[...], "value": 0}),), group="setitem"),
+    OpRecord("x[index] = y", _setitem_array, 2, (ANY,), ALL, cases=(
+        (((4, 5), (2, 5)), {"index": _IDX[1:3]}),
+        (((4, 5), (5,)), {"index": _IDX[1:3]}),
+        (((4, 5), (2, 3)), {"index": _IDX[::2, 4:1:-1]}),
+        (((4, 5), (4,)), {"index": _IDX[::-1, 2]}),
+        (((4, 5), ()), {"index": _IDX[2, 3]}),
+        (((4, 5), (2, 1)), {"index": _IDX[-2:, ::2]}),
+        (((6,), (3,)), {"index": _IDX[5::-2]}),
+    ), group="setitem"),
+    OpRecord("x[x > 0] = scalar", _setitem_mask, 1, (ANY,), NUMERIC, cases=(
+        (((3, 4),), {"value": 0}), (((5,),), {"value": -2}), (((),), {"value": 7}),
+    ), group="setitem"),
+]
+
+
+# -- methods and attributes of ndarray ---------------------------------------------------------
+
+
+def _method(name, call, dtypes, cases, domains=(ANY,), arity=1, tol=1.0):
+    return OpRecord(name, call, arity, tuple(domains), tuple(dtypes), cases=tuple(cases),
+                    group="method", tol=tol)
+
+
+_X234 = ((2, 3, 4),)
+
+
+def _c(*variants, shapes=_X234):
+    return tuple((shapes, v) for v in variants)
+
+
+METHODS = [
+    _method(".T", lambda x: x.T, ALL, _c({}) + _c({}, shapes=((),)) + _c({}, shapes=((3,),))),
+    _method(".shape .ndim .size", lambda x: np.zeros(x.shape, np.int64) + x.ndim * 10 + x.size,
+            ALL, _c({}) + _c({}, shapes=((),))),
+    _method(".dtype", lambda x: np.ones(x.shape, x.dtype) + x, ALL, _c({})),
+    _method(".reshape", lambda x, shape: x.reshape(shape), ALL,
+            _c({"shape": (6, 4)}, {"shape": (-1,)}, {"shape": (4, 3, 2)})),
+    _method(".reshape(*dims)", lambda x: x.reshape(4, -1), ALL, _c({})),
+    _method(".transpose", lambda x, *axes: x.transpose(*axes), ALL, _c({})),
+    _method(".transpose(axes)", lambda x: x.transpose(2, 0, 1), ALL, _c({})),
+    _method(".transpose((axes))", lambda x: x.transpose((1, 2, 0)), ALL, _c({})),
+    _method(".astype", lambda x, dtype: x.astype(dtype), ALL, _c(*({"dtype": d} for d in ALL))),
+    _method(".sum", lambda x, **kw: x.sum(**kw), ALL,
+            _c({}, {"axis": 1}, {"axis": (0, 2), "keepdims": True}, {"dtype": np.float64})),
+    _method(".mean", lambda x, **kw: x.mean(**kw), ALL,
+            _c({}, {"axis": -1}, {"axis": 0, "keepdims": True}, {"dtype": np.float32})),
+    _method(".max", lambda x, **kw: x.max(**kw), ALL, _c({}, {"axis": 1}, {"keepdims": True})),
+    _method(".min", lambda x, **kw: x.min(**kw), ALL, _c({}, {"axis": -2}, {"axis": (0, 1)})),
+    _method(".prod", lambda x, **kw: x.prod(**kw), ALL, _c({"axis": 0}, {"axis": 2, "dtype": np.float64}),
+            domains=(_domain(-2, 2),)),
+    _method(".var", lambda x, **kw: x.var(**kw), ALL, _c({}, {"axis": 1, "ddof": 1}), tol=10),
+    _method(".std", lambda x, **kw: x.std(**kw), ALL, _c({}, {"axis": (0, 2), "keepdims": True}),
+            tol=10),
+    _method(".argmax", lambda x, **kw: x.argmax(**kw), ALL, _c({}, {"axis": 1}),
+            domains=(_domain(-2, 2, int_lo=-2, int_hi=2, quarters=True),)),
+    _method(".argmin", lambda x, **kw: x.argmin(**kw), ALL, _c({}, {"axis": -1, "keepdims": True}),
+            domains=(_domain(-2, 2, int_lo=-2, int_hi=2, quarters=True),)),
+    _method(".all", lambda x, **kw: x.all(**kw), ALL, _c({}, {"axis": 0}),
+            domains=(_domain(-1, 1, int_lo=0, int_hi=3),)),
+    _method(".any", lambda x, **kw: x.any(**kw), ALL, _c({}, {"axis": (1, 2), "keepdims": True}),
+            domains=(_domain(-1, 1, int_lo=-1, int_hi=0),)),
+    _method(".ravel", lambda x: x.ravel(), ALL, _c({}) + _c({}, shapes=((),))),
+    _method(".squeeze", lambda x, **kw: x.squeeze(**kw), ALL,
+            _c({}, {"axis": 0}, shapes=((1, 3, 1),))),
+    _method(".clip", lambda x, **kw: x.clip(**kw), NUMERIC,
+            _c({"min": -1, "max": 1}, {"min": 0}, {"max": 0.5})),
+    _method(".dot", lambda x, y: x.dot(y), ALL, _c({}, shapes=((3, 4), (4,))) +
+            _c({}, shapes=((3, 4), (4, 2))), domains=(_SMALL_INTS,), arity=2, tol=5),
+    _method(".copy", lambda x: x.copy(), ALL, _c({}) + _c({}, shapes=((),))),
+]
+
+
+RECORDS: list[OpRecord] = (ELEMENTWISE + SELECTION + REDUCTIONS + PRODUCTS + DATA_MOVEMENT
+                           + CREATION + NOT_COMPILABLE + OPERATORS + INPLACE + SETITEM + METHODS)
+BY_NAME = {r.name: r for r in RECORDS}
+assert len(BY_NAME) == len(RECORDS), "record names must be unique"

@@ -1,0 +1,317 @@
+"""What tracing refuses, and how: the error names the NumPy function and the user's line,
+quotes the line, suggests what to write instead, and leaves nothing behind."""
+from __future__ import annotations
+
+import inspect
+
+import numpy as np
+import pytest
+
+import xla_explorer as xe
+
+
+def line_of(f, text: str) -> int:
+    """The file line number of the first line of f's source that contains text."""
+    lines, start = inspect.getsourcelines(f)
+    for i, line in enumerate(lines):
+        if text in line:
+            return start + i
+    raise AssertionError(f"{text!r} not in the source of {f.__name__}")
+
+
+X = np.linspace(-1, 1, 12).reshape(3, 4).astype(np.float32)
+
+
+def uses_cumsum(x):
+    y = x * 2
+    return np.cumsum(y, axis=0)
+
+
+def uses_fft(x):
+    return np.fft.fft(x)
+
+
+def uses_inv(x):
+    a = x[:, :3]
+    return np.linalg.inv(a)
+
+
+def uses_round(x):
+    return np.round(x) + 1
+
+
+def uses_round_method(x):
+    return x.round()
+
+
+def uses_hypot(x):
+    return np.hypot(x, x)
+
+
+def uses_accumulate(x):
+    return np.add.accumulate(x)
+
+
+def uses_fancy_index(x):
+    return x[np.array([0, 2])]
+
+
+def uses_ptp(x):
+    return np.ptp(x)
+
+
+@pytest.mark.parametrize("f,name,call,alternative", [
+    (uses_cumsum, "np.cumsum", "np.cumsum(", None),
+    (uses_fft, "np.fft.fft", "np.fft.fft(", None),
+    (uses_inv, "np.linalg.inv", "np.linalg.inv(", None),
+    (uses_round, "np.round", "np.round(", "np.rint"),
+    (uses_round_method, "np.round", "x.round()", "np.rint"),
+    (uses_hypot, "np.hypot", "np.hypot(", "np.sqrt(x*x + y*y)"),
+    (uses_accumulate, "np.add.accumulate", "np.add.accumulate(", None),
+    (uses_ptp, "np.ptp", "np.ptp(", None),
+], ids=lambda v: v.__name__ if callable(v) else None)
+def test_unsupported_function_names_itself_and_the_line(f, name, call, alternative):
+    with pytest.raises(xe.UnsupportedOpError) as info:
+        xe.explore(f, X)
+    err = info.value
+    line = line_of(f, call)
+    message = str(err)
+    assert f"{name} is not supported" in message, message
+    assert err.op == name
+    assert err.source_line == line
+    assert err.source_file == inspect.getsourcefile(f)
+    assert f":{line}: " in message and call in message.splitlines()[1], message  # quotes the line
+    if alternative:
+        assert f"alternative: {alternative}" in message, message
+    assert isinstance(err, xe.CompileError)
+
+
+def test_no_alternative_says_so():
+    with pytest.raises(xe.UnsupportedOpError, match="no compilable equivalent"):
+        xe.explore(uses_cumsum, X)
+
+
+def test_fancy_indexing_is_refused_with_a_hint():
+    with pytest.raises(xe.UnsupportedOpError, match="fancy") as info:
+        xe.explore(uses_fancy_index, X)
+    assert info.value.source_line == line_of(uses_fancy_index, "x[np.array")
+    assert "boolean mask" in str(info.value)
+
+
+def test_unsupported_keyword_is_named():
+    def f(x):
+        return np.add(x, 1, where=x > 0)
+    with pytest.raises(xe.UnsupportedOpError, match="np.add is not supported with where=") as info:
+        xe.explore(f, X)
+    assert info.value.source_line == line_of(f, "np.add(")
+
+
+# -- values a trace does not have --------------------------------------------------------------
+
+
+def branches(x):
+    if x.sum() > 0:
+        return x
+    return -x
+
+
+def to_bool(x):
+    return x * bool(x[0, 0])
+
+
+def to_int(x):
+    n = int(x.max())
+    return x + n
+
+
+def to_float(x):
+    return x + float(x[0, 0])
+
+
+def to_list(x):
+    return np.zeros(len(x.tolist()))
+
+
+def to_item(x):
+    return x + x[0, 0].item()
+
+
+def while_loop(x):
+    while (x > 0).any():
+        x = x - 1
+    return x
+
+
+@pytest.mark.parametrize("f,call,what", [
+    (branches, "if x.sum() > 0", "bool()"),
+    (to_bool, "bool(x[0, 0])", "bool()"),
+    (to_int, "int(x.max())", "int()"),
+    (to_float, "float(x[0, 0])", "float()"),
+    (to_list, "x.tolist()", ".tolist()"),
+    (to_item, ".item()", ".item()"),
+    (while_loop, "while (x > 0).any()", "bool()"),
+], ids=lambda v: v.__name__ if callable(v) else None)
+def test_concrete_values_are_a_trace_error(f, call, what):
+    with pytest.raises(xe.TraceError) as info:
+        xe.explore(f, X)
+    err = info.value
+    line = line_of(f, call)
+    assert err.source_line == line
+    message = str(err)
+    assert what in message and "np.where" in message, message
+    assert call in message.splitlines()[1]
+    assert not isinstance(err, xe.CompileError)
+
+
+def test_numpy_refusals_are_a_trace_error_at_the_line():
+    def f(x):
+        y = x.reshape(5, 7)
+        return y
+    with pytest.raises(xe.TraceError, match="np.reshape failed in NumPy") as info:
+        xe.explore(f, X)
+    assert info.value.source_line == line_of(f, "x.reshape(5, 7)")
+
+    def g(x):
+        return x + np.ones(5)
+    with pytest.raises(xe.TraceError, match="could not be broadcast") as info:
+        xe.explore(g, X)
+    assert info.value.source_line == line_of(g, "x + np.ones(5)")
+
+
+def test_unsupported_result_types_are_named():
+    def f(b):
+        return np.sin(b)
+    with pytest.raises(xe.UnsupportedOpError, match="float16") as info:
+        xe.explore(f, np.array([True, False]))
+    assert info.value.source_line == line_of(f, "np.sin(b)")
+    assert "astype" in str(info.value)
+
+    def g(x):
+        return x.astype(np.float16)
+    with pytest.raises(xe.UnsupportedOpError, match="float16"):
+        xe.explore(g, X)
+
+    def h(x):
+        return np.zeros(3, np.int8) + 1
+    with pytest.raises(xe.UnsupportedOpError, match="int8"):
+        xe.explore(h, X)
+
+
+def test_unsupported_argument_types_are_refused():
+    with pytest.raises(TypeError, match="float16"):
+        xe.explore(lambda x: x + 1, np.ones(3, np.float16))
+    with pytest.raises(TypeError, match="list"):
+        xe.explore(lambda x: x, [1.0, 2.0])
+
+
+def test_in_place_write_that_numpy_refuses():
+    def f(i):
+        i += 1.5  # NumPy: cannot cast float64 to int32 in place
+        return i
+    with pytest.raises(xe.TraceError, match="same_kind") as info:
+        xe.explore(f, np.arange(3, dtype=np.int32))
+    assert info.value.source_line == line_of(f, "i += 1.5")
+
+
+def test_writing_through_a_read_only_view_is_refused_as_numpy_does():
+    def f(x):
+        t = np.broadcast_to(x, (2, 3, 4))
+        t[0] = 0
+        return x
+    with pytest.raises(ValueError, match="read-only"):
+        f(X.copy())
+    with pytest.raises(xe.TraceError, match="read-only view") as info:
+        xe.explore(f, X)
+    assert info.value.source_line == line_of(f, "t[0] = 0")
+    assert "copy" in str(info.value)
+
+
+def test_tracers_do_not_escape_into_later_traces():
+    kept = []
+
+    def leak(x):
+        kept.append(x)
+        return x + 1
+
+    xe.explore(leak, X)
+
+    def use(x):
+        return x + kept[0]
+    with pytest.raises(xe.TraceError, match="another trace"):
+        xe.explore(use, X)
+
+
+# -- a failed trace leaves nothing behind ------------------------------------------------------
+
+_CREATION = ("zeros", "ones", "full", "empty", "arange", "linspace", "eye", "identity")
+_ORIGINALS = {name: getattr(np, name) for name in _CREATION}
+
+
+def fails_after_work(x, y):
+    x += 1
+    y[0] = 5
+    z = np.zeros(3) + np.arange(3) + np.ones(3) + np.eye(3)[0] + np.linspace(0, 1, 3)
+    x[1:] *= 2
+    return np.cumsum(z + x[0, :3])
+
+
+def test_a_failed_trace_leaves_nothing_behind():
+    x, y = X.copy(), np.arange(4.0)
+    with pytest.raises(xe.UnsupportedOpError):
+        xe.explore(fails_after_work, x, y)
+    np.testing.assert_array_equal(x, X)
+    np.testing.assert_array_equal(y, np.arange(4.0))
+    for name, original in _ORIGINALS.items():
+        assert getattr(np, name) is original, f"np.{name} was not restored"
+    # NumPy's functions are NumPy's again outside a trace.
+    assert type(np.zeros(2)) is np.ndarray
+    # ... and the next trace works.
+    ex = xe.explore(lambda x: np.zeros(x.shape) + x, x)
+    np.testing.assert_array_equal(ex.run(x), X)
+
+
+def test_a_concrete_value_error_leaves_nothing_behind():
+    x = X.copy()
+
+    def f(x):
+        x *= 3
+        return x if x.max() > 0 else -x
+    with pytest.raises(xe.TraceError):
+        xe.explore(f, x)
+    np.testing.assert_array_equal(x, X)
+    assert all(getattr(np, n) is o for n, o in _ORIGINALS.items())
+
+
+def test_a_python_error_in_the_function_leaves_nothing_behind():
+    def f(x):
+        np.zeros(2)
+        raise KeyError("user bug")
+    with pytest.raises(KeyError, match="user bug"):
+        xe.explore(f, X)
+    assert all(getattr(np, n) is o for n, o in _ORIGINALS.items())
+    assert xe.explore(lambda x: x * 2, X).check().ok
+
+
+def test_a_successful_trace_restores_numpy_too():
+    xe.explore(lambda x: np.zeros(3) + np.ones(3) + x[0, :3], X)
+    assert all(getattr(np, n) is o for n, o in _ORIGINALS.items())
+
+
+def test_lists_of_traced_arrays_handed_to_numpy_suggest_stack():
+    def f(x):
+        return np.sum([x, x], axis=0)
+    with pytest.raises(xe.TraceError, match="list of traced arrays") as info:
+        xe.explore(f, X)
+    assert info.value.source_line == line_of(f, "np.sum([x, x]")
+    assert "np.stack" in str(info.value)
+
+
+def test_out_of_the_wrong_shape_is_a_trace_error():
+    def f(x):
+        np.add(x, 1, out=x[::2])
+        return x
+    with pytest.raises(ValueError):
+        f(X.copy())
+    with pytest.raises(xe.TraceError, match="does not fit") as info:
+        xe.explore(f, X)
+    assert info.value.source_line == line_of(f, "out=x[::2]")

@@ -24,7 +24,8 @@ def test_sum_xyz_prints_as_hlo_with_recorded_stages(xyz):
     reduce_line = next(line for line in lines if " reduce(" in line)
     assert "dimensions={0}" in reduce_line and "to_apply=add_f32" in reduce_line
     assert "add_f32 {" in text  # the reducer computation is printed before the entry
-    assert [s.name for s in ex.stages] == ["trace", "algsimp", "cse", "dce"]
+    assert [s.name for s in ex.stages] == ["trace", "algsimp", "cse", "dce", "fusion",
+                                           "multi-output-fusion", "schedule", "buffer-assignment"]
     for s in ex.stages:
         assert s.seconds >= 0 and isinstance(s.changed, bool)
     # Metadata points at the user's line.
@@ -53,7 +54,8 @@ def test_check_reports_a_mismatch(xyz):
 def test_hlo_by_stage_name_and_index(xyz):
     ex = xe.explore(lambda x, y, z: x * 1 + y * z, *xyz)
     assert " multiply(x." in ex.hlo("trace") and " multiply(x." not in ex.hlo("algsimp")
-    assert ex.hlo("dce") == ex.hlo(-1)
+    assert ex.hlo("dce") != ex.hlo("fusion")  # one kernel now
+    assert ex.hlo("buffer-assignment") == ex.hlo(-1) == ex.hlo("schedule")  # an analysis
     assert ex.stage("algsimp").changed
     assert any("x * 1 -> x" in str(n) for n in ex.stage("algsimp").notes)
     with pytest.raises(KeyError, match="no stage named"):

@@ -133,7 +133,10 @@ def test_random_program_matches_numpy(case):
     for i, (g, w) in enumerate(zip(got, want)):
         assert np.shape(g) == np.shape(w), describe(steps)
         assert np.result_type(g) == np.result_type(w), describe(steps)
-        check = compare(f"output {i}", g, w)
+        # A float64 output may carry float32 rounding from float32 inputs (NumPy's arctan and
+        # arctan2 differ by an ulp, and the f32 result then converts exactly).
+        precision = np.float32 if any(x.dtype == np.float32 for x in inputs) else None
+        check = compare(f"output {i}", g, w, precision)
         assert check.ok, f"{describe(steps)}\n{check}\n{ex.hlo()}"
     # Every stage still verifies and prints text that parses back to itself.
     for stage in ex.stages:

@@ -2,14 +2,19 @@
 from __future__ import annotations
 
 import copy
+import re
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
 import numpy as np
 
-from .ir.module import Module
+from .ir.module import Instruction, Module
 from .passes.base import Pipeline, Stage
+from .passes.buffer_assignment import BufferAssignment, is_kernel
+from .passes.fusion import Decision
+from .passes.fusion_groups import ROW_CONFIG
 from .passes.pipeline import default_passes
+from .runtime.arena import run_in_arena
 from .runtime.reference import run_module
 from .trace.tracer import Traced, trace, unflatten
 
@@ -56,11 +61,14 @@ class CheckResult:
         return "\n".join(str(o) for o in self.outputs)
 
 
-def compare(name: str, got, want) -> OutputCheck:
+def compare(name: str, got, want, precision=None) -> OutputCheck:
+    """got against want, within the tolerance of `precision`: the least precise float type
+    the value was computed through (default: want's own; a float64 result of float32 math
+    carries float32 rounding)."""
     got, want = np.asarray(got), np.asarray(want)
     if got.shape != want.shape or got.dtype != want.dtype:
         return OutputCheck(name, want.dtype, want.shape, np.inf, np.inf, False)
-    rtol, atol = tolerance(want.dtype)
+    rtol, atol = tolerance(want.dtype if precision is None else precision)
     if want.size == 0:
         return OutputCheck(name, want.dtype, want.shape, 0.0, 0.0, True)
     if want.dtype.kind == "f":
@@ -86,6 +94,62 @@ def _restore(value: np.ndarray, like):
     if isinstance(like, np.generic):
         return np.asarray(value)[()]
     return value
+
+
+@dataclass(frozen=True)
+class Fusion:
+    """One kernel the backend launches: a fusion, or an op that fused with nothing (a fusion
+    of one). `instructions` are the HLO instructions it computes (as traced, so a cheap
+    producer copied into several kernels appears in each); `reasons` every fusion decision
+    about them, taken or refused."""
+
+    name: str
+    kind: str  # kLoop | kInput | kOutput
+    instructions: tuple[str, ...]
+    reasons: tuple[str, ...]
+    outputs: tuple[str, ...] = ()
+    row: bool = False  # a row fusion: runs row by row (kInput, backend_config schedule row)
+
+    def __str__(self) -> str:
+        what = "row fusion" if self.row else self.kind
+        return f"{self.name} ({what}): {', '.join(self.instructions)}"
+
+
+_CLONE = re.compile(r"(\.clone\.\d+)+$")
+
+
+def _kind_of_op(inst: Instruction) -> str:
+    return {"reduce": "kInput", "dot": "kOutput"}.get(inst.opcode, "kLoop")
+
+
+def kernels_of(module: Module, decisions: Sequence[Decision] = ()) -> list[Fusion]:
+    """The kernels of a module's entry, in schedule order, with the decisions about each."""
+    out = []
+    for inst in module.entry.instructions:
+        if not is_kernel(inst) or inst.opcode == "custom-call":
+            continue  # custom-calls run eagerly, between kernels
+        if inst.opcode == "fusion":
+            comp = module.computation(inst.attr("calls"))
+            body = [i for i in comp.instructions if i.opcode not in ("parameter", "tuple")]
+            root = comp.root
+            outs = root.operands if root.opcode == "tuple" else (root,)
+            names = tuple(i.name for i in body)
+            fusion = Fusion(inst.name, inst.attr("kind"), names, (),
+                            tuple(o.name for o in outs), inst.attr("backend_config") == ROW_CONFIG)
+        else:
+            fusion = Fusion(inst.name, _kind_of_op(inst), (inst.name,), (), (inst.name,))
+        traced = {_CLONE.sub("", n) for n in fusion.instructions}
+        reasons = tuple(d.reason for d in decisions if _about(d, traced))
+        out.append(Fusion(fusion.name, fusion.kind, fusion.instructions, reasons,
+                          fusion.outputs, fusion.row))
+    return out
+
+
+def _about(d: Decision, names: set[str]) -> bool:
+    """A decision taken is about the kernel it fused into; one refused, about both sides."""
+    if d.fused:
+        return (d.consumer or d.producer) in names
+    return d.producer in names or d.consumer in names
 
 
 class Exploration:
@@ -114,8 +178,29 @@ class Exploration:
     def hlo(self, stage: int | str = -1) -> str:
         return self.stage(stage).module.to_text()
 
+    @property
+    def decisions(self) -> list[Decision]:
+        """Every fusion decision, taken or refused, each with its `.reason`, in pass order."""
+        return [n for s in self.stages for n in s.notes if isinstance(n, Decision)]
+
+    @property
+    def fusions(self) -> list[Fusion]:
+        """One per kernel the backend launches, in schedule order."""
+        return kernels_of(self.module, self.decisions)
+
+    @property
+    def buffers(self) -> BufferAssignment | None:
+        """The buffer assignment (None if the pipeline had no buffer-assignment pass)."""
+        for s in reversed(self.stages):
+            if isinstance(s.artifact, BufferAssignment):
+                return s.artifact
+        return None
+
     def run(self, *args):
-        """Run the compiled program: NumPy in, NumPy out; in-place updates reach the inputs."""
+        """Run the compiled program: NumPy in, NumPy out; in-place updates reach the inputs.
+
+        Every temporary lives in one arena laid out by the buffer assignment, so a wrong
+        assignment gives a wrong answer."""
         args = args or [copy.deepcopy(a) for a in self.args]
         params = self.module.entry.parameters
         if len(args) != len(params):
@@ -125,7 +210,11 @@ class Exploration:
             if np.shape(a) != p.dims:
                 raise TypeError(f"argument {name!r} has shape {np.shape(a)}; this exploration "
                                 f"was traced for {list(p.dims)}")
-        flat = run_module(self.module, args)
+        buffers = self.buffers
+        if buffers is not None and buffers.module is self.module:
+            flat = run_in_arena(self.module, buffers, args)
+        else:
+            flat = run_module(self.module, args)
         n = self.traced.num_outputs
         for (_, param), new in zip(self.traced.aliases, flat[n:]):
             np.copyto(args[param], new)

@@ -57,7 +57,8 @@ def run_pass(p: Pass, text: str) -> tuple[xe.Module, PassResult]:
     assert before.fingerprint() == fingerprint  # modules are immutable
     assert result.changed == (result.module.fingerprint() != fingerprint)
     if not result.changed:
-        assert result.module is before and result.notes == ()
+        # Unchanged means the same object; notes may still say what was refused or measured.
+        assert result.module is before
     xe.verify(result.module)
     assert_same_meaning(before, result.module)
     again = xe.parse_hlo(result.module.to_text())  # the result prints as valid text

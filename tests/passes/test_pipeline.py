@@ -12,6 +12,7 @@ import xla_explorer as xe
 from xla_explorer.ir.shape import Shape
 from xla_explorer.passes.algsimp import AlgebraicSimplifier
 from xla_explorer.passes.base import Note, Pass, PassClaimError, PassResult, Pipeline, Stage
+from xla_explorer.passes.buffer_assignment import is_kernel
 from xla_explorer.passes.cse import CSE
 from xla_explorer.passes.dce import DCE
 from xla_explorer.passes.pipeline import default_passes
@@ -31,13 +32,14 @@ ROOT s = f32[2,3] add(e1, e2)""")
 
 def test_default_passes_are_named_in_kebab_case():
     names = [p.name for p in default_passes()]
-    assert names == ["algsimp", "cse", "dce"]
+    assert names == ["algsimp", "cse", "dce", "fusion", "multi-output-fusion", "schedule",
+                     "buffer-assignment"]
     assert all(re.fullmatch(r"[a-z]+(-[a-z]+)*", n) for n in names)
 
 
 def test_one_stage_per_pass_in_order():
     m = xe.parse_hlo(PROGRAM)
-    pipeline = Pipeline(default_passes())
+    pipeline = Pipeline(default_passes()[:3])
     out = pipeline.run(m)
     assert [s.name for s in pipeline.stages] == ["trace", "algsimp", "cse", "dce"]
     trace, algsimp, cse, dce = pipeline.stages
@@ -149,7 +151,7 @@ ROOT n = s32[3] negate(x)"""))
 
 def test_stages_are_snapshots():
     m = xe.parse_hlo(PROGRAM)
-    pipeline = Pipeline(default_passes())
+    pipeline = Pipeline(default_passes()[:3])
     pipeline.run(m)
     texts = [s.hlo() for s in pipeline.stages]
     assert len(set(texts)) == 4  # every pass changed something; earlier snapshots unchanged
@@ -168,7 +170,9 @@ def test_default_pipeline_on_the_golden_programs():
         out = pipeline.run(m)
         xe.verify(out)
         assert_same_meaning(m, out, seeds=(0,))
-        assert out.instruction_count() <= m.instruction_count()
+        # Never more kernels than the module came with (XLA's own fusions included).
+        kernels = lambda mod: sum(is_kernel(i) for i in mod.entry.instructions)  # noqa: E731
+        assert kernels(out) <= kernels(m), path.name
 
 
 # ---------------------------------------------------------------------------------------------

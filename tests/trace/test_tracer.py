@@ -339,7 +339,9 @@ def test_metadata_names_the_user_line_of_each_instruction():
 def test_metadata_survives_the_pipeline_and_the_parser():
     ex = xe.explore(two_lines, X)
     final = xe.parse_hlo(ex.hlo())
-    lines = {i.metadata.source_line for i in final.entry.instructions if i.opcode != "parameter"}
+    # Fused instructions keep their metadata inside their fused computations.
+    lines = {i.metadata.source_line for c in (final.entry, *final.computations)
+             for i in c.instructions if i.opcode != "parameter" and i.metadata}
     assert line_of(two_lines, "np.tanh") in lines and line_of(helper, "np.maximum") in lines
 
 

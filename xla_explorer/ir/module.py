@@ -126,6 +126,9 @@ class Module:
     entry: Computation
     computations: tuple[Computation, ...] = ()
     input_output_alias: tuple[tuple[int, int], ...] = ()
+    # The entry's instruction order is the execution order (set by the schedule pass),
+    # printed as XLA's `is_scheduled=true`.
+    is_scheduled: bool = False
 
     def computation(self, name: str) -> Computation:
         if name == self.entry.name:

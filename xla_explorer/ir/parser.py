@@ -311,7 +311,7 @@ def _build_computation(name: str, raws: list[_RawInstruction], line_no: int) -> 
 def _parse_header(line: str, line_no: int):
     cur = _Cursor(line.strip()[len("HloModule"):], line_no)
     name = cur.word().lstrip("%")
-    aliases = []
+    aliases, scheduled = [], False
     while cur.peek() == ",":
         cur.i += 1
         key = cur.word()
@@ -321,14 +321,16 @@ def _parse_header(line: str, line_no: int):
             # `{1}: (0, {}, may-alias)`; a root that is not a tuple is output `{}`.
             aliases = [(int(o or 0), int(p)) for o, p in
                        re.findall(r"\{(\d*)\}\s*:\s*\((\d+)\s*,", value)]
-    return name, tuple(aliases)
+        elif key == "is_scheduled":
+            scheduled = value == "true"
+    return name, tuple(aliases), scheduled
 
 
 def parse_hlo(text: str) -> Module:
     """A Module from HLO text (the explorer's own, or JAX's and XLA's for supported ops)."""
     # Only "\n" ends a line (str.splitlines would also split inside a quoted "\u2028").
     lines = [line[:-1] if line.endswith("\r") else line for line in text.split("\n")]
-    module_name, aliases = None, ()
+    module_name, aliases, scheduled = None, (), False
     comps: list[Computation] = []
     entry: Computation | None = None
     current: tuple[str, bool, list, int] | None = None  # name, is entry, lines, header line
@@ -340,7 +342,7 @@ def parse_hlo(text: str) -> Module:
             continue
         if current is None:
             if stripped.startswith("HloModule"):
-                module_name, aliases = _parse_header(stripped, n)
+                module_name, aliases, scheduled = _parse_header(stripped, n)
                 continue
             if stripped in _TABLES:
                 in_table = True
@@ -370,4 +372,4 @@ def parse_hlo(text: str) -> Module:
         if not comps:
             raise HloParseError("no computations", 1)
         entry = comps.pop()  # XLA's rule: without ENTRY, the last computation is the entry
-    return Module(module_name, entry, tuple(comps), aliases)
+    return Module(module_name, entry, tuple(comps), aliases, scheduled)

@@ -130,6 +130,8 @@ def format_computation(comp: Computation, *, entry: bool = False, metadata: bool
 
 def format_header(module: Module) -> str:
     parts = [f"HloModule {module.name}"]
+    if module.is_scheduled:
+        parts.append("is_scheduled=true")
     if module.input_output_alias:
         aliases = ", ".join(f"{{{out}}}: ({param}, {{}}, may-alias)"
                             for out, param in module.input_output_alias)

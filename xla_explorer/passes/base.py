@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Any, Sequence
 
 from ..ir.module import Module
 from ..ir.verify import verify
@@ -31,6 +31,8 @@ class PassResult:
     module: Module
     changed: bool
     notes: tuple[Note, ...] = ()
+    # What an analysis pass computed beside the module (the buffer assignment, ...).
+    artifact: Any = None
 
 
 @dataclass(frozen=True)
@@ -42,6 +44,7 @@ class Stage:
     changed: bool
     notes: tuple[Note, ...] = ()
     seconds: float = 0.0
+    artifact: Any = None
 
     def hlo(self) -> str:
         return self.module.to_text()
@@ -84,6 +87,7 @@ class Pipeline:
                     f"{'changed' if before != after else 'did not change'}")
             if result.changed and self.verify_each:
                 verify(result.module)
-            self.stages.append(Stage(p.name, result.module, result.changed, result.notes, seconds))
+            self.stages.append(Stage(p.name, result.module, result.changed, result.notes, seconds,
+                                     result.artifact))
             module = result.module
         return module

@@ -3,8 +3,12 @@ from __future__ import annotations
 
 from .algsimp import AlgebraicSimplifier
 from .base import Pass
+from .buffer_assignment import AssignBuffers
 from .cse import CSE
 from .dce import DCE
+from .fusion import Fusion
+from .multi_output_fusion import MultiOutputFusion
+from .schedule import Schedule
 
 
 def default_passes() -> list[Pass]:
@@ -14,8 +18,18 @@ def default_passes() -> list[Pass]:
         AlgebraicSimplifier(),
         # Merge identical instructions (tracing repeats constants, broadcasts, converts).
         CSE(),
-        # Last, drop what nothing uses: the leftovers of both passes above.
+        # Drop what nothing uses: the leftovers of both passes above.
         DCE(),
-        # Later issues add: auto-cluster, fusion, multi-output-fusion, schedule,
-        # buffer-assignment.
+        # Producer-into-consumer fusion (kLoop, kInput, kOutput) and row fusion: decides what
+        # runs as one kernel. After the cleanups, so it sees the program it will run.
+        Fusion(),
+        # Join kernels that share work: a value computed in two kernels, or one large operand
+        # read by two loops of the same shape, becomes one kernel with several outputs.
+        MultiOutputFusion(),
+        # Order the kernels to lower peak memory, now that the kernels are known.
+        Schedule(),
+        # Last, an analysis of the scheduled program: which values live in memory between
+        # kernels, when, and where in the one temporary arena. The module is unchanged.
+        AssignBuffers(),
+        # The auto-cluster issue adds auto-cluster before fusion.
     ]

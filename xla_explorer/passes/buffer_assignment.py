@@ -1,0 +1,684 @@
+"""Buffer assignment: which values live in memory between kernels, when, and where.
+
+An analysis, as XLA's BufferAssigner is: the module comes back unchanged and the result is a
+`BufferAssignment` (the Stage's artifact). It works on the entry computation in its instruction
+order (the schedule), in four steps:
+
+1. Logical buffers. Every array an entry instruction makes is a buffer, except that `tuple` and
+   `get-tuple-element` only name arrays other instructions made (they alias). A tuple-shaped
+   kernel (a multi-output fusion, a variadic reduce) makes one buffer per element,
+   `fusion.3{1}`. Each buffer has a category: parameter, constant, output (an element of the
+   root tuple) or temporary; and a live range over the schedule, from the step that defines it
+   to its last use (outputs, parameters and constants live to the end).
+2. In-place sharing. A kernel may write an output into an operand's buffer when that operand
+   dies there, is a temporary of the same size, and the kernel reads it only element-wise at
+   the index it writes (XLA's CanShareOperandBufferWithUser).
+3. Offsets. Temporaries share ONE arena. Best fit, as XLA's GlobalDecreasingSizeBestFitHeap:
+   each buffer goes in the smallest gap that fits among the buffers live at the same time,
+   trying buffers by decreasing size and by start time and keeping the smaller arena.
+4. Accounting: the arena size (peak), the most bytes live at one time (the lower bound no
+   placement can beat), and their difference (fragmentation).
+
+Parameters, constants and outputs are not in the arena: the caller owns the first, the module
+the second, and outputs are handed to the user as arrays of their own. Nor are the results of
+non-compilable ops run eagerly (category `eager`): their size is known only once they have run.
+"""
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from typing import Iterable
+
+from ..ir.module import Computation, Instruction, Module
+from ..ir.ops import Group, elementwise_like, in_group
+from ..ir.shape import Shape, TupleShape
+from .base import Note, Pass, PassResult
+
+# Every buffer in the arena starts on a 64-byte boundary (a cache line; what XLA's CPU backend
+# asks of its temporaries). Sizes in the arena are rounded up to it, so a buffer's slot is a
+# whole number of lines and the arena is never larger than the slots laid end to end.
+ALIGNMENT = 64
+
+PARAMETER, CONSTANT, OUTPUT, TEMPORARY = "parameter", "constant", "output", "temporary"
+# The result of a non-compilable op (np.unique, ...) run eagerly between kernels: its size is
+# known only when it has run, so NumPy allocates it then, outside the arena, as TensorFlow's
+# auto-clustering leaves such results to the eager runtime.
+EAGER = "eager"
+CATEGORIES = (PARAMETER, CONSTANT, OUTPUT, TEMPORARY, EAGER)
+PLURAL = {PARAMETER: "parameters", CONSTANT: "constants", OUTPUT: "outputs",
+          TEMPORARY: "temporaries", EAGER: "eager results"}
+
+
+def align(n: int) -> int:
+    return -(-n // ALIGNMENT) * ALIGNMENT
+
+
+# ----------------------------------------------------------------------------------------------
+# Dataflow: which buffers each entry instruction's value is made of.
+
+ShapeIndex = tuple[int, ...]
+
+
+def is_kernel(inst: Instruction) -> bool:
+    """Whether an entry instruction computes something (a fusion, a custom-call, or, in a module
+    without fusion, any op): parameters and constants come from outside, and tuple /
+    get-tuple-element only regroup values other instructions made."""
+    return inst.opcode not in ("parameter", "constant") and not in_group(inst.opcode,
+                                                                          Group.STRUCTURAL)
+
+
+def leaf_indices(shape: Shape | TupleShape) -> list[ShapeIndex]:
+    """The index of every array in a (possibly nested) tuple shape; `[()]` for an array."""
+    if not shape.is_tuple:
+        return [()]
+    return [(i,) + rest for i, e in enumerate(shape.elements) for rest in leaf_indices(e)]
+
+
+def subshape(shape: Shape | TupleShape, index: ShapeIndex) -> Shape:
+    for i in index:
+        shape = shape.elements[i]
+    return shape
+
+
+def buffer_name(inst_name: str, index: ShapeIndex) -> str:
+    """`fusion.3` for an array, `fusion.3{1}` for element 1 of a tuple, as XLA writes them."""
+    return inst_name if not index else f"{inst_name}{{{','.join(map(str, index))}}}"
+
+
+@dataclass(frozen=True)
+class Dataflow:
+    """Points-to sets of one computation: `points_to[name][index]` is the (defining
+    instruction name, index) of the buffer holding that array of the instruction's value."""
+
+    points_to: dict[str, dict[ShapeIndex, tuple[str, ShapeIndex]]]
+    defined: dict[str, list[ShapeIndex]]  # instruction name -> indices of buffers it defines
+
+    def used_by(self, inst: Instruction) -> list[tuple[str, ShapeIndex]]:
+        """Buffers a kernel reads, one entry per operand array (an operand used twice counts
+        twice, as XLA counts uses)."""
+        return [b for o in inst.operands for b in self.points_to[o.name].values()]
+
+
+def dataflow(comp: Computation) -> Dataflow:
+    points_to: dict[str, dict[ShapeIndex, tuple[str, ShapeIndex]]] = {}
+    defined: dict[str, list[ShapeIndex]] = {}
+    for inst in comp.instructions:
+        if inst.opcode == "tuple":
+            points_to[inst.name] = {(i,) + idx: buf for i, o in enumerate(inst.operands)
+                                    for idx, buf in points_to[o.name].items()}
+        elif inst.opcode == "get-tuple-element":
+            k = inst.attr("index")
+            points_to[inst.name] = {idx[1:]: buf for idx, buf
+                                    in points_to[inst.operands[0].name].items() if idx[0] == k}
+        else:
+            defined[inst.name] = leaf_indices(inst.shape)
+            points_to[inst.name] = {idx: (inst.name, idx) for idx in defined[inst.name]}
+    return Dataflow(points_to, defined)
+
+
+# ----------------------------------------------------------------------------------------------
+# The result.
+
+
+@dataclass(frozen=True)
+class LogicalBuffer:
+    """One array that lives in memory between kernels."""
+
+    id: int
+    name: str  # `add.4`, or `fusion.3{1}` for an element of a tuple-shaped kernel
+    instruction: str  # the instruction that defines it
+    index: ShapeIndex
+    shape: Shape
+    category: str  # parameter | constant | output | temporary | eager
+    definition_time: int  # its step in the schedule
+    end_time: int  # its last use, inclusive (outputs, parameters and constants: the last step)
+    uses: tuple[tuple[int, str], ...]  # (step, user) per use, in schedule order
+
+    @property
+    def size(self) -> int:
+        return self.shape.nbytes
+
+    @property
+    def live_range(self) -> tuple[int, int]:
+        return self.definition_time, self.end_time
+
+    def live_at(self, t: int) -> bool:
+        return self.definition_time <= t <= self.end_time
+
+    def __str__(self) -> str:
+        return f"{self.name} {self.shape} [{self.definition_time}, {self.end_time}]"
+
+
+@dataclass(frozen=True)
+class Sharing:
+    """A kernel writing one of its outputs into a dying operand's buffer."""
+
+    kernel: str
+    operand: str  # the buffer that dies at the kernel
+    output: str  # the buffer written over it
+    reason: str
+
+    def __str__(self) -> str:
+        return self.reason
+
+
+@dataclass(frozen=True)
+class Allocation:
+    """One slot of the temporary arena: the buffer(s) it holds, one after another (more than
+    one when kernels wrote in place)."""
+
+    index: int
+    offset: int
+    size: int  # bytes reserved: the largest value, rounded up to the 64-byte alignment
+    start: int
+    end: int
+    values: tuple[LogicalBuffer, ...]
+
+    @property
+    def live_range(self) -> tuple[int, int]:
+        return self.start, self.end
+
+    def overlaps_in_time(self, other: Allocation) -> bool:
+        return self.start <= other.end and other.start <= self.end
+
+    def overlaps_in_space(self, other: Allocation) -> bool:
+        return (self.size > 0 and other.size > 0 and self.offset < other.offset + other.size
+                and other.offset < self.offset + self.size)
+
+    def __str__(self) -> str:
+        names = ", ".join(v.name for v in self.values)
+        return (f"allocation {self.index}: offset {self.offset}, size {self.size}, "
+                f"live [{self.start}, {self.end}]: {names}")
+
+
+CSV_HEADER = ("buffer_id,buffer_name,offset,size,definition_time,end_time,num_uses,use_times,"
+              "use_names")
+
+
+@dataclass(frozen=True)
+class BufferAssignment:
+    """Where every array between kernels lives; what `ex.buffers` shows.
+
+    `allocations` are the temporary arena's slots; `buffers` every logical buffer, temporaries
+    or not. `peak_bytes` is the arena's size, `lower_bound_bytes` the most temporary bytes live
+    at one step (no placement needs less), `fragmentation_bytes` their difference.
+    """
+
+    module: Module
+    buffers: tuple[LogicalBuffer, ...]
+    allocations: tuple[Allocation, ...]
+    sharings: tuple[Sharing, ...]
+    peak_bytes: int
+    lower_bound_bytes: int
+    heap_order: str  # which best-fit order was kept: "size" or "start time"
+    tried: tuple[tuple[str, int], ...]  # (order, arena bytes) for each order tried
+    alignment: int = ALIGNMENT
+
+    @property
+    def fragmentation_bytes(self) -> int:
+        return self.peak_bytes - self.lower_bound_bytes
+
+    @property
+    def temporaries(self) -> tuple[LogicalBuffer, ...]:
+        return tuple(b for b in self.buffers if b.category == TEMPORARY)
+
+    @property
+    def temporary_bytes(self) -> int:
+        """The arena's slots laid end to end, with no reuse: the most best fit can ever need."""
+        return sum(a.size for a in self.allocations)
+
+    @property
+    def steps(self) -> int:
+        return len(self.module.entry)
+
+    @functools.cached_property
+    def _by_name(self) -> dict[str, LogicalBuffer]:
+        return {b.name: b for b in self.buffers}
+
+    @functools.cached_property
+    def _allocation_of(self) -> dict[str, Allocation]:
+        return {v.name: a for a in self.allocations for v in a.values}
+
+    def buffer(self, name: str) -> LogicalBuffer:
+        return self._by_name[name]
+
+    def defined_by(self, inst_name: str, index: ShapeIndex = ()) -> LogicalBuffer:
+        return self._by_name[buffer_name(inst_name, index)]
+
+    def allocation(self, buffer: str | LogicalBuffer) -> Allocation | None:
+        """The arena slot holding a buffer; None for parameters, constants and outputs."""
+        name = buffer if isinstance(buffer, str) else buffer.name
+        return self._allocation_of.get(name)
+
+    def offset(self, buffer: str | LogicalBuffer) -> int | None:
+        a = self.allocation(buffer)
+        return None if a is None else a.offset
+
+    def conflicts(self) -> list[tuple[Allocation, Allocation]]:
+        """Pairs of slots live at the same step whose bytes overlap: empty when it is right."""
+        out = []
+        for i, a in enumerate(self.allocations):
+            for b in self.allocations[i + 1:]:
+                if a.overlaps_in_time(b) and a.overlaps_in_space(b):
+                    out.append((a, b))
+        return out
+
+    def __repr__(self) -> str:
+        return (f"<BufferAssignment of {self.module.name}: {len(self.temporaries)} temporaries "
+                f"in {len(self.allocations)} allocations, arena {self.peak_bytes} bytes "
+                f"(lower bound {self.lower_bound_bytes}, fragmentation "
+                f"{self.fragmentation_bytes})>")
+
+    # -- reports -----------------------------------------------------------------------------
+
+    def csv(self) -> str:
+        """One row per temporary, as XLA's BufferInfoString (end_time here is the last use,
+        inclusive)."""
+        rows = [CSV_HEADER]
+        for b in self.temporaries:
+            rows.append(",".join(map(str, [
+                b.id, b.name, self.offset(b), b.size, b.definition_time, b.end_time, len(b.uses),
+                ";".join(str(t) for t, _ in b.uses), ";".join(u for _, u in b.uses)])))
+        return "\n".join(rows) + "\n"
+
+    def report(self) -> str:
+        """The memory-usage report, in the shape of XLA's BufferAssignment::MemoryUsageReport."""
+        return _report(self)
+
+    def plot(self, ax=None):
+        """A matplotlib Figure of the arena over time: schedule step across, offset up, one
+        rectangle per buffer, in-place reuse hatched, the peak and the lower bound as lines."""
+        return _plot(self, ax)
+
+    def to_dict(self) -> dict:
+        return {
+            "peak_bytes": self.peak_bytes, "lower_bound_bytes": self.lower_bound_bytes,
+            "fragmentation_bytes": self.fragmentation_bytes, "heap_order": self.heap_order,
+            "alignment": self.alignment,
+            "allocations": [{"index": a.index, "offset": a.offset, "size": a.size,
+                             "live_range": list(a.live_range),
+                             "values": [v.name for v in a.values]} for a in self.allocations],
+            "sharings": [{"kernel": s.kernel, "operand": s.operand, "output": s.output,
+                          "reason": s.reason} for s in self.sharings],
+        }
+
+
+# ----------------------------------------------------------------------------------------------
+# 1. Logical buffers and their live ranges.
+
+
+def logical_buffers(comp: Computation, flow: Dataflow | None = None) -> tuple[LogicalBuffer, ...]:
+    """Every buffer the entry's values are made of, in definition order, with live ranges over
+    the computation's instruction order."""
+    flow = flow or dataflow(comp)
+    last = len(comp) - 1
+    uses: dict[tuple[str, ShapeIndex], list[tuple[int, str]]] = {}
+    for t, inst in enumerate(comp.instructions):
+        if is_kernel(inst):
+            for key in flow.used_by(inst):
+                uses.setdefault(key, []).append((t, inst.name))
+    live_out = set(flow.points_to[comp.root.name].values())
+    buffers: list[LogicalBuffer] = []
+    for t, inst in enumerate(comp.instructions):
+        for index in flow.defined.get(inst.name, ()):
+            key = (inst.name, index)
+            if inst.opcode == "parameter":
+                category = PARAMETER
+            elif inst.opcode == "constant":
+                category = CONSTANT
+            elif key in live_out:
+                category = OUTPUT
+            elif in_group(inst.opcode, Group.NOT_COMPILABLE):
+                category = EAGER
+            else:
+                category = TEMPORARY
+            used = tuple(uses.get(key, ()))
+            last_use = max([t] + [u for u, _ in used])
+            end = last_use if category in (TEMPORARY, EAGER) else last
+            buffers.append(LogicalBuffer(len(buffers), buffer_name(inst.name, index), inst.name,
+                                         index, subshape(inst.shape, index), category, t, end,
+                                         used))
+    return tuple(buffers)
+
+
+# ----------------------------------------------------------------------------------------------
+# 2. In-place sharing.
+
+
+def _dependents(comp: Computation, param: Instruction) -> list[Instruction]:
+    """The instructions of `comp` whose value depends on `param` (in order, `param` excluded)."""
+    reached, out = {id(param)}, []
+    for inst in comp.instructions:
+        if any(id(o) in reached for o in inst.operands):
+            reached.add(id(inst))
+            out.append(inst)
+    return out
+
+
+def _reads_elementwise(module: Module, kernel: Instruction, positions: list[int],
+                       out_index: ShapeIndex) -> str | None:
+    """Why `kernel` reads its operands at `positions` only at the index it writes output
+    `out_index`, or None when it may read them anywhere else (so writing over them early
+    would change what it reads later)."""
+    callee = kernel.attr("calls") or kernel.attr("to_apply")
+    if in_group(kernel.opcode, Group.CALL) and callee:
+        comp = module.computation(callee)
+        root = comp.root
+        if out_index == ():
+            target, others = root, []
+        elif root.opcode == "tuple" and len(out_index) == 1:
+            target = root.operands[out_index[0]]
+            others = [o for k, o in enumerate(root.operands) if k != out_index[0]]
+        else:
+            return None
+        params = comp.parameters
+        for pos in positions:
+            p = params[pos]
+            deps = _dependents(comp, p)
+            inner = [d for d in deps if d is not root or out_index == ()]
+            if any(d.shape.is_tuple or not elementwise_like(d.opcode) or d.dims != p.dims
+                   for d in inner):
+                return None
+            reached = {id(p)} | {id(d) for d in deps}
+            if id(target) not in reached or target.shape.is_tuple or target.dims != p.dims:
+                return None
+            # Another output reading it too could be computed after this one overwrote it.
+            if any(id(o) in reached for o in others):
+                return None
+        return f"every path from that parameter of {comp.name} to {target.name} is element-wise"
+    if out_index == () and elementwise_like(kernel.opcode) and all(
+            kernel.operands[pos].dims == kernel.dims for pos in positions):
+        return f"{kernel.opcode} is element-wise"
+    return None
+
+
+def in_place_sharings(module: Module, comp: Computation, flow: Dataflow,
+                      buffers: Iterable[LogicalBuffer]) -> list[Sharing]:
+    """Each kernel output that may take over the buffer of an operand dying at the kernel."""
+    by_key = {(b.instruction, b.index): b for b in buffers}
+    taken: set[str] = set()
+    sharings: list[Sharing] = []
+    for t, inst in enumerate(comp.instructions):
+        if not is_kernel(inst):
+            continue
+        for index in flow.defined[inst.name]:
+            out = by_key[(inst.name, index)]
+            if out.category != TEMPORARY:
+                continue
+            for o in inst.operands:
+                pts = flow.points_to[o.name]
+                if set(pts) != {()}:
+                    continue
+                b = by_key[pts[()]]
+                if (b.name in taken or b.category != TEMPORARY or b.end_time != t
+                        or b.size != out.size):
+                    continue
+                readers = [k for k, o2 in enumerate(inst.operands)
+                           if pts[()] in flow.points_to[o2.name].values()]
+                if any(set(flow.points_to[inst.operands[k].name]) != {()} for k in readers):
+                    continue
+                why = _reads_elementwise(module, inst, readers, index)
+                if why is None:
+                    continue
+                taken.add(b.name)
+                what = "its result" if out.name == inst.name else out.name
+                sharings.append(Sharing(inst.name, b.name, out.name, (
+                    f"{inst.name} writes {what} in place over {b.name}: {b.name} is last used "
+                    f"here, it is a temporary of the same size ({out.size} bytes), and {why}, "
+                    "so each element is read before it is overwritten")))
+                break
+    return sharings
+
+
+# ----------------------------------------------------------------------------------------------
+# 3. Offsets: best fit over one arena, as XLA's GlobalDecreasingSizeBestFitHeap.
+
+
+@dataclass(frozen=True)
+class _Slot:
+    values: tuple[LogicalBuffer, ...]
+    start: int
+    end: int
+    size: int
+
+
+def _slots(temporaries: list[LogicalBuffer], sharings: list[Sharing]) -> list[_Slot]:
+    """One slot per temporary, buffers that kernels wrote over in place merged into one."""
+    parent = {b.name: b.name for b in temporaries}
+
+    def find(n):
+        while parent[n] != n:
+            parent[n] = parent[parent[n]]
+            n = parent[n]
+        return n
+
+    for s in sharings:
+        parent[find(s.output)] = find(s.operand)
+    groups: dict[str, list[LogicalBuffer]] = {}
+    for b in temporaries:
+        groups.setdefault(find(b.name), []).append(b)
+    return [_Slot(tuple(vs), min(v.definition_time for v in vs), max(v.end_time for v in vs),
+                  align(max(v.size for v in vs))) for vs in groups.values()]
+
+
+def smallest_gap(busy: list[tuple[int, int]], size: int) -> int:
+    """The lowest offset of the smallest gap between `busy` byte ranges that fits `size`,
+    or the top of them when none does."""
+    best, cursor = None, 0
+    for lo, hi in sorted(busy):
+        if lo - cursor >= size and (best is None or lo - cursor < best[0]):
+            best = (lo - cursor, cursor)
+        cursor = max(cursor, hi)
+    return best[1] if best else cursor
+
+
+def best_fit(slots: list[_Slot], order: list[int]) -> tuple[list[int], int]:
+    """Offsets of `slots` placed one by one in `order`, each in the smallest gap among the
+    slots already placed that are live at the same time; and the arena size that needs."""
+    offsets = [0] * len(slots)
+    placed: list[int] = []
+    for i in order:
+        s = slots[i]
+        if s.size == 0:
+            continue
+        busy = [(offsets[j], offsets[j] + slots[j].size) for j in placed
+                if slots[j].start <= s.end and s.start <= slots[j].end]
+        offsets[i] = smallest_gap(busy, s.size)
+        placed.append(i)
+    return offsets, max((offsets[i] + slots[i].size for i in placed), default=0)
+
+
+# The two orders XLA's heap simulator tries: biggest first (ties: longest-lived first), and
+# earliest first.
+HEAP_ORDERS = {
+    "decreasing size": lambda s, i: (-s.size, -(s.end - s.start), s.start, i),
+    "start time": lambda s, i: (s.start, -s.size, i),
+}
+
+
+def lower_bound(slots: list[_Slot], steps: int) -> tuple[int, int]:
+    """The most slot bytes live at one step, and the first step where that many are."""
+    best = (0, 0)
+    for t in range(steps):
+        live = sum(s.size for s in slots if s.start <= t <= s.end)
+        if live > best[0]:
+            best = (live, t)
+    return best
+
+
+# ----------------------------------------------------------------------------------------------
+# 4. Putting it together.
+
+
+def assign_buffers(module: Module) -> BufferAssignment:
+    """The buffer assignment of `module`'s entry in its instruction order."""
+    comp = module.entry
+    flow = dataflow(comp)
+    buffers = logical_buffers(comp, flow)
+    sharings = in_place_sharings(module, comp, flow, buffers)
+    slots = _slots([b for b in buffers if b.category == TEMPORARY], sharings)
+    tried = []
+    for name, key in HEAP_ORDERS.items():
+        order = sorted(range(len(slots)), key=lambda i: key(slots[i], i))
+        offsets, size = best_fit(slots, order)
+        tried.append((size, len(tried), name, offsets))
+    peak, _, kept, offsets = min(tried)
+    allocations = tuple(Allocation(i, offsets[i], s.size, s.start, s.end, s.values)
+                        for i, s in enumerate(slots))
+    return BufferAssignment(module, buffers, allocations, tuple(sharings), peak,
+                            lower_bound(slots, len(comp))[0], kept,
+                            tuple((name, size) for size, _, name, _ in tried))
+
+
+class AssignBuffers(Pass):
+    """The `buffer-assignment` analysis: the module comes back unchanged, the assignment as
+    the Stage's artifact."""
+
+    name = "buffer-assignment"
+
+    def run(self, module: Module) -> PassResult:
+        a = assign_buffers(module)
+        return PassResult(module, False, tuple(_notes(a)), a)
+
+
+def _notes(a: BufferAssignment) -> list[Note]:
+    counts = {c: sum(b.category == c for b in a.buffers) for c in CATEGORIES}
+    notes = []
+    if not a.module.is_scheduled:
+        notes.append(Note("the module is not scheduled: live ranges follow its instruction "
+                          "order", "unscheduled"))
+    notes.append(Note(f"{len(a.buffers)} logical buffers: " + ", ".join(
+        f"{n} {c if n == 1 else PLURAL[c]}" for c, n in counts.items() if n or c != EAGER),
+        "buffers"))
+    notes += [Note(s.reason, "in-place", (s.kernel, s.operand)) for s in a.sharings]
+    if not a.allocations:
+        notes.append(Note("no temporaries: every value between kernels is a parameter, a "
+                          "constant or an output, so the arena is empty", "arena"))
+        return notes
+    tried = "; ".join(f"by {name}, {size} bytes" for name, size in a.tried)
+    notes.append(Note(f"best fit in one arena ({a.alignment}-byte aligned): {tried}; kept "
+                      f"{a.heap_order} order", "heap"))
+    bound, step = lower_bound([_Slot(x.values, x.start, x.end, x.size) for x in a.allocations],
+                              a.steps)
+    notes.append(Note(
+        f"arena of {a.peak_bytes} bytes for {counts[TEMPORARY]} temporaries in "
+        f"{len(a.allocations)} allocations; lower bound {bound} bytes (live at step {step}, "
+        f"{a.module.entry.instructions[step].name}), fragmentation {a.fragmentation_bytes} "
+        "bytes", "arena"))
+    return notes
+
+
+# ----------------------------------------------------------------------------------------------
+# Reports.
+
+
+def human_bytes(n: int) -> str:
+    """XLA's HumanReadableNumBytes: `100B`, `3.91KiB`, `1.50MiB`."""
+    if n < 1024:
+        return f"{n}B"
+    for unit in ("KiB", "MiB", "GiB", "TiB"):
+        n /= 1024
+        if n < 1024 or unit == "TiB":
+            return f"{n:.2f}{unit}"
+    raise AssertionError
+
+
+def _report(a: BufferAssignment) -> str:
+    """XLA's memory-usage report: the total, the allocations by size, then their values.
+
+    As in XLA, parameters, constants and outputs are allocations of their own and every
+    temporary shares the one `preallocated-temp` allocation, the arena.
+    """
+    shared_into = {s.output: s.operand for s in a.sharings}
+    entries = []  # (size, description, value lines)
+    for b in a.buffers:
+        if b.category == TEMPORARY:
+            continue
+        what = {PARAMETER: f"parameter {a.module.entry.get(b.instruction).parameter_number}",
+                CONSTANT: "constant", OUTPUT: "maybe-live-out",
+                EAGER: "eager (allocated by NumPy when it runs)"}[b.category]
+        if b.index:
+            what += f" at ShapeIndex {{{','.join(map(str, b.index))}}}"
+        entries.append((b.size, f"{what}, shape |{b.shape}|",
+                        [_value_line(b, 0, "")]))
+    if a.allocations:
+        lines = []
+        for x in sorted(a.allocations, key=lambda x: (x.offset, x.start)):
+            for v in x.values:
+                extra = f", in place over {shared_into[v.name]}" if v.name in shared_into else ""
+                lines.append(_value_line(v, x.offset, extra))
+        entries.append((a.peak_bytes, "preallocated-temp (the arena: "
+                        f"{len(a.temporaries)} temporaries in {len(a.allocations)} slots, "
+                        f"lower bound {a.lower_bound_bytes}, fragmentation "
+                        f"{a.fragmentation_bytes})", lines))
+    total = sum(e[0] for e in entries)
+    order = sorted(range(len(entries)), key=lambda i: (-entries[i][0], i))
+    out = [f"Total bytes used: {total} ({human_bytes(total)})", "",
+           "Allocations sorted by size:", "",
+           "cumulative_size; total_size - cumulative_size; allocation",
+           "-" * 78]
+    cumulative = 0
+    for i in order:
+        size, what, _ = entries[i]
+        cumulative += size
+        share = 100.0 * cumulative / total if total else 100.0
+        out.append(f"{human_bytes(cumulative):>10}({share:3.0f}%); "
+                   f"{human_bytes(total - cumulative):>10}; allocation {i}: size {size}, {what}")
+    out += ["", "", "Allocations sorted by size with their values:"]
+    for i in order:
+        size, what, lines = entries[i]
+        out.append(f"allocation {i}: size {size}, {what}:")
+        out += lines
+    return "\n".join(out) + "\n"
+
+
+def _value_line(b: LogicalBuffer, offset: int, extra: str) -> str:
+    return (f" value: {b.name} (size={b.size},offset={offset}): {b.shape}, live "
+            f"[{b.definition_time}, {b.end_time}], {len(b.uses)} "
+            f"use{'' if len(b.uses) == 1 else 's'}{extra}")
+
+
+def _plot(a: BufferAssignment, ax=None):
+    from matplotlib import colormaps
+    from matplotlib.figure import Figure
+    from matplotlib.patches import Rectangle
+
+    steps = a.steps
+    if ax is None:
+        fig = Figure(figsize=(min(16, max(6, 0.4 * steps + 2)), 4.5), layout="constrained")
+        ax = fig.add_subplot()
+    else:
+        fig = ax.figure
+    colors = colormaps["tab20"]
+    written_in_place = {s.output for s in a.sharings}
+    written_over = {s.operand for s in a.sharings}
+    for x in a.allocations:
+        for v in x.values:
+            # A buffer written in place takes the slot over half-way through the kernel that
+            # writes it: the left half of that step is its operand's, the right half its own.
+            start = v.definition_time + (0.5 if v.name in written_in_place else 0.0)
+            width = v.end_time + (0.5 if v.name in written_over else 1.0) - start
+            ax.add_patch(Rectangle((start, x.offset), width, x.size, facecolor=colors(x.index % 20),
+                                   edgecolor="black", linewidth=0.8, alpha=0.85,
+                                   hatch="//" if v.name in written_in_place else None))
+            label = v.name + (" (in place)" if v.name in written_in_place else "")
+            ax.text(start + width / 2, x.offset + x.size / 2, label, ha="center", va="center",
+                    fontsize=7, clip_on=True)
+    ax.axhline(a.peak_bytes, color="tab:red", linestyle="--",
+               label=f"arena (peak) {a.peak_bytes} B")
+    ax.axhline(a.lower_bound_bytes, color="tab:green", linestyle=":",
+               label=f"lower bound {a.lower_bound_bytes} B")
+    ax.set_xlim(0, max(steps, 1))
+    ax.set_ylim(0, max(a.peak_bytes, 1) * 1.15)
+    if steps <= 48:
+        ax.set_xticks([t + 0.5 for t in range(steps)],
+                      [i.name for i in a.module.entry.instructions], rotation=90, fontsize=7)
+    ax.set_xlabel("schedule step")
+    ax.set_ylabel("arena offset (bytes)")
+    if not a.allocations:
+        ax.text(0.5, 0.5, "no temporaries: the arena is empty", transform=ax.transAxes,
+                ha="center", va="center")
+    ax.set_title(f"{a.module.name}: temporary arena of {a.peak_bytes} bytes, lower bound "
+                 f"{a.lower_bound_bytes}, fragmentation {a.fragmentation_bytes}", fontsize=9)
+    ax.legend(loc="upper right", fontsize=7)
+    return fig

@@ -1,0 +1,381 @@
+"""Instruction fusion, as XLA's InstructionFusion does it, plus row fusion.
+
+Consumers are visited from the root backwards (reverse post-order); each tries to pull its
+producers into its kernel. `should_fuse` answers with a refusal sentence, or None when fusion
+is allowed (XLA's FusionDecision). Every decision, taken or refused, is recorded.
+
+The kinds (XLA's names):
+  kLoop    element-wise ops and data movement: one loop over the output;
+  kInput   a reduction root with its element-wise producers: `sum(x + y*z)` is one kernel;
+  kOutput  a dot with its element-wise epilogue: `relu(x @ W + b)` is one kernel.
+And beyond classic XLA, row fusion: reductions over the trailing axes whose results are
+broadcast back along those axes and combined with the same rows (softmax, layernorm) join one
+kernel that runs row by row, printed as kind=kInput with backend_config={"schedule":"row"}.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..ir.module import Instruction, Module
+from ..ir.ops import Group as OpGroup
+from ..ir.ops import in_group, is_expensive
+from .base import Note, Pass, PassResult
+from .fusion_groups import FusionGroup, emit, is_fusible
+from .names import NameGen
+
+# XLA caps a fusion's operands plus outputs; past that, kernels get unwieldy parameter lists.
+MAX_OPERANDS_AND_OUTPUTS = 64
+
+
+@dataclass(frozen=True)
+class Decision(Note):
+    """A fusion decision: `reason` says why it was taken or refused, in a student's words."""
+
+    producer: str = ""
+    consumer: str = ""
+    fused: bool = False
+    pass_name: str = "fusion"
+
+    @property
+    def reason(self) -> str:
+        return self.message
+
+
+def _elementwise(inst: Instruction) -> bool:
+    return in_group(inst.opcode, OpGroup.ELEMENTWISE, OpGroup.COMPARE_SELECT)
+
+
+class _Graph:
+    """Users of each instruction, and group membership, as the pass changes them."""
+
+    def __init__(self, module: Module):
+        self.entry = module.entry
+        self.users: dict[int, list[Instruction]] = {id(i): [] for i in self.entry.instructions}
+        for inst in self.entry.instructions:
+            for o in inst.operands:
+                if inst not in self.users[id(o)]:
+                    self.users[id(o)].append(inst)
+        self.order = {id(i): n for n, i in enumerate(self.entry.instructions)}
+        # The group an instruction is the output of, for instructions that run on their own.
+        self.group_of: dict[int, FusionGroup] = {}
+
+    def user_groups(self, inst: Instruction, groups) -> list:
+        """Who reads inst: the groups holding its users, or the users themselves."""
+        out = []
+        for u in self.users[id(inst)]:
+            holders = [g for g in groups if g.contains(u)]
+            for h in holders or [u]:
+                if not any(h is x for x in out):
+                    out.append(h)
+        return out
+
+
+class Fusion(Pass):
+    name = "fusion"
+
+    def run(self, module: Module) -> PassResult:
+        graph = _Graph(module)
+        decisions: list[Decision] = []
+        groups: list[FusionGroup] = []
+        owner: dict[int, FusionGroup] = {}  # instruction moved into a group -> that group
+
+        for inst in reversed(module.entry.instructions):
+            if id(inst) in owner or not is_fusible(inst) or inst.opcode == "constant":
+                continue
+            g = FusionGroup([inst], [inst])
+            groups.append(g)
+            owner[id(inst)] = g
+            self._grow(g, graph, groups, owner, decisions)
+        # Copied cheap producers whose every user took a copy have no kernel of their own.
+        groups = self._drop_unneeded(groups, graph, owner, decisions)
+        groups = self._row_fusion(groups, graph, decisions)
+        if all(g.is_single() for g in groups):
+            return PassResult(module, False, tuple(decisions))
+        for g in groups:
+            g.members.sort(key=lambda m: graph.order[id(m)])
+        new = emit(module, groups, NameGen(module))
+        return PassResult(new, True, tuple(decisions))
+
+    # -- classic producer-into-consumer fusion ---------------------------------------------
+
+    def _grow(self, g: FusionGroup, graph: _Graph, groups, owner, decisions):
+        """Pull producers into g until every remaining one is refused."""
+        decided: set[tuple[int, int]] = set()
+        progress = True
+        while progress:
+            progress = False
+            for member in list(g.members):
+                for producer in member.operands:
+                    key = (id(producer), id(member))
+                    if key in decided or g.contains(producer):
+                        continue
+                    decided.add(key)
+                    if producer.opcode in ("parameter", "get-tuple-element", "tuple"):
+                        continue  # inputs of every kernel; nothing to decide
+                    readers = _readers(producer, g, graph, groups, owner)
+                    refusal = self.should_fuse(producer, member, g, readers)
+                    if refusal:
+                        refusal = f"not fused {producer.name} into {member.name}: {refusal}"
+                        decisions.append(Decision(refusal, "refused", (producer.name, member.name),
+                                                  producer.name, member.name, False))
+                        continue
+                    what = self._what(producer)
+                    if readers:
+                        others = ", ".join(_place_name(r) for r in readers[:3])
+                        why = (f"fused {producer.name} into {member.name}: {what} and cheap, so "
+                               f"copied into this kernel ({others} also reads it)")
+                    else:
+                        why = f"fused {producer.name} into {member.name}: {what}, single consumer"
+                        owner[id(producer)] = g
+                    g.members.append(producer)
+                    decisions.append(Decision(why, "fused", (producer.name, member.name),
+                                              producer.name, member.name, True))
+                    progress = True
+
+    @staticmethod
+    def _what(inst: Instruction) -> str:
+        if inst.opcode == "dot":
+            return "a dot with an element-wise epilogue (output fusion)"
+        if inst.opcode == "constant":
+            return "a scalar constant"
+        if in_group(inst.opcode, OpGroup.DATA_MOVEMENT):
+            return "data movement, done by index arithmetic"
+        return "element-wise"
+
+    def should_fuse(self, producer: Instruction, consumer: Instruction, g: FusionGroup,
+                    readers: list) -> str | None:
+        """None if producer may join consumer's kernel, else why not, as a sentence that
+        `_grow` prefixes with "not fused PRODUCER into CONSUMER: " (XLA's FusionDecision)."""
+        p, c = producer.name, consumer.name
+        if producer.opcode == "custom-call":
+            target = producer.attr("custom_call_target", "")
+            return f"{p} ({target}) is not compilable: its output shape depends on values"
+        if not is_fusible(producer):
+            return f"{p} ({producer.opcode}) does not run inside fused kernels"
+        if consumer.opcode == "dot":
+            return f"{c} is a dot, and a dot reads its operands from memory (BLAS)"
+        if producer.opcode == "reduce":
+            return (f"{p} is a reduction, and {c} needs all of its result first (a kernel "
+                    "boundary, unless row fusion joins them)")
+        consumers = len(readers) + 1
+        if producer.opcode == "dot":
+            if readers:
+                return f"{p} is a dot with {consumers} consumers; it is computed once"
+            other = next((m.opcode for m in g.members if m.opcode in ("reduce", "dot")), None)
+            if other:
+                return (f"{p} is a dot, which fuses only with an element-wise epilogue, and "
+                        f"this kernel has a {other}")
+            if not self._elementwise_epilogue(producer, consumer, g):
+                return f"{p} is a dot, and {c} is not an element-wise epilogue of its shape"
+        if readers and is_expensive(producer):
+            return (f"{p} is expensive ({producer.opcode}) and has {consumers} consumers; it is "
+                    "computed once (multi-output fusion may still join them)")
+        n = (len({id(x) for x in g.external_operands()} | {id(o) for o in producer.operands})
+             + len(g.outputs))
+        if n > MAX_OPERANDS_AND_OUTPUTS:
+            return (f"the kernel would have {n} operands and outputs (the limit is "
+                    f"{MAX_OPERANDS_AND_OUTPUTS})")
+        return None
+
+    @staticmethod
+    def _elementwise_epilogue(dot: Instruction, consumer: Instruction, g: FusionGroup) -> bool:
+        """The dot's result would flow to the kernel's root through element-wise ops of its
+        own shape only: what BLAS's output can feed without being stored first."""
+        for m in g.members:
+            if m is consumer or _depends_on(consumer, m):
+                if not (_elementwise(m) and m.dims == dot.dims):
+                    return False
+        return True
+
+    @staticmethod
+    def _drop_unneeded(groups, graph: _Graph, owner, decisions):
+        """A copied cheap producer needs no kernel of its own once every reader has a copy."""
+        kept = []
+        for g in groups:
+            if len(g.outputs) == 1 and graph.users[id(g.root)] and not _readers(
+                    g.root, g, graph, groups, owner):
+                decisions.append(Decision(
+                    f"{g.root.name} runs inside each of its consumers' kernels (copied), so it "
+                    f"needs no kernel of its own", "copied-everywhere", (g.root.name,),
+                    g.root.name, "", True))
+                continue
+            kept.append(g)
+        return kept
+
+    # -- row fusion ------------------------------------------------------------------------
+
+    def _row_fusion(self, groups, graph: _Graph, decisions):
+        merged = True
+        while merged:
+            merged = False
+            for gp in groups:
+                for gc in graph.user_groups(gp.root, groups):
+                    if not isinstance(gc, FusionGroup) or gc is gp:
+                        continue
+                    space = _row_space(gp, gc)
+                    if space is None or not (gp.row or gc.row or _crosses(gp, gc, space)):
+                        continue
+                    refusal = _row_refusal(gp, gc, groups, graph)
+                    if refusal:
+                        decisions.append(Decision(refusal, "row-refused", (gp.root.name, gc.root.name),
+                                                  gp.root.name, gc.root.name, False))
+                        continue
+                    lead, trail = space
+                    rows = " x ".join(map(str, lead)) or "1"
+                    decisions.append(Decision(
+                        f"row fusion: joined {gp.label()} and {gc.label()}: both work on rows of "
+                        f"{list(lead + trail)} ({rows} rows of {list(trail)}), reducing the "
+                        f"trailing axes and broadcasting back along the same rows",
+                        "row-fused", (gp.root.name, gc.root.name), gp.root.name, gc.root.name, True))
+                    _merge_into(gc, gp, graph, groups)
+                    groups = [g for g in groups if g is not gp]
+                    merged = True
+                    break
+                if merged:
+                    break
+        return groups
+
+
+def _readers(producer: Instruction, g: FusionGroup, graph: _Graph, groups, owner) -> list:
+    """Who, other than g, would read producer's value from memory: kernels that hold one of
+    its users but not a copy of producer, and users that run outside any kernel."""
+    out: list = []
+    for u in graph.users[id(producer)]:
+        places: list = [h for h in groups if h.contains(u) and not h.contains(producer)]
+        if id(u) not in owner:
+            places.append(u)  # not yet in a kernel of its own, or not fusible at all
+        for h in places:
+            if h is not g and not any(h is x for x in out):
+                out.append(h)
+    return out
+
+
+def _place_name(place) -> str:
+    return place.label() if isinstance(place, FusionGroup) else place.name
+
+
+def _crosses(gp: FusionGroup, gc: FusionGroup, space) -> bool:
+    """gc reads a per-row result of gp's reduction: the edge row fusion exists to remove."""
+    lead, trail = space
+    per_row = {lead, lead + (1,) * len(trail)}
+    if not any(m.opcode == "reduce" for m in gp.members):
+        return False
+    return any(o.dims in per_row and any(gc.contains(u) for u in _users_in(o, gc))
+               for o in gp.outputs)
+
+
+def _users_in(inst: Instruction, g: FusionGroup) -> list[Instruction]:
+    return [m for m in g.members if any(op is inst for op in m.operands)]
+
+
+def _depends_on(inst: Instruction, target: Instruction) -> bool:
+    """Whether target uses inst (directly or not)."""
+    stack, seen = [target], set()
+    while stack:
+        x = stack.pop()
+        if x is inst:
+            return True
+        for o in x.operands:
+            if id(o) not in seen:
+                seen.add(id(o))
+                stack.append(o)
+    return False
+
+
+def _reduce_space(inst: Instruction):
+    """(leading dims, trailing dims) for a reduce over the trailing axes of its operand."""
+    if inst.opcode != "reduce" or inst.shape.is_tuple:
+        return None
+    x = inst.operands[0].dims
+    dims = tuple(inst.attr("dimensions"))
+    k = len(x) - len(dims)
+    if dims != tuple(range(k, len(x))) or not dims:
+        return None
+    return x[:k], x[k:]
+
+
+def _fits_rows(inst: Instruction, lead, trail, members) -> bool:
+    full, per_row, kept = lead + trail, lead, lead + (1,) * len(trail)
+    if inst.opcode == "reduce":
+        return _reduce_space(inst) == (lead, trail)
+    if inst.shape.is_tuple:
+        return False
+    shape = inst.dims
+    if inst.opcode == "broadcast":
+        src = inst.operands[0]
+        if shape != full:
+            return shape in (per_row, kept, ())
+        if src.dims in (per_row, kept) and tuple(inst.attr("dimensions"))[:len(lead)] == tuple(range(len(lead))):
+            return True
+        # A row-independent input (a scalar, or a vector along the trailing axes) is fine.
+        mapped = tuple(inst.attr("dimensions"))
+        return all(d >= len(lead) for d in mapped) or not src.dims
+    if inst.opcode == "reshape":
+        return {shape, inst.operands[0].dims} <= {per_row, kept}
+    if _elementwise(inst) or inst.opcode in ("constant", "iota"):
+        return shape in (full, per_row, kept, ())
+    return False
+
+
+def _row_space(gp: FusionGroup, gc: FusionGroup):
+    """The rows both groups run over, if they can join one row kernel."""
+    spaces = {s for g in (gp, gc) for m in g.members if (s := _reduce_space(m))}
+    if len(spaces) != 1:
+        return None
+    lead, trail = next(iter(spaces))
+    for g in (gp, gc):
+        if not all(_fits_rows(m, lead, trail, g.members) for m in g.members):
+            return None
+    return lead, trail
+
+
+def _row_refusal(gp: FusionGroup, gc: FusionGroup, groups, graph: _Graph) -> str | None:
+    # Joining must not create a cycle: no path from gp to gc through a third kernel.
+    others = [g for g in groups if g is not gp and g is not gc]
+    reach = _reachable_groups(gp, groups, graph)
+    for g in others:
+        if g in reach and gc in _reachable_groups(g, groups, graph):
+            return (f"not row-fused: {gp.label()} and {gc.label()} are connected through "
+                    f"{g.label()}, so one kernel for both would depend on itself")
+    n = len(gp.external_operands()) + len(gc.external_operands()) + len(gp.outputs) + len(gc.outputs)
+    if n > MAX_OPERANDS_AND_OUTPUTS:
+        return f"not row-fused: the kernel would have {n} operands and outputs"
+    return None
+
+
+def _reachable_groups(start: FusionGroup, groups, graph: _Graph) -> list:
+    """The kernels that need a result of `start`, directly or through other kernels and
+    through instructions that run on their own."""
+    out, todo, seen = [], list(start.outputs), set()
+    while todo:
+        inst = todo.pop()
+        for h in graph.user_groups(inst, groups):
+            if isinstance(h, FusionGroup):
+                if h is not start and not any(h is x for x in out):
+                    out.append(h)
+                    todo.extend(h.outputs)
+            elif id(h) not in seen:
+                seen.add(id(h))
+                todo.append(h)
+    return out
+
+
+def _merge_into(gc: FusionGroup, gp: FusionGroup, graph: _Graph, groups) -> None:
+    """gp's work moves into gc; a value of the joined kernel stays an output if anything
+    outside it reads it: a user that runs on its own, or a kernel holding a user but not a
+    copy of the value."""
+    for m in gp.members:
+        if not gc.contains(m):
+            gc.members.append(m)
+    others = [g for g in groups if g is not gc and g is not gp]
+    outputs = []
+    for o in gp.outputs + gc.outputs:
+        users = graph.users[id(o)]
+        read_outside = not users or any(
+            not gc.contains(u) and not any(h.contains(u) for h in others)
+            or any(h.contains(u) and not h.contains(o) for h in others) for u in users)
+        if (read_outside or o is gc.root) and not any(o is x for x in outputs):
+            outputs.append(o)
+    gc.outputs = outputs
+    gc.row = True
+    gc.members.sort(key=lambda m: graph.order[id(m)])

@@ -1,0 +1,288 @@
+"""Groups of instructions that will run as one kernel, and how they become HLO fusions.
+
+Both fusion passes decide on groups of the entry's instructions, then `emit` turns every group
+into a `fusion` instruction calling a fused computation. A group is a set of members (the
+instructions it computes) and its outputs (the members whose values leave it). A cheap member
+may sit in several groups at once: each computes its own copy, as XLA duplicates cheap
+producers into every consumer. `unfuse` reads fusions back into groups, so the multi-output
+pass can regroup what the fusion pass made.
+"""
+from __future__ import annotations
+
+import itertools
+import json
+import re
+from dataclasses import dataclass, field
+
+from ..ir.module import Computation, Instruction, Module
+from ..ir.ops import Group as OpGroup
+from ..ir.ops import in_group, op
+from ..ir.shape import TupleShape
+from .names import NameGen
+
+ROW_CONFIG = '{"schedule":"row"}'
+_CLONE = re.compile(r"(\.clone\.\d+)+$")  # `multiply.7.clone.36`: a copy of multiply.7
+_group_ids = itertools.count()
+
+
+@dataclass(eq=False)
+class FusionGroup:
+    """Instructions that run as one kernel."""
+
+    members: list[Instruction]
+    outputs: list[Instruction]
+    row: bool = False  # runs row by row: reductions over trailing axes broadcast back
+    id: int = field(default_factory=lambda: next(_group_ids))
+
+    def member_ids(self) -> set[int]:
+        return {id(m) for m in self.members}
+
+    def contains(self, inst: Instruction) -> bool:
+        return any(m is inst for m in self.members)
+
+    @property
+    def kind(self) -> str:
+        opcodes = {m.opcode for m in self.members}
+        if "dot" in opcodes:
+            return "kOutput"
+        if "reduce" in opcodes or self.row:
+            return "kInput"
+        return "kLoop"
+
+    @property
+    def root(self) -> Instruction:
+        return self.outputs[-1]
+
+    def external_operands(self) -> list[Instruction]:
+        """Values the group reads from outside, once each, in first-use order."""
+        inside = self.member_ids()
+        seen: set[int] = set()
+        out = []
+        for m in self.members:
+            for o in m.operands:
+                if id(o) not in inside and id(o) not in seen:
+                    seen.add(id(o))
+                    out.append(o)
+        return out
+
+    def is_single(self) -> bool:
+        """One instruction, its own only output: emitted as itself, not wrapped in a fusion."""
+        return len(self.members) == 1 and len(self.outputs) == 1
+
+    def label(self) -> str:
+        return self.root.name if len(self.members) == 1 else f"the fusion rooted at {self.root.name}"
+
+
+def is_fusible(inst: Instruction) -> bool:
+    """Whether an instruction may run inside a fused kernel at all."""
+    if inst.opcode == "constant":
+        return inst.literal.size <= 1  # scalars are copied into kernels; arrays stay buffers
+    if inst.opcode == "reduce":
+        return True
+    return in_group(inst.opcode, OpGroup.ELEMENTWISE, OpGroup.COMPARE_SELECT,
+                    OpGroup.DATA_MOVEMENT, OpGroup.DOT) or inst.opcode == "iota"
+
+
+def topo_index(comp: Computation) -> dict[int, int]:
+    return {id(inst): n for n, inst in enumerate(comp.instructions)}
+
+
+def _fusion_name(group: FusionGroup, fresh: NameGen) -> str:
+    if len(group.outputs) > 1:
+        return fresh("multi_output_fusion")
+    if group.row:
+        return fresh("row_fusion")
+    ops = []
+    for m in reversed(group.members):  # the root's op first, as XLA names its fusions
+        if m.opcode not in ops and m.opcode not in ("constant", "broadcast", "parameter"):
+            ops.append(m.opcode)
+    base = "_".join(reversed(ops[:2])).replace("-", "_") or group.root.opcode.replace("-", "_")
+    return fresh(f"{base}_fusion")
+
+
+def emit(module: Module, groups: list[FusionGroup], fresh: NameGen) -> Module:
+    """The module with every group replaced by one fusion instruction."""
+    entry = module.entry
+    order = topo_index(entry)
+    in_some_group = {id(m) for g in groups for m in g.members}
+    # A member that also stays outside (a copied cheap producer) is still computed on its own
+    # only if it is itself the output of a group; otherwise it lives in its groups only.
+    last_member = {}
+    for g in groups:
+        last = max(g.members, key=lambda m: order[id(m)])
+        last_member.setdefault(id(last), []).append(g)
+    copies: dict[int, int] = {}
+    for g in groups:
+        for m in g.members:
+            copies[id(m)] = copies.get(id(m), 0) + 1
+    value: dict[int, Instruction] = {}
+    new: list[Instruction] = []
+    computations = list(module.computations)
+    in_use = {i.name for i in entry.instructions}
+    # Each kernel goes where its last member was, or later if a kernel it reads comes later
+    # (multi-output fusion can move a value into a kernel that ends further down).
+    pending: list = []
+    for inst in entry.instructions:
+        if id(inst) not in in_some_group:
+            pending.append(inst)
+        pending.extend(last_member.get(id(inst), []))
+    while pending:
+        for k, item in enumerate(pending):
+            needs = item.external_operands() if isinstance(item, FusionGroup) else item.operands
+            if all(id(x) in value for x in needs):
+                break
+        else:
+            raise AssertionError("fusion groups depend on each other in a cycle")
+        pending.pop(k)
+        if isinstance(item, FusionGroup) and item.is_single():
+            item = item.root  # fused with nothing: it stays the op it is, a kernel of one
+        if isinstance(item, FusionGroup):
+            fusion, outs, comp = _emit_group(item, value, fresh, copies, in_use)
+            computations.append(comp)
+            new.extend(outs)
+            for out_inst, member in zip(outs[1:] if len(item.outputs) > 1 else outs, item.outputs):
+                value[id(member)] = out_inst
+        else:
+            ops = tuple(value[id(o)] for o in item.operands)
+            same = all(a is b for a, b in zip(ops, item.operands))
+            copy = item if same else item.replace(operands=ops)
+            value[id(item)] = copy
+            new.append(copy)
+    # The root comes last: a dead kernel (left for DCE to show) may have been ready later.
+    root = value[id(entry.root)]
+    if isinstance(root, tuple) or not any(root is x for x in new):
+        raise AssertionError(f"{entry.root.name} must be the whole output of its kernel")
+    new = [x for x in new if x is not root] + [root]
+    return module.replace(entry=Computation(entry.name, tuple(new)), computations=tuple(computations))
+
+
+def _emit_group(g: FusionGroup, value: dict, fresh: NameGen, copies: dict[int, int],
+                in_use: set[str]):
+    name = _fusion_name(g, fresh)
+    comp_name = fresh("fused_computation")
+    externals = g.external_operands()
+    clone: dict[int, Instruction] = {}
+    body: list[Instruction] = []
+    for n, x in enumerate(externals):
+        p = Instruction(fresh(f"param_{n}"), "parameter", x.shape, parameter_number=n)
+        clone[id(x)] = p
+        body.append(p)
+    output_ids = {id(o) for o in g.outputs}
+    for m in g.members:
+        # A member keeps its traced name inside its kernel; a cheap producer copied into
+        # several kernels keeps it where it is an output, and is `name.clone.N` elsewhere.
+        keep = copies[id(m)] == 1 or id(m) in output_ids
+        member_name = m.name if keep else fresh(f"{m.name}.clone")
+        if keep and _CLONE.search(member_name) and _CLONE.sub("", member_name) not in in_use:
+            # A copy that is the only one left takes its traced name back.
+            member_name = _CLONE.sub("", member_name)
+            in_use.add(member_name)
+        c = m.replace(name=member_name,
+                      operands=tuple(clone[id(o)] for o in m.operands))
+        clone[id(m)] = c
+        body.append(c)
+    outs = [clone[id(o)] for o in g.outputs]
+    if len(outs) > 1:
+        shape = TupleShape(tuple(o.shape for o in outs))
+        body.append(Instruction(fresh("tuple"), "tuple", shape, tuple(outs)))
+    else:
+        shape = outs[0].shape
+        # The root must be last: move it there if a later member does not depend on it.
+        if body[-1] is not outs[0]:
+            body.remove(outs[0])
+            body.append(outs[0])
+    comp = Computation(comp_name, tuple(body))
+    attrs = [("kind", g.kind), ("calls", comp_name)]
+    if g.row:
+        attrs.append(("backend_config", ROW_CONFIG))
+    fusion = Instruction(name, "fusion", shape, tuple(value[id(x)] for x in externals),
+                         tuple(attrs), g.root.metadata)
+    if len(g.outputs) == 1:
+        return fusion, [fusion], comp
+    gtes = [Instruction(fresh("get-tuple-element"), "get-tuple-element", o.shape, (fusion,),
+                        (("index", i),), o.metadata) for i, o in enumerate(outs)]
+    return fusion, [fusion] + gtes, comp
+
+
+def unfuse(module: Module) -> tuple[Module, list[FusionGroup]]:
+    """Inline every fusion back into the entry, returning the groups: one per fusion, and one
+    per fusible instruction that runs as a kernel of its own.
+
+    The inlined instructions are the fused computation's own (renamed parameters replaced by
+    the fusion's operands), so `emit` can regroup them."""
+    value: dict[int, Instruction] = {}
+    new: list[Instruction] = []
+    groups: list[FusionGroup] = []
+    inlined_comps: set[str] = set()
+    canon: dict[tuple, Instruction] = {}
+    for inst in module.entry.instructions:
+        ops = tuple(value[id(o)] for o in inst.operands)
+        if inst.opcode == "fusion" and inst.attr("kind") in ("kLoop", "kInput", "kOutput"):
+            comp = module.computation(inst.attr("calls"))
+            inlined_comps.add(comp.name)
+            inner: dict[int, Instruction] = {}
+            members = []
+            for c in comp.instructions:
+                if c.opcode == "parameter":
+                    inner[id(c)] = ops[c.parameter_number]
+                    continue
+                if c is comp.root and c.opcode == "tuple":
+                    continue
+                m = c.replace(operands=tuple(inner[id(o)] for o in c.operands))
+                # A cheap producer copied into several kernels is one instruction again, in
+                # each of their groups.
+                key = _structure(m)
+                if key in canon:
+                    m = canon[key]
+                else:
+                    canon[key] = m
+                    new.append(m)
+                inner[id(c)] = m
+                if not any(x is m for x in members):
+                    members.append(m)
+            root = comp.root
+            outputs = ([inner[id(o)] for o in root.operands] if root.opcode == "tuple"
+                       else [inner[id(root)]])
+            groups.append(FusionGroup(members, outputs, row=inst.attr("backend_config") == ROW_CONFIG))
+            if root.opcode == "tuple":
+                value[id(inst)] = ("tuple", outputs)  # read only through get-tuple-element
+            else:
+                value[id(inst)] = outputs[0]
+            continue
+        if inst.opcode == "get-tuple-element" and isinstance(value.get(id(inst.operands[0])), tuple):
+            value[id(inst)] = value[id(inst.operands[0])][1][inst.attr("index")]
+            continue
+        same = all(a is b for a, b in zip(ops, inst.operands))
+        copy = inst if same else inst.replace(operands=ops)
+        if is_fusible(copy) and copy.opcode != "constant":
+            # A kernel of one: a group too, so it can join others.
+            key = _structure(copy)
+            if key in canon:  # also computed inside a fusion, as a copied cheap producer
+                copy = canon[key]
+            else:
+                canon[key] = copy
+                new.append(copy)
+            groups.append(FusionGroup([copy], [copy]))
+            value[id(inst)] = copy
+            continue
+        value[id(inst)] = copy
+        new.append(copy)
+    comps = tuple(c for c in module.computations if c.name not in inlined_comps)
+    return module.replace(entry=Computation(module.entry.name, tuple(new)), computations=comps), groups
+
+
+def _structure(inst: Instruction) -> tuple:
+    literal = None if inst.literal is None else (inst.literal.dtype.str, inst.literal.tobytes())
+    return (inst.opcode, str(inst.shape), repr(inst.attrs), literal,
+            tuple(id(o) for o in inst.operands))
+
+
+def describe_kind(kind: str, row: bool) -> str:
+    if row:
+        return "row fusion (kInput, row by row)"
+    return {"kLoop": "loop fusion (kLoop)", "kInput": "input fusion (kInput, reduction root)",
+            "kOutput": "output fusion (kOutput, dot with its epilogue)"}[kind]
+
+
+def row_config_json() -> dict:
+    return json.loads(ROW_CONFIG)

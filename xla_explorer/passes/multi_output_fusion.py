@@ -1,0 +1,169 @@
+"""Multi-output fusion: fewer kernels by letting one kernel write several results.
+
+Two cases, as XLA's multi-output fusion has:
+  producer-consumer: a kernel's value that another kernel also computes (a copied cheap
+    producer) or reads element by element becomes an extra output of the consumer's kernel,
+    instead of being computed twice or written and read back (the three results of an Adam
+    step become one kernel);
+  siblings: kernels that read the same large operand over loops of the same shape run as one,
+    reading it once (sum and sum of squares; min and max).
+Kernels with a dot (kOutput) stay as they are: BLAS writes their result.
+"""
+from __future__ import annotations
+
+from ..ir.module import Instruction, Module
+from .base import Pass, PassResult
+from .fusion import MAX_OPERANDS_AND_OUTPUTS, Decision, _elementwise
+from .fusion_groups import FusionGroup, emit, unfuse
+from .names import NameGen
+
+
+def loop_shape(g: FusionGroup) -> tuple[int, ...]:
+    """The index space a kernel loops over: a reduction's input, else its result."""
+    for m in g.members:
+        if m.opcode == "reduce":
+            return m.operands[0].dims
+    return g.outputs[0].dims
+
+
+def _readers_of(inst: Instruction, groups, entry_users) -> list:
+    out = []
+    for g in groups:
+        if not g.contains(inst) and any(any(o is inst for o in m.operands) for m in g.members):
+            out.append(g)
+    out += [u for u in entry_users.get(id(inst), []) if not any(g.contains(u) for g in groups)]
+    return out
+
+
+def _aligned_reads(value: Instruction, g: FusionGroup) -> bool:
+    """g reads value only element by element, at value's own shape (a reduction reads each
+    element of its input once, in its loop)."""
+    readers = [m for m in g.members if any(o is value for o in m.operands)]
+    return bool(readers) and all(
+        (_elementwise(m) and m.dims == value.dims)
+        or (m.opcode == "reduce" and all(o is not value for o in m.operands[len(m.operands) // 2:]))
+        for m in readers)
+
+
+def _needs(b: FusionGroup, a: FusionGroup, groups, direct_ok: bool) -> bool:
+    """Whether kernel b needs a result of kernel a, through other kernels or instructions that
+    run on their own (or directly, unless direct_ok: a direct read is what a producer-consumer
+    merge absorbs). Merging a and b when b needs a through a third kernel would make the
+    joined kernel wait for itself; the check is over kernels, not instructions, since two
+    kernels can need each other although no instruction needs itself."""
+    producer = {}
+    for g in groups:
+        for o in g.outputs:
+            producer.setdefault(id(o), g)
+    stack = [(x, True) for x in b.external_operands()]
+    seen: set[int] = set()
+    while stack:
+        x, direct = stack.pop()
+        g = producer.get(id(x))
+        if g is a:
+            if not (direct and direct_ok):
+                return True
+            continue
+        node = g if g is not None else x
+        if id(node) in seen or node is b:
+            continue
+        seen.add(id(node))
+        inputs = g.external_operands() if g is not None else x.operands
+        stack.extend((y, False) for y in inputs)
+    return False
+
+
+def _mergeable(g: FusionGroup) -> bool:
+    return g.kind != "kOutput"
+
+
+class MultiOutputFusion(Pass):
+    name = "multi-output-fusion"
+
+    def run(self, module: Module) -> PassResult:
+        flat, groups = unfuse(module)
+        if len(groups) < 2:
+            return PassResult(module, False)
+        users: dict[int, list[Instruction]] = {}
+        for inst in flat.entry.instructions:
+            for o in inst.operands:
+                users.setdefault(id(o), []).append(inst)
+        order = {id(i): n for n, i in enumerate(flat.entry.instructions)}
+        decisions: list[Decision] = []
+        while True:
+            merge = self._find(groups, users, decisions)
+            if merge is None:
+                break
+            keep, gone, message, rule = merge
+            for m in gone.members:
+                if not keep.contains(m):
+                    keep.members.append(m)
+            keep.row = keep.row or gone.row
+            groups = [g for g in groups if g is not gone]
+            outputs = []
+            for o in gone.outputs + keep.outputs:
+                others = [r for r in _readers_of(o, groups, users) if r is not keep]
+                if (others or o in keep.outputs or not users.get(id(o))) and not any(x is o for x in outputs):
+                    outputs.append(o)
+            keep.outputs = outputs
+            keep.members.sort(key=lambda m: order[id(m)])
+            decisions.append(Decision(message, rule, (gone.root.name, keep.root.name),
+                                      gone.root.name, keep.root.name, True, self.name))
+        if not decisions:
+            return PassResult(module, False)
+        # Siblings' outputs keep their place: a kernel's root is its last output.
+        new = emit(flat, groups, NameGen(module))
+        return PassResult(new, True, tuple(decisions))
+
+    def _find(self, groups, users, decisions):
+        for gp in groups:
+            if not _mergeable(gp):
+                continue
+            # Producer-consumer: gp's value is recomputed inside gc, or read element-wise by it.
+            for gc in groups:
+                if gc is gp or not _mergeable(gc) or loop_shape(gc) != loop_shape(gp):
+                    continue
+                inside = all(gc.contains(m) for m in gp.members)
+                read = any(x is o for o in gp.outputs for x in gc.external_operands())
+                if not (inside or read):
+                    continue
+                if read and not all(_aligned_reads(o, gc) for o in gp.outputs
+                                    if any(x is o for x in gc.external_operands())):
+                    continue
+                if (_needs(gc, gp, groups, direct_ok=True) or _needs(gp, gc, groups, direct_ok=False)
+                        or self._too_big(gp, gc)):
+                    continue
+                shared = [o for o in gp.outputs if gc.contains(o)
+                          or any(x is o for x in gc.external_operands())]
+                names = ", ".join(o.name for o in shared)
+                if inside:
+                    msg = (f"multi-output fusion: {names} is computed both inside "
+                           f"{gc.label()} and on its own; it becomes an extra output of that "
+                           f"kernel instead of being computed twice")
+                else:
+                    msg = (f"multi-output fusion: {gc.label()} reads {names} element by element; "
+                           f"one kernel computes both, with {gp.label()}'s results as extra "
+                           "outputs, instead of writing them and reading them back")
+                return gc, gp, msg, "producer-consumer"
+        for i, g1 in enumerate(groups):
+            for g2 in groups[i + 1:]:
+                if not (_mergeable(g1) and _mergeable(g2)) or loop_shape(g1) != loop_shape(g2):
+                    continue
+                shared = [x for x in g1.external_operands()
+                          if x.shape.size > 1 and any(y is x for y in g2.external_operands())]
+                if not shared:
+                    continue
+                if (_needs(g1, g2, groups, False) or _needs(g2, g1, groups, False)
+                        or self._too_big(g1, g2)):
+                    continue
+                x = shared[0]
+                msg = (f"multi-output fusion: {g1.label()} and {g2.label()} both read {x.name} "
+                       f"({x.shape}) over loops of the same shape; one kernel reads it once "
+                       f"and writes both results")
+                return g2, g1, msg, "siblings"
+        return None
+
+    @staticmethod
+    def _too_big(a: FusionGroup, b: FusionGroup) -> bool:
+        ext = {id(x) for g in (a, b) for x in g.external_operands()}
+        return len(ext) + len(a.outputs) + len(b.outputs) > MAX_OPERANDS_AND_OUTPUTS

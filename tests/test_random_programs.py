@@ -45,6 +45,7 @@ UNARY = [
     ("square-mean", lambda x: np.square(x) - np.mean(x)),
     ("x*2.5", lambda x: x * 2.5),
     ("3-x", lambda x: 3 - x),
+    ("gram", lambda x: x @ (x.T @ x) * 0.01),  # two dots: kernels BLAS runs, fusion around them
 ]
 
 BINARY = [
@@ -84,14 +85,16 @@ OPS = [("u",) + u for u in UNARY] + [("b",) + b for b in BINARY] + [("r",) + r f
 
 
 @st.composite
-def programs(draw):
+def programs(draw, ops=None):
+    """(inputs, steps, number of outputs); `ops` limits the steps to those names."""
+    choices = [k for k, o in enumerate(OPS) if ops is None or o[1] in ops]
     m = draw(st.integers(1, 5))
     n = draw(st.integers(1, 6))
     dtypes = draw(st.lists(st.sampled_from([np.float32, np.float64]), min_size=1, max_size=3))
     shapes = draw(st.lists(st.sampled_from([(m, n), (m, 1), (1, n), ()]),
                            min_size=len(dtypes), max_size=len(dtypes)))
     seed = draw(st.integers(0, 2**31 - 1))
-    steps = draw(st.lists(st.tuples(st.integers(0, len(OPS) - 1), st.integers(0, 10**6),
+    steps = draw(st.lists(st.tuples(st.sampled_from(choices), st.integers(0, 10**6),
                                     st.integers(0, 10**6)), min_size=1, max_size=30))
     n_out = draw(st.integers(1, 3))
     rng = np.random.default_rng(seed)

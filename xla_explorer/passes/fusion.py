@@ -205,35 +205,44 @@ class Fusion(Pass):
     # -- row fusion ------------------------------------------------------------------------
 
     def _row_fusion(self, groups, graph: _Graph, decisions):
-        merged = True
-        while merged:
-            merged = False
-            for gp in groups:
-                for gc in graph.user_groups(gp.root, groups):
+        """Join a kernel with a kernel that reads its per-row results, while any pair can."""
+        refused: set[tuple[int, int]] = set()
+        while True:
+            pair = self._row_pair(groups, graph, refused, decisions)
+            if pair is None:
+                return groups
+            gp, gc, (lead, trail) = pair
+            rows = " x ".join(map(str, lead)) or "1"
+            noun = "row" if rows == "1" else "rows"
+            decisions.append(Decision(
+                f"row fusion: joined {gp.label()} and {gc.label()}: both work on rows of "
+                f"{list(lead + trail)} ({rows} {noun} of {list(trail)}), reducing the trailing "
+                "axes and broadcasting back along the same rows",
+                "row-fused", (gp.root.name, gc.root.name), gp.root.name, gc.root.name, True))
+            _merge_into(gc, gp, graph, groups)
+            groups = [g for g in groups if g is not gp]
+
+    @staticmethod
+    def _row_pair(groups, graph: _Graph, refused, decisions):
+        """The first (producer kernel, consumer kernel, row space) that row fusion may join;
+        refusals are recorded once per pair."""
+        for gp in groups:
+            for out in gp.outputs:
+                for gc in graph.user_groups(out, groups):
                     if not isinstance(gc, FusionGroup) or gc is gp:
                         continue
                     space = _row_space(gp, gc)
                     if space is None or not (gp.row or gc.row or _crosses(gp, gc, space)):
                         continue
                     refusal = _row_refusal(gp, gc, groups, graph)
-                    if refusal:
-                        decisions.append(Decision(refusal, "row-refused", (gp.root.name, gc.root.name),
-                                                  gp.root.name, gc.root.name, False))
-                        continue
-                    lead, trail = space
-                    rows = " x ".join(map(str, lead)) or "1"
-                    decisions.append(Decision(
-                        f"row fusion: joined {gp.label()} and {gc.label()}: both work on rows of "
-                        f"{list(lead + trail)} ({rows} rows of {list(trail)}), reducing the "
-                        f"trailing axes and broadcasting back along the same rows",
-                        "row-fused", (gp.root.name, gc.root.name), gp.root.name, gc.root.name, True))
-                    _merge_into(gc, gp, graph, groups)
-                    groups = [g for g in groups if g is not gp]
-                    merged = True
-                    break
-                if merged:
-                    break
-        return groups
+                    if refusal is None:
+                        return gp, gc, space
+                    if (gp.id, gc.id) not in refused:
+                        refused.add((gp.id, gc.id))
+                        decisions.append(Decision(refusal, "row-refused",
+                                                  (gp.root.name, gc.root.name), gp.root.name,
+                                                  gc.root.name, False))
+        return None
 
 
 def _readers(producer: Instruction, g: FusionGroup, graph: _Graph, groups, owner) -> list:

@@ -20,7 +20,7 @@ from ..ir.module import Instruction, Module
 from ..ir.ops import Group as OpGroup
 from ..ir.ops import in_group, is_expensive
 from .base import Note, Pass, PassResult
-from .fusion_groups import FusionGroup, emit, is_fusible
+from .fusion_groups import FusionGroup, GroupIndex, emit, is_fusible
 from .names import NameGen
 
 # XLA caps a fusion's operands plus outputs; past that, kernels get unwieldy parameter lists.
@@ -46,26 +46,24 @@ def _elementwise(inst: Instruction) -> bool:
 
 
 class _Graph:
-    """Users of each instruction, and group membership, as the pass changes them."""
+    """Users of each instruction, and which groups hold it, as the pass changes them."""
 
     def __init__(self, module: Module):
         self.entry = module.entry
         self.users: dict[int, list[Instruction]] = {id(i): [] for i in self.entry.instructions}
         for inst in self.entry.instructions:
-            for o in inst.operands:
-                if inst not in self.users[id(o)]:
-                    self.users[id(o)].append(inst)
+            for o in {id(o): o for o in inst.operands}.values():
+                self.users[id(o)].append(inst)
         self.order = {id(i): n for n, i in enumerate(self.entry.instructions)}
-        # The group an instruction is the output of, for instructions that run on their own.
-        self.group_of: dict[int, FusionGroup] = {}
+        self.index = GroupIndex()
 
-    def user_groups(self, inst: Instruction, groups) -> list:
+    def user_groups(self, inst: Instruction) -> list:
         """Who reads inst: the groups holding its users, or the users themselves."""
-        out = []
+        out, seen = [], set()
         for u in self.users[id(inst)]:
-            holders = [g for g in groups if g.contains(u)]
-            for h in holders or [u]:
-                if not any(h is x for x in out):
+            for h in self.index.of(u) or [u]:
+                if id(h) not in seen:
+                    seen.add(id(h))
                     out.append(h)
         return out
 
@@ -84,21 +82,22 @@ class Fusion(Pass):
                 continue
             g = FusionGroup([inst], [inst])
             groups.append(g)
+            graph.index.track(g)
             owner[id(inst)] = g
-            self._grow(g, graph, groups, owner, decisions)
+            self._grow(g, graph, owner, decisions)
         # Copied cheap producers whose every user took a copy have no kernel of their own.
         groups = self._drop_unneeded(groups, graph, owner, decisions)
         groups = self._row_fusion(groups, graph, decisions)
         if all(g.is_single() for g in groups):
             return PassResult(module, False, tuple(decisions))
         for g in groups:
-            g.members.sort(key=lambda m: graph.order[id(m)])
+            g.sort(graph.order)
         new = emit(module, groups, NameGen(module))
         return PassResult(new, True, tuple(decisions))
 
     # -- classic producer-into-consumer fusion ---------------------------------------------
 
-    def _grow(self, g: FusionGroup, graph: _Graph, groups, owner, decisions):
+    def _grow(self, g: FusionGroup, graph: _Graph, owner, decisions):
         """Pull producers into g until every remaining one is refused."""
         decided: set[tuple[int, int]] = set()
         progress = True
@@ -112,7 +111,7 @@ class Fusion(Pass):
                     decided.add(key)
                     if producer.opcode in ("parameter", "get-tuple-element", "tuple"):
                         continue  # inputs of every kernel; nothing to decide
-                    readers = _readers(producer, g, graph, groups, owner)
+                    readers = _readers(producer, g, graph, owner)
                     refusal = self.should_fuse(producer, member, g, readers)
                     if refusal:
                         refusal = f"not fused {producer.name} into {member.name}: {refusal}"
@@ -127,7 +126,7 @@ class Fusion(Pass):
                     else:
                         why = f"fused {producer.name} into {member.name}: {what}, single consumer"
                         owner[id(producer)] = g
-                    g.members.append(producer)
+                    graph.index.add(g, producer)
                     decisions.append(Decision(why, "fused", (producer.name, member.name),
                                               producer.name, member.name, True))
                     progress = True
@@ -193,11 +192,12 @@ class Fusion(Pass):
         kept = []
         for g in groups:
             if len(g.outputs) == 1 and graph.users[id(g.root)] and not _readers(
-                    g.root, g, graph, groups, owner):
+                    g.root, g, graph, owner):
                 decisions.append(Decision(
                     f"{g.root.name} runs inside each of its consumers' kernels (copied), so it "
                     f"needs no kernel of its own", "copied-everywhere", (g.root.name,),
                     g.root.name, "", True))
+                graph.index.forget(g)
                 continue
             kept.append(g)
         return kept
@@ -207,8 +207,9 @@ class Fusion(Pass):
     def _row_fusion(self, groups, graph: _Graph, decisions):
         """Join a kernel with a kernel that reads its per-row results, while any pair can."""
         refused: set[tuple[int, int]] = set()
+        memo: dict = {}
         while True:
-            pair = self._row_pair(groups, graph, refused, decisions)
+            pair = self._row_pair(groups, graph, refused, decisions, memo)
             if pair is None:
                 return groups
             gp, gc, (lead, trail) = pair
@@ -219,22 +220,22 @@ class Fusion(Pass):
                 f"{list(lead + trail)} ({rows} {noun} of {list(trail)}), reducing the trailing "
                 "axes and broadcasting back along the same rows",
                 "row-fused", (gp.root.name, gc.root.name), gp.root.name, gc.root.name, True))
-            _merge_into(gc, gp, graph, groups)
+            _merge_into(gc, gp, graph)
             groups = [g for g in groups if g is not gp]
 
     @staticmethod
-    def _row_pair(groups, graph: _Graph, refused, decisions):
+    def _row_pair(groups, graph: _Graph, refused, decisions, memo):
         """The first (producer kernel, consumer kernel, row space) that row fusion may join;
         refusals are recorded once per pair."""
         for gp in groups:
             for out in gp.outputs:
-                for gc in graph.user_groups(out, groups):
+                for gc in graph.user_groups(out):
                     if not isinstance(gc, FusionGroup) or gc is gp:
                         continue
-                    space = _row_space(gp, gc)
+                    space = _row_space(gp, gc, memo)
                     if space is None or not (gp.row or gc.row or _crosses(gp, gc, space)):
                         continue
-                    refusal = _row_refusal(gp, gc, groups, graph)
+                    refusal = _row_refusal(gp, gc, graph)
                     if refusal is None:
                         return gp, gc, space
                     if (gp.id, gc.id) not in refused:
@@ -245,16 +246,18 @@ class Fusion(Pass):
         return None
 
 
-def _readers(producer: Instruction, g: FusionGroup, graph: _Graph, groups, owner) -> list:
+def _readers(producer: Instruction, g: FusionGroup, graph: _Graph, owner) -> list:
     """Who, other than g, would read producer's value from memory: kernels that hold one of
     its users but not a copy of producer, and users that run outside any kernel."""
     out: list = []
+    seen = {id(g)}
     for u in graph.users[id(producer)]:
-        places: list = [h for h in groups if h.contains(u) and not h.contains(producer)]
+        places: list = [h for h in graph.index.of(u) if not h.contains(producer)]
         if id(u) not in owner:
             places.append(u)  # not yet in a kernel of its own, or not fusible at all
         for h in places:
-            if h is not g and not any(h is x for x in out):
+            if id(h) not in seen:
+                seen.add(id(h))
                 out.append(h)
     return out
 
@@ -303,7 +306,7 @@ def _reduce_space(inst: Instruction):
     return x[:k], x[k:]
 
 
-def _fits_rows(inst: Instruction, lead, trail, members) -> bool:
+def _fits_rows(inst: Instruction, lead, trail) -> bool:
     full, per_row, kept = lead + trail, lead, lead + (1,) * len(trail)
     if inst.opcode == "reduce":
         return _reduce_space(inst) == (lead, trail)
@@ -326,65 +329,75 @@ def _fits_rows(inst: Instruction, lead, trail, members) -> bool:
     return False
 
 
-def _row_space(gp: FusionGroup, gc: FusionGroup):
+def _row_space(gp: FusionGroup, gc: FusionGroup, memo: dict):
     """The rows both groups run over, if they can join one row kernel."""
-    spaces = {s for g in (gp, gc) for m in g.members if (s := _reduce_space(m))}
+    spaces = _reduce_spaces(gp, memo) | _reduce_spaces(gc, memo)
     if len(spaces) != 1:
         return None
     lead, trail = next(iter(spaces))
     for g in (gp, gc):
-        if not all(_fits_rows(m, lead, trail, g.members) for m in g.members):
+        # Groups only grow, so (group, size) names what a group held when last asked.
+        key = (g.id, len(g.members), lead, trail)
+        if key not in memo:
+            memo[key] = all(_fits_rows(m, lead, trail) for m in g.members)
+        if not memo[key]:
             return None
     return lead, trail
 
 
-def _row_refusal(gp: FusionGroup, gc: FusionGroup, groups, graph: _Graph) -> str | None:
+def _reduce_spaces(g: FusionGroup, memo: dict) -> set:
+    key = (g.id, len(g.members))
+    if key not in memo:
+        memo[key] = {s for m in g.members if (s := _reduce_space(m))}
+    return memo[key]
+
+
+def _row_refusal(gp: FusionGroup, gc: FusionGroup, graph: _Graph) -> str | None:
     # Joining must not create a cycle: no path from gp to gc through a third kernel.
-    others = [g for g in groups if g is not gp and g is not gc]
-    reach = _reachable_groups(gp, groups, graph)
-    for g in others:
-        if g in reach and gc in _reachable_groups(g, groups, graph):
-            return (f"not row-fused: {gp.label()} and {gc.label()} are connected through "
-                    f"{g.label()}, so one kernel for both would depend on itself")
+    via = _path_through(gp, gc, graph)
+    if via is not None:
+        return (f"not row-fused: {gp.label()} and {gc.label()} are connected through "
+                f"{_place_name(via)}, so one kernel for both would depend on itself")
     n = len(gp.external_operands()) + len(gc.external_operands()) + len(gp.outputs) + len(gc.outputs)
     if n > MAX_OPERANDS_AND_OUTPUTS:
         return f"not row-fused: the kernel would have {n} operands and outputs"
     return None
 
 
-def _reachable_groups(start: FusionGroup, groups, graph: _Graph) -> list:
-    """The kernels that need a result of `start`, directly or through other kernels and
-    through instructions that run on their own."""
-    out, todo, seen = [], list(start.outputs), set()
+def _path_through(start: FusionGroup, end: FusionGroup, graph: _Graph):
+    """The first kernel (or instruction running on its own) on a path from start to end
+    other than a direct read; None if end reads start only directly."""
+    todo = [(h, h) for o in start.outputs for h in graph.user_groups(o)
+            if h is not end and h is not start]
+    seen = {id(h) for h, _ in todo}
     while todo:
-        inst = todo.pop()
-        for h in graph.user_groups(inst, groups):
-            if isinstance(h, FusionGroup):
-                if h is not start and not any(h is x for x in out):
-                    out.append(h)
-                    todo.extend(h.outputs)
-            elif id(h) not in seen:
-                seen.add(id(h))
-                todo.append(h)
-    return out
+        node, first = todo.pop()
+        outs = node.outputs if isinstance(node, FusionGroup) else [node]
+        for o in outs:
+            for h in graph.user_groups(o):
+                if h is end:
+                    return first
+                if id(h) not in seen and h is not start:
+                    seen.add(id(h))
+                    todo.append((h, first))
+    return None
 
 
-def _merge_into(gc: FusionGroup, gp: FusionGroup, graph: _Graph, groups) -> None:
+def _merge_into(gc: FusionGroup, gp: FusionGroup, graph: _Graph) -> None:
     """gp's work moves into gc; a value of the joined kernel stays an output if anything
     outside it reads it: a user that runs on its own, or a kernel holding a user but not a
     copy of the value."""
+    graph.index.forget(gp)
     for m in gp.members:
-        if not gc.contains(m):
-            gc.members.append(m)
-    others = [g for g in groups if g is not gc and g is not gp]
+        graph.index.add(gc, m)
     outputs = []
     for o in gp.outputs + gc.outputs:
         users = graph.users[id(o)]
         read_outside = not users or any(
-            not gc.contains(u) and not any(h.contains(u) for h in others)
-            or any(h.contains(u) and not h.contains(o) for h in others) for u in users)
+            not graph.index.of(u)
+            or any(h is not gc and not h.contains(o) for h in graph.index.of(u)) for u in users)
         if (read_outside or o is gc.root) and not any(o is x for x in outputs):
             outputs.append(o)
     gc.outputs = outputs
     gc.row = True
-    gc.members.sort(key=lambda m: graph.order[id(m)])
+    gc.sort(graph.order)

@@ -34,11 +34,26 @@ class FusionGroup:
     row: bool = False  # runs row by row: reductions over trailing axes broadcast back
     id: int = field(default_factory=lambda: next(_group_ids))
 
+    def __post_init__(self):
+        self._ids = {id(m) for m in self.members}
+        self._externals: list[Instruction] | None = None
+
+    def add(self, inst: Instruction) -> None:
+        if id(inst) not in self._ids:
+            self._ids.add(id(inst))
+            self.members.append(inst)
+            self._externals = None
+
+    def sort(self, order: dict[int, int]) -> None:
+        """Members in program order (`order`: instruction id -> position)."""
+        self.members.sort(key=lambda m: order[id(m)])
+        self._externals = None
+
     def member_ids(self) -> set[int]:
-        return {id(m) for m in self.members}
+        return set(self._ids)
 
     def contains(self, inst: Instruction) -> bool:
-        return any(m is inst for m in self.members)
+        return id(inst) in self._ids
 
     @property
     def kind(self) -> str:
@@ -55,15 +70,15 @@ class FusionGroup:
 
     def external_operands(self) -> list[Instruction]:
         """Values the group reads from outside, once each, in first-use order."""
-        inside = self.member_ids()
-        seen: set[int] = set()
-        out = []
-        for m in self.members:
-            for o in m.operands:
-                if id(o) not in inside and id(o) not in seen:
-                    seen.add(id(o))
-                    out.append(o)
-        return out
+        if self._externals is None:
+            seen: set[int] = set()
+            self._externals = []
+            for m in self.members:
+                for o in m.operands:
+                    if id(o) not in self._ids and id(o) not in seen:
+                        seen.add(id(o))
+                        self._externals.append(o)
+        return list(self._externals)
 
     def is_single(self) -> bool:
         """One instruction, its own only output: emitted as itself, not wrapped in a fusion."""
@@ -71,6 +86,32 @@ class FusionGroup:
 
     def label(self) -> str:
         return self.root.name if len(self.members) == 1 else f"the fusion rooted at {self.root.name}"
+
+
+class GroupIndex:
+    """The groups holding each instruction, kept current as groups grow, join and go, so
+    "which kernels compute this?" is a lookup, not a scan of every group."""
+
+    def __init__(self, groups=()):
+        self._holders: dict[int, list[FusionGroup]] = {}
+        for g in groups:
+            self.track(g)
+
+    def track(self, g: FusionGroup) -> None:
+        for m in g.members:
+            self._holders.setdefault(id(m), []).append(g)
+
+    def add(self, g: FusionGroup, inst: Instruction) -> None:
+        if not g.contains(inst):
+            g.add(inst)
+            self._holders.setdefault(id(inst), []).append(g)
+
+    def forget(self, g: FusionGroup) -> None:
+        for m in g.members:
+            self._holders[id(m)] = [h for h in self._holders[id(m)] if h is not g]
+
+    def of(self, inst: Instruction) -> list[FusionGroup]:
+        return self._holders.get(id(inst), [])
 
 
 def is_fusible(inst: Instruction) -> bool:

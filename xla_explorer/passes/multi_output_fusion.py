@@ -14,7 +14,7 @@ from __future__ import annotations
 from ..ir.module import Instruction, Module
 from .base import Pass, PassResult
 from .fusion import MAX_OPERANDS_AND_OUTPUTS, Decision, _elementwise
-from .fusion_groups import FusionGroup, emit, unfuse
+from .fusion_groups import FusionGroup, GroupIndex, emit, unfuse
 from .names import NameGen
 
 
@@ -26,13 +26,11 @@ def loop_shape(g: FusionGroup) -> tuple[int, ...]:
     return g.outputs[0].dims
 
 
-def _readers_of(inst: Instruction, groups, entry_users) -> list:
-    out = []
-    for g in groups:
-        if not g.contains(inst) and any(any(o is inst for o in m.operands) for m in g.members):
-            out.append(g)
-    out += [u for u in entry_users.get(id(inst), []) if not any(g.contains(u) for g in groups)]
-    return out
+def _read_outside(inst: Instruction, g: FusionGroup, index: GroupIndex, users) -> bool:
+    """Whether anything but g reads inst from memory: a kernel holding a user of inst but not
+    inst itself, or a user that runs on its own (the root tuple, a custom-call)."""
+    return any(any(h is not g and not h.contains(inst) for h in index.of(u)) or not index.of(u)
+               for u in users.get(id(inst), ()))
 
 
 def _aligned_reads(value: Instruction, g: FusionGroup) -> bool:
@@ -89,24 +87,23 @@ class MultiOutputFusion(Pass):
             for o in inst.operands:
                 users.setdefault(id(o), []).append(inst)
         order = {id(i): n for n, i in enumerate(flat.entry.instructions)}
+        index = GroupIndex(groups)
         decisions: list[Decision] = []
         while True:
             merge = self._find(groups, users, decisions)
             if merge is None:
                 break
             keep, gone, message, rule = merge
+            index.forget(gone)
             for m in gone.members:
-                if not keep.contains(m):
-                    keep.members.append(m)
+                index.add(keep, m)
             keep.row = keep.row or gone.row
             groups = [g for g in groups if g is not gone]
-            outputs = []
-            for o in gone.outputs + keep.outputs:
-                others = [r for r in _readers_of(o, groups, users) if r is not keep]
-                if (others or o in keep.outputs or not users.get(id(o))) and not any(x is o for x in outputs):
-                    outputs.append(o)
-            keep.outputs = outputs
-            keep.members.sort(key=lambda m: order[id(m)])
+            # An output stays one if something outside the joined kernel still reads it.
+            candidates = list({id(o): o for o in gone.outputs + keep.outputs}.values())
+            keep.outputs = [o for o in candidates if _read_outside(o, keep, index, users)
+                            or not users.get(id(o))] or [keep.outputs[-1]]
+            keep.sort(order)
             decisions.append(Decision(message, rule, (gone.root.name, keep.root.name),
                                       gone.root.name, keep.root.name, True, self.name))
         if not decisions:

@@ -88,6 +88,9 @@ class Fusion(Pass):
         # Copied cheap producers whose every user took a copy have no kernel of their own.
         groups = self._drop_unneeded(groups, graph, owner, decisions)
         groups = self._row_fusion(groups, graph, decisions)
+        # A producer copied into several kernels is decided on in each; say each thing once.
+        seen: set[str] = set()
+        decisions = [d for d in decisions if not (d.message in seen or seen.add(d.message))]
         if all(g.is_single() for g in groups):
             return PassResult(module, False, tuple(decisions))
         for g in groups:
@@ -120,9 +123,8 @@ class Fusion(Pass):
                         continue
                     what = self._what(producer)
                     if readers:
-                        others = ", ".join(_place_name(r) for r in readers[:3])
                         why = (f"fused {producer.name} into {member.name}: {what} and cheap, so "
-                               f"copied into this kernel ({others} also reads it)")
+                               f"copied into this kernel ({_also_read_by(readers)})")
                     else:
                         why = f"fused {producer.name} into {member.name}: {what}, single consumer"
                         owner[id(producer)] = g
@@ -137,6 +139,8 @@ class Fusion(Pass):
             return "a dot with an element-wise epilogue (output fusion)"
         if inst.opcode == "constant":
             return "a scalar constant"
+        if inst.opcode == "iota":
+            return "an index, computed in the loop"
         if in_group(inst.opcode, OpGroup.DATA_MOVEMENT):
             return "data movement, done by index arithmetic"
         return "element-wise"
@@ -148,7 +152,7 @@ class Fusion(Pass):
         p, c = producer.name, consumer.name
         if producer.opcode == "custom-call":
             target = producer.attr("custom_call_target", "")
-            return f"{p} ({target}) is not compilable: its output shape depends on values"
+            return f"{p} ({target}) is not compilable: it runs in NumPy, between kernels"
         if not is_fusible(producer):
             return f"{p} ({producer.opcode}) does not run inside fused kernels"
         if consumer.opcode == "dot":
@@ -169,8 +173,9 @@ class Fusion(Pass):
         if readers and is_expensive(producer):
             return (f"{p} is expensive ({producer.opcode}) and has {consumers} consumers; it is "
                     "computed once (multi-output fusion may still join them)")
-        n = (len({id(x) for x in g.external_operands()} | {id(o) for o in producer.operands})
-             + len(g.outputs))
+        # The producer moves inside: its operands become the kernel's, it stops being one.
+        n = (len(({id(x) for x in g.external_operands()} - {id(producer)})
+                 | {id(o) for o in producer.operands if not g.contains(o)}) + len(g.outputs))
         if n > MAX_OPERANDS_AND_OUTPUTS:
             return (f"the kernel would have {n} operands and outputs (the limit is "
                     f"{MAX_OPERANDS_AND_OUTPUTS})")
@@ -263,7 +268,18 @@ def _readers(producer: Instruction, g: FusionGroup, graph: _Graph, owner) -> lis
 
 
 def _place_name(place) -> str:
-    return place.label() if isinstance(place, FusionGroup) else place.name
+    return f"the kernel of {place.root.name}" if isinstance(place, FusionGroup) else place.name
+
+
+def _also_read_by(readers: list) -> str:
+    """`the kernel of add.7 also reads it`, `add.7, tuple.9 and 2 more also read it`."""
+    names = [_place_name(r) for r in readers[:3]]
+    more = len(readers) - len(names)
+    listed = ", ".join(names[:-1]) + (" and " if len(names) > 1 and not more else ", ") + names[-1] \
+        if len(names) > 1 else names[0]
+    if more:
+        listed += f" and {more} more"
+    return f"{listed} also {'reads' if len(readers) == 1 else 'read'} it"
 
 
 def _crosses(gp: FusionGroup, gc: FusionGroup, space) -> bool:

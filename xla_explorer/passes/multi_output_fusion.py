@@ -106,8 +106,8 @@ class MultiOutputFusion(Pass):
             keep.sort(order)
             decisions.append(Decision(message, rule, (gone.root.name, keep.root.name),
                                       gone.root.name, keep.root.name, True, self.name))
-        if not decisions:
-            return PassResult(module, False)
+        if not any(d.fused for d in decisions):
+            return PassResult(module, False, tuple(decisions))
         # Siblings' outputs keep their place: a kernel's root is its last output.
         new = emit(flat, groups, NameGen(module))
         return PassResult(new, True, tuple(decisions))
@@ -121,18 +121,14 @@ class MultiOutputFusion(Pass):
                 if gc is gp or not _mergeable(gc) or loop_shape(gc) != loop_shape(gp):
                     continue
                 inside = all(gc.contains(m) for m in gp.members)
-                read = any(x is o for o in gp.outputs for x in gc.external_operands())
-                if not (inside or read):
+                read = [o for o in gp.outputs if any(x is o for x in gc.external_operands())]
+                if not (inside or read) or not all(_aligned_reads(o, gc) for o in read):
                     continue
-                if read and not all(_aligned_reads(o, gc) for o in gp.outputs
-                                    if any(x is o for x in gc.external_operands())):
+                names = ", ".join(o.name for o in (read or gp.outputs))
+                why_not = self._refusal(gp, gc, groups, direct_ok=True)
+                if why_not:
+                    self._refuse(decisions, gp, gc, f"{gc.label()} reads {names}", why_not)
                     continue
-                if (_needs(gc, gp, groups, direct_ok=True) or _needs(gp, gc, groups, direct_ok=False)
-                        or self._too_big(gp, gc)):
-                    continue
-                shared = [o for o in gp.outputs if gc.contains(o)
-                          or any(x is o for x in gc.external_operands())]
-                names = ", ".join(o.name for o in shared)
                 if inside:
                     msg = (f"multi-output fusion: {names} is computed both inside "
                            f"{gc.label()} and on its own; it becomes an extra output of that "
@@ -150,10 +146,11 @@ class MultiOutputFusion(Pass):
                           if x.shape.size > 1 and any(y is x for y in g2.external_operands())]
                 if not shared:
                     continue
-                if (_needs(g1, g2, groups, False) or _needs(g2, g1, groups, False)
-                        or self._too_big(g1, g2)):
-                    continue
                 x = shared[0]
+                why_not = self._refusal(g1, g2, groups, direct_ok=False)
+                if why_not:
+                    self._refuse(decisions, g1, g2, f"both read {x.name}", why_not)
+                    continue
                 msg = (f"multi-output fusion: {g1.label()} and {g2.label()} both read {x.name} "
                        f"({x.shape}) over loops of the same shape; one kernel reads it once "
                        f"and writes both results")
@@ -161,6 +158,23 @@ class MultiOutputFusion(Pass):
         return None
 
     @staticmethod
-    def _too_big(a: FusionGroup, b: FusionGroup) -> bool:
-        ext = {id(x) for g in (a, b) for x in g.external_operands()}
-        return len(ext) + len(a.outputs) + len(b.outputs) > MAX_OPERANDS_AND_OUTPUTS
+    def _refusal(a: FusionGroup, b: FusionGroup, groups, direct_ok: bool) -> str | None:
+        """Why a and b may not become one kernel (b may read a directly when direct_ok)."""
+        for x, y, ok in ((b, a, direct_ok), (a, b, False)):
+            if _needs(x, y, groups, ok):
+                how = "through another kernel" if ok else ""
+                return (f"{x.label()} needs a result of {y.label()} {how}".rstrip()
+                        + ", so one kernel for both would wait for itself")
+        inside = a.member_ids() | b.member_ids()
+        ext = {id(x) for g in (a, b) for x in g.external_operands() if id(x) not in inside}
+        n = len(ext) + len(a.outputs) + len(b.outputs)
+        if n > MAX_OPERANDS_AND_OUTPUTS:
+            return (f"the kernel would have {n} operands and outputs (the limit is "
+                    f"{MAX_OPERANDS_AND_OUTPUTS})")
+        return None
+
+    def _refuse(self, decisions, a: FusionGroup, b: FusionGroup, relation: str, why: str):
+        message = f"not merged {a.label()} and {b.label()} ({relation}): {why}"
+        if not any(d.message == message for d in decisions):
+            decisions.append(Decision(message, "refused", (a.root.name, b.root.name),
+                                      a.root.name, b.root.name, False, self.name))

@@ -7,6 +7,13 @@ the offset the assignment gave it. Later kernels read their operands from those 
 assignment is tested, not just drawn: two live buffers given overlapping bytes give a wrong
 answer here.
 
+A kernel whose result lands on bytes one of its own operands occupies (in-place sharing, or a
+wrong placement) is run as generated code runs: it writes its result in index order while it
+still reads its operands. The interpreter plays that in chunks: it writes the first chunk of the
+result, evaluates the kernel again on the partly overwritten operand for the next chunk, and so
+on. A kernel that reads each operand element only where it writes is unaffected; one that reads
+elsewhere (a broadcast, a reversal, a reduction) gets a wrong answer here, as it would on a CPU.
+
 Outputs are written to arrays of their own; parameters and constants are read where they lie.
 What comes back is copied out: nothing returned is a view of the arena or of an input.
 """
@@ -69,9 +76,11 @@ def run_in_arena(module: Module, assignment: BufferAssignment, args: Sequence) -
     params = comp.parameters
     if len(args) != len(params):
         raise TypeError(f"{module.name} takes {len(params)} arguments, got {len(args)}")
-    if [i.name for i in assignment.module.entry] != [i.name for i in comp]:
-        raise ValueError(f"the buffer assignment is of {assignment.module.name} in another "
-                         f"order; assign buffers for the module being run")
+    if assignment.module is not module and (
+            assignment.module.fingerprint() != module.fingerprint()
+            or [i.name for i in assignment.module.entry] != [i.name for i in comp]):
+        raise ValueError(f"the buffer assignment is of another module (or {module.name} in "
+                         f"another order); assign buffers for the module being run")
     arena = Arena(assignment)
     interp = Interpreter(module)
     env: dict[int, object] = {}
@@ -82,6 +91,8 @@ def run_in_arena(module: Module, assignment: BufferAssignment, args: Sequence) -
             env[id(inst)] = np.asarray(args[p], dtype=inst.dtype).reshape(inst.dims)
         elif not is_kernel(inst):  # constants, tuple, get-tuple-element: no new memory
             env[id(inst)] = interp.evaluate(_one_instruction(inst), vals)
+        elif _writes_over_operands(inst, vals, arena, assignment):
+            env[id(inst)] = _run_in_index_order(inst, vals, interp, arena, assignment)
         else:
             result = interp.evaluate(_one_instruction(inst), vals)
             env[id(inst)] = _rebuild(inst.shape, lambda idx: _store(
@@ -89,6 +100,57 @@ def run_in_arena(module: Module, assignment: BufferAssignment, args: Sequence) -
     out = env[id(comp.root)]
     out = list(out) if isinstance(out, tuple) else [out]
     return [_copy(v) for v in out]
+
+
+# How many pieces a kernel that writes over its operands writes its result in.
+CHUNKS = 4
+
+
+def _arena_leaves(inst: Instruction, assignment: BufferAssignment) -> list:
+    """(index, buffer name) of each result of inst that lives in the arena."""
+    return [(idx, buffer_name(inst.name, idx)) for idx in _indices(inst.shape)
+            if assignment.offset(buffer_name(inst.name, idx)) is not None]
+
+
+def _indices(shape, index=()):
+    if not shape.is_tuple:
+        return [index]
+    return [i for k, e in enumerate(shape.elements) for i in _indices(e, index + (k,))]
+
+
+def _writes_over_operands(inst, vals, arena: Arena, assignment: BufferAssignment) -> bool:
+    """Whether a result of inst is placed on bytes one of its operands is read from."""
+    targets = [arena.view(name) for _, name in _arena_leaves(inst, assignment)]
+    operands = [v for val in vals for v in (_flatten(val))]
+    return any(np.shares_memory(t, v) for t in targets for v in operands)
+
+
+def _flatten(value) -> list:
+    if isinstance(value, tuple):
+        return [x for v in value for x in _flatten(v)]
+    return [value]
+
+
+def _run_in_index_order(inst, vals, interp, arena: Arena, assignment: BufferAssignment):
+    """Run inst as a kernel that writes over its own operands does: chunk k of every result is
+    written before the kernel reads what it needs for chunk k + 1."""
+    in_arena = {idx for idx, _ in _arena_leaves(inst, assignment)}
+    dests = {}
+    for idx in _indices(inst.shape):
+        name = buffer_name(inst.name, idx)
+        if idx in in_arena:
+            dests[idx] = arena.view(name)
+        else:
+            b = assignment.buffer(name)
+            dests[idx] = np.empty(b.shape.dims, b.shape.dtype)
+    for k in range(CHUNKS):
+        result = interp.evaluate(_one_instruction(inst), vals)  # reads the arena as it is now
+        for idx, dest in dests.items():
+            flat = dest.reshape(-1)
+            lo, hi = k * flat.size // CHUNKS, (k + 1) * flat.size // CHUNKS
+            flat[lo:hi] = np.asarray(_leaf(result, idx)).reshape(-1)[lo:hi]
+    return _rebuild(inst.shape, lambda idx: dests[idx] if idx in in_arena else _store(
+        arena, assignment, buffer_name(inst.name, idx), dests[idx]))
 
 
 def _store(arena: Arena, assignment: BufferAssignment, name: str, value) -> np.ndarray:

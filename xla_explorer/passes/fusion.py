@@ -20,7 +20,7 @@ from ..ir.module import Instruction, Module
 from ..ir.ops import Group as OpGroup
 from ..ir.ops import in_group, is_expensive
 from .base import Note, Pass, PassResult
-from .fusion_groups import FusionGroup, GroupIndex, emit, is_fusible
+from .fusion_groups import FusionGroup, GroupIndex, emit, is_fusible, joined_size
 from .names import NameGen
 
 # XLA caps a fusion's operands plus outputs; past that, kernels get unwieldy parameter lists.
@@ -274,11 +274,12 @@ def _place_name(place) -> str:
 def _also_read_by(readers: list) -> str:
     """`the kernel of add.7 also reads it`, `add.7, tuple.9 and 2 more also read it`."""
     names = [_place_name(r) for r in readers[:3]]
-    more = len(readers) - len(names)
-    listed = ", ".join(names[:-1]) + (" and " if len(names) > 1 and not more else ", ") + names[-1] \
-        if len(names) > 1 else names[0]
-    if more:
-        listed += f" and {more} more"
+    if len(readers) > 3:
+        listed = ", ".join(names) + f" and {len(readers) - 3} more"
+    elif len(names) > 1:
+        listed = ", ".join(names[:-1]) + " and " + names[-1]
+    else:
+        listed = names[0]
     return f"{listed} also {'reads' if len(readers) == 1 else 'read'} it"
 
 
@@ -288,8 +289,7 @@ def _crosses(gp: FusionGroup, gc: FusionGroup, space) -> bool:
     per_row = {lead, lead + (1,) * len(trail)}
     if not any(m.opcode == "reduce" for m in gp.members):
         return False
-    return any(o.dims in per_row and any(gc.contains(u) for u in _users_in(o, gc))
-               for o in gp.outputs)
+    return any(o.dims in per_row and _users_in(o, gc) for o in gp.outputs)
 
 
 def _users_in(inst: Instruction, g: FusionGroup) -> list[Instruction]:
@@ -330,13 +330,12 @@ def _fits_rows(inst: Instruction, lead, trail) -> bool:
         return False
     shape = inst.dims
     if inst.opcode == "broadcast":
-        src = inst.operands[0]
+        src, mapped = inst.operands[0], tuple(inst.attr("dimensions"))
         if shape != full:
             return shape in (per_row, kept, ())
-        if src.dims in (per_row, kept) and tuple(inst.attr("dimensions"))[:len(lead)] == tuple(range(len(lead))):
-            return True
+        if src.dims in (per_row, kept) and mapped[:len(lead)] == tuple(range(len(lead))):
+            return True  # a per-row value spread along its row
         # A row-independent input (a scalar, or a vector along the trailing axes) is fine.
-        mapped = tuple(inst.attr("dimensions"))
         return all(d >= len(lead) for d in mapped) or not src.dims
     if inst.opcode == "reshape":
         return {shape, inst.operands[0].dims} <= {per_row, kept}
@@ -374,9 +373,10 @@ def _row_refusal(gp: FusionGroup, gc: FusionGroup, graph: _Graph) -> str | None:
     if via is not None:
         return (f"not row-fused: {gp.label()} and {gc.label()} are connected through "
                 f"{_place_name(via)}, so one kernel for both would depend on itself")
-    n = len(gp.external_operands()) + len(gc.external_operands()) + len(gp.outputs) + len(gc.outputs)
+    n = joined_size(gp, gc)
     if n > MAX_OPERANDS_AND_OUTPUTS:
-        return f"not row-fused: the kernel would have {n} operands and outputs"
+        return (f"not row-fused: {gp.label()} and {gc.label()} would make a kernel with {n} "
+                f"operands and outputs (the limit is {MAX_OPERANDS_AND_OUTPUTS})")
     return None
 
 

@@ -10,7 +10,6 @@ pass can regroup what the fusion pass made.
 from __future__ import annotations
 
 import itertools
-import json
 import re
 from dataclasses import dataclass, field
 
@@ -85,7 +84,17 @@ class FusionGroup:
         return len(self.members) == 1 and len(self.outputs) == 1
 
     def label(self) -> str:
-        return self.root.name if len(self.members) == 1 else f"the fusion rooted at {self.root.name}"
+        if len(self.members) == 1:
+            return self.root.name
+        return f"the fusion rooted at {self.root.name}"
+
+
+def joined_size(a: FusionGroup, b: FusionGroup) -> int:
+    """Operands plus outputs of one kernel doing the work of both (an upper bound on its
+    outputs: a value only the other reads stops being one)."""
+    inside = a.member_ids() | b.member_ids()
+    operands = {id(x) for g in (a, b) for x in g.external_operands() if id(x) not in inside}
+    return len(operands) + len(a.outputs) + len(b.outputs)
 
 
 class GroupIndex:
@@ -146,8 +155,8 @@ def emit(module: Module, groups: list[FusionGroup], fresh: NameGen) -> Module:
     entry = module.entry
     order = topo_index(entry)
     in_some_group = {id(m) for g in groups for m in g.members}
-    # A member that also stays outside (a copied cheap producer) is still computed on its own
-    # only if it is itself the output of a group; otherwise it lives in its groups only.
+    # Each group is emitted where its last member was (a member of several groups, a copied
+    # cheap producer, runs only inside them).
     last_member = {}
     for g in groups:
         last = max(g.members, key=lambda m: order[id(m)])
@@ -194,7 +203,8 @@ def emit(module: Module, groups: list[FusionGroup], fresh: NameGen) -> Module:
     if isinstance(root, tuple) or not any(root is x for x in new):
         raise AssertionError(f"{entry.root.name} must be the whole output of its kernel")
     new = [x for x in new if x is not root] + [root]
-    return module.replace(entry=Computation(entry.name, tuple(new)), computations=tuple(computations))
+    return module.replace(entry=Computation(entry.name, tuple(new)),
+                          computations=tuple(computations))
 
 
 def _emit_group(g: FusionGroup, value: dict, fresh: NameGen, copies: dict[int, int],
@@ -228,7 +238,8 @@ def _emit_group(g: FusionGroup, value: dict, fresh: NameGen, copies: dict[int, i
         body.append(Instruction(fresh("tuple"), "tuple", shape, tuple(outs)))
     else:
         shape = outs[0].shape
-        # The root must be last: move it there if a later member does not depend on it.
+        # The root must be last. Members after it in program order cannot feed it, so moving
+        # it down keeps every use after its definition.
         if body[-1] is not outs[0]:
             body.remove(outs[0])
             body.append(outs[0])
@@ -262,7 +273,7 @@ def unfuse(module: Module) -> tuple[Module, list[FusionGroup]]:
             comp = module.computation(inst.attr("calls"))
             inlined_comps.add(comp.name)
             inner: dict[int, Instruction] = {}
-            members = []
+            members: list[Instruction] = []
             for c in comp.instructions:
                 if c.opcode == "parameter":
                     inner[id(c)] = ops[c.parameter_number]
@@ -279,19 +290,21 @@ def unfuse(module: Module) -> tuple[Module, list[FusionGroup]]:
                     canon[key] = m
                     new.append(m)
                 inner[id(c)] = m
-                if not any(x is m for x in members):
-                    members.append(m)
+                members.append(m)
             root = comp.root
             outputs = ([inner[id(o)] for o in root.operands] if root.opcode == "tuple"
                        else [inner[id(root)]])
-            groups.append(FusionGroup(members, outputs, row=inst.attr("backend_config") == ROW_CONFIG))
+            members = list({id(m): m for m in members}.values())  # a copy may repeat
+            groups.append(FusionGroup(members, outputs,
+                                      row=inst.attr("backend_config") == ROW_CONFIG))
             if root.opcode == "tuple":
                 value[id(inst)] = ("tuple", outputs)  # read only through get-tuple-element
             else:
                 value[id(inst)] = outputs[0]
             continue
-        if inst.opcode == "get-tuple-element" and isinstance(value.get(id(inst.operands[0])), tuple):
-            value[id(inst)] = value[id(inst.operands[0])][1][inst.attr("index")]
+        source = value.get(id(inst.operands[0])) if inst.operands else None
+        if inst.opcode == "get-tuple-element" and isinstance(source, tuple):
+            value[id(inst)] = source[1][inst.attr("index")]
             continue
         same = all(a is b for a, b in zip(ops, inst.operands))
         copy = inst if same else inst.replace(operands=ops)
@@ -309,21 +322,11 @@ def unfuse(module: Module) -> tuple[Module, list[FusionGroup]]:
         value[id(inst)] = copy
         new.append(copy)
     comps = tuple(c for c in module.computations if c.name not in inlined_comps)
-    return module.replace(entry=Computation(module.entry.name, tuple(new)), computations=comps), groups
+    flat = module.replace(entry=Computation(module.entry.name, tuple(new)), computations=comps)
+    return flat, groups
 
 
 def _structure(inst: Instruction) -> tuple:
     literal = None if inst.literal is None else (inst.literal.dtype.str, inst.literal.tobytes())
     return (inst.opcode, str(inst.shape), repr(inst.attrs), literal,
             tuple(id(o) for o in inst.operands))
-
-
-def describe_kind(kind: str, row: bool) -> str:
-    if row:
-        return "row fusion (kInput, row by row)"
-    return {"kLoop": "loop fusion (kLoop)", "kInput": "input fusion (kInput, reduction root)",
-            "kOutput": "output fusion (kOutput, dot with its epilogue)"}[kind]
-
-
-def row_config_json() -> dict:
-    return json.loads(ROW_CONFIG)

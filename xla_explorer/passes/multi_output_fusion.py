@@ -14,7 +14,7 @@ from __future__ import annotations
 from ..ir.module import Instruction, Module
 from .base import Pass, PassResult
 from .fusion import MAX_OPERANDS_AND_OUTPUTS, Decision, _elementwise
-from .fusion_groups import FusionGroup, GroupIndex, emit, unfuse
+from .fusion_groups import FusionGroup, GroupIndex, emit, joined_size, unfuse
 from .names import NameGen
 
 
@@ -165,9 +165,7 @@ class MultiOutputFusion(Pass):
                 how = "through another kernel" if ok else ""
                 return (f"{x.label()} needs a result of {y.label()} {how}".rstrip()
                         + ", so one kernel for both would wait for itself")
-        inside = a.member_ids() | b.member_ids()
-        ext = {id(x) for g in (a, b) for x in g.external_operands() if id(x) not in inside}
-        n = len(ext) + len(a.outputs) + len(b.outputs)
+        n = joined_size(a, b)
         if n > MAX_OPERANDS_AND_OUTPUTS:
             return (f"the kernel would have {n} operands and outputs (the limit is "
                     f"{MAX_OPERANDS_AND_OUTPUTS})")

@@ -18,7 +18,7 @@ from .runtime.arena import run_in_arena
 from .runtime.reference import run_module
 from .trace.tracer import Traced, trace, unflatten
 
-BACKENDS = ("interpreter",)
+BACKENDS = ("interpreter", "cpu")
 
 
 def tolerance(dtype) -> tuple[float, float]:
@@ -68,7 +68,10 @@ def compare(name: str, got, want, precision=None) -> OutputCheck:
     got, want = np.asarray(got), np.asarray(want)
     if got.shape != want.shape or got.dtype != want.dtype:
         return OutputCheck(name, want.dtype, want.shape, np.inf, np.inf, False)
-    rtol, atol = tolerance(want.dtype if precision is None else precision)
+    loosest = want.dtype
+    if precision is not None and want.dtype.kind == "f":
+        loosest = max(want.dtype, np.dtype(precision), key=lambda d: tolerance(d)[0])
+    rtol, atol = tolerance(loosest)
     if want.size == 0:
         return OutputCheck(name, want.dtype, want.shape, 0.0, 0.0, True)
     if want.dtype.kind == "f":
@@ -162,6 +165,7 @@ class Exploration:
         self.traced = traced
         self.stages = stages
         self.backend = backend
+        self._executable = None
 
     @property
     def module(self) -> Module:
@@ -189,6 +193,22 @@ class Exploration:
         return kernels_of(self.module, self.decisions)
 
     @property
+    def executable(self):
+        """The compiled program (cpu backend); built on first use."""
+        if self.backend != "cpu":
+            return None
+        if self._executable is None:
+            from .runtime.executable import Executable
+
+            self._executable = Executable(self.module, self.buffers)
+        return self._executable
+
+    @property
+    def kernels(self) -> dict[str, str]:
+        """{kernel name: generated source}, for the cpu backend."""
+        return self.executable.kernels if self.executable is not None else {}
+
+    @property
     def buffers(self) -> BufferAssignment | None:
         """The buffer assignment (None if the pipeline had no buffer-assignment pass)."""
         for s in reversed(self.stages):
@@ -211,7 +231,9 @@ class Exploration:
                 raise TypeError(f"argument {name!r} has shape {np.shape(a)}; this exploration "
                                 f"was traced for {list(p.dims)}")
         buffers = self.buffers
-        if buffers is not None and buffers.module is self.module:
+        if self.executable is not None:
+            flat = self.executable(*args)
+        elif buffers is not None and buffers.module is self.module:
             flat = run_in_arena(self.module, buffers, args)
         else:
             flat = run_module(self.module, args)
@@ -229,7 +251,12 @@ class Exploration:
         want = self.function(*eager_args)
         got = self.run(*run_args)
         want_leaves, got_leaves = _leaves(want), _leaves(got)
-        checks = [compare(f"output {i}", g, w) for i, (g, w) in enumerate(zip(got_leaves, want_leaves))]
+        # A float64 result computed from float32 values carries float32 rounding.
+        floats = [np.dtype(i.dtype) for c in self.module.all_computations
+                  for i in c.instructions if not i.shape.is_tuple and i.dtype.kind == "f"]
+        precision = min(floats, key=lambda d: d.itemsize, default=None)
+        checks = [compare(f"output {i}", g, w, precision)
+                  for i, (g, w) in enumerate(zip(got_leaves, want_leaves))]
         for _, param in self.traced.aliases:
             name = self.traced.arg_names[param]
             checks.append(compare(f"{name} (in place)", run_args[param], eager_args[param]))
@@ -258,4 +285,70 @@ def explore(f: Callable, *args, backend: str = "interpreter", passes=None) -> Ex
     traced = trace(f, args)
     pipeline = Pipeline(default_passes() if passes is None else passes)
     pipeline.run(traced.module)
-    return Exploration(f, args, traced, pipeline.stages, backend)
+    if backend == "cpu" and not any(isinstance(s.artifact, BufferAssignment)
+                                    for s in pipeline.stages):
+        raise ValueError("the cpu backend needs a pipeline that ends in buffer-assignment")
+    ex = Exploration(f, args, traced, pipeline.stages, backend)
+    ex.executable  # generate the kernels now: a CompileError belongs to explore()
+    return ex
+
+
+@dataclass(frozen=True)
+class CacheInfo:
+    hits: int
+    misses: int
+    signatures: tuple[tuple, ...]  # ((shape, dtype), ...) per compiled call signature
+
+
+def _signature(args) -> tuple:
+    """What a compiled program is specialised on: each argument's shape and type (a Python
+    number by its type: NumPy treats it as weakly typed, whatever its value)."""
+    sig = []
+    for a in args:
+        if isinstance(a, (bool, int, float, complex)) and not isinstance(a, np.generic):
+            sig.append(((), type(a).__name__))
+        else:
+            a = np.asarray(a)
+            sig.append((a.shape, a.dtype.str))
+    return tuple(sig)
+
+
+class JitFunction:
+    """`f` compiled whole for a backend, once per argument signature (as XLA recompiles for
+    new shapes); NumPy in, NumPy out."""
+
+    def __init__(self, f: Callable, backend: str):
+        if backend not in ("cpu",):
+            raise ValueError(f"jit compiles for backend='cpu'; got {backend!r}")
+        self.function = f
+        self.backend = backend
+        self._compiled: dict[tuple, Exploration] = {}
+        self._hits = self._misses = 0
+        self.__name__ = getattr(f, "__name__", "jit")
+        self.__doc__ = getattr(f, "__doc__", None)
+
+    def explore(self, *args) -> Exploration:
+        """The Exploration behind the compiled program for these arguments."""
+        key = _signature(args)
+        ex = self._compiled.get(key)
+        if ex is None:
+            self._misses += 1
+            ex = explore(self.function, *args, backend=self.backend)
+            self._compiled[key] = ex
+        else:
+            self._hits += 1
+        return ex
+
+    def __call__(self, *args):
+        return self.explore(*args).run(*args)
+
+    def cache_info(self) -> CacheInfo:
+        return CacheInfo(self._hits, self._misses, tuple(self._compiled))
+
+
+def jit(f: Callable | None = None, *, backend: str = "cpu"):
+    """Compile the whole of `f` (must-compile: a part that cannot be compiled is a
+    CompileError naming it); usable as `@xe.jit` or `xe.jit(f, backend="cpu")`."""
+    if f is None:
+        return lambda g: JitFunction(g, backend)
+    return JitFunction(f, backend)

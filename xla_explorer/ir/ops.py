@@ -131,7 +131,9 @@ def _remainder(a, b):
 
 
 def _round_afz(x):
-    return np.where(x >= 0, np.floor(x + 0.5), np.ceil(x - 0.5))
+    # Half away from zero, exactly: x + 0.5 would itself round (0.49999997 + 0.5 is 1 in f32).
+    t = np.trunc(x)
+    return np.where(np.abs(x - t) >= 0.5, t + np.sign(x), t)
 
 
 def _logistic(x):

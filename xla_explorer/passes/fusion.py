@@ -322,7 +322,8 @@ def _reduce_space(inst: Instruction):
     return x[:k], x[k:]
 
 
-def _fits_rows(inst: Instruction, lead, trail) -> bool:
+def fits_rows(inst: Instruction, lead, trail) -> bool:
+    """Whether inst can run inside a row kernel over rows `lead` of `trail` elements."""
     full, per_row, kept = lead + trail, lead, lead + (1,) * len(trail)
     if inst.opcode == "reduce":
         return _reduce_space(inst) == (lead, trail)
@@ -354,7 +355,7 @@ def _row_space(gp: FusionGroup, gc: FusionGroup, memo: dict):
         # Groups only grow, so (group, size) names what a group held when last asked.
         key = (g.id, len(g.members), lead, trail)
         if key not in memo:
-            memo[key] = all(_fits_rows(m, lead, trail) for m in g.members)
+            memo[key] = all(fits_rows(m, lead, trail) for m in g.members)
         if not memo[key]:
             return None
     return lead, trail

@@ -1,0 +1,165 @@
+"""The Numba CPU backend: generated kernels run the fused programs and agree with NumPy."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+
+import xla_explorer as xe
+from xla_explorer.api import compare
+
+from ..test_fusion_programs import PROGRAMS
+from ..test_random_programs import build, describe, programs
+
+
+@pytest.fixture(autouse=True)
+def kernel_cache(tmp_path_factory, monkeypatch):
+    # One cache directory for the whole session: compiled kernels are shared between tests.
+    root = tmp_path_factory.getbasetemp() / "kernels"
+    monkeypatch.setenv("XLA_EXPLORER_CACHE", str(root))
+    return root
+
+
+def f32(rng, *shape):
+    return rng.standard_normal(shape).astype(np.float32)
+
+
+@pytest.mark.parametrize("program, shapes, kinds", PROGRAMS, ids=[p[0].__name__ for p in PROGRAMS])
+def test_fused_programs_on_the_cpu_match_numpy(rng, program, shapes, kinds):
+    args = [f32(rng, *s) for s in shapes]
+    ex = xe.explore(program, *args, backend="cpu")
+    check = ex.check()
+    assert check.ok, str(check)
+    # One generated function per kernel, named after it, commented with its HLO.
+    names = [xe.api.kernels_of(ex.module)[0].name.replace(".", "_")]
+    assert list(ex.kernels) == names
+    (source,) = ex.kernels.values()
+    assert f"def {names[0]}(" in source and "# " in source
+
+
+def test_kernels_are_real_files_and_the_driver_runs_them_in_order(rng, kernel_cache):
+    def program(x, w):
+        h = np.tanh(x) @ w
+        return h.sum(axis=0), np.maximum(h, 0)
+
+    ex = xe.explore(program, f32(rng, 16, 8), f32(rng, 8, 4), backend="cpu")
+    path = ex.executable.path
+    assert path.parent == kernel_cache and path.suffix == ".py"
+    text = path.read_text()
+    calls = [line.strip().split("(")[0] for line in text.split("def run(")[1].splitlines()
+             if line.startswith("    ") and not line.strip().startswith(("#", "t_"))]
+    assert calls == list(ex.kernels)  # every kernel, in schedule order
+    assert ex.check()
+
+
+def test_outputs_are_fresh_arrays_not_views_of_the_arena(rng):
+    def program(x):
+        e = np.exp(x)
+        return e @ x.T, e.sum()
+
+    x = f32(rng, 8, 8)
+    ex = xe.explore(program, x, backend="cpu")
+    assert ex.buffers.peak_bytes > 0  # there is an arena to alias
+    first = ex.run(x)
+    second = ex.run(x)
+    for a, b in zip(first, second):
+        assert not np.shares_memory(a, ex.executable.arena)
+        assert a is not b
+    np.testing.assert_array_equal(first[0], second[0])
+
+
+def test_jit_compiles_once_per_signature(rng):
+    calls = []
+
+    def f(x, y):
+        calls.append(1)  # runs only while tracing
+        return np.tanh(x) * y + 1
+
+    fast = xe.jit(f)
+    x, y = f32(rng, 100), f32(rng, 100)
+    np.testing.assert_allclose(fast(x, y), f(x, y), rtol=2e-5, atol=1e-6)
+    fast(x, y)
+    fast(x + 1, y)
+    assert fast.cache_info().misses == 1 and fast.cache_info().hits == 2
+    fast(f32(rng, 7), f32(rng, 7))  # a new shape compiles a new program, as XLA does
+    fast(x.astype(np.float64), y.astype(np.float64))
+    info = fast.cache_info()
+    assert info.misses == 3 and len(info.signatures) == 3
+    assert ((100,), "<f8") in [s[0] for s in info.signatures]
+
+
+def test_jit_is_must_compile(rng):
+    @xe.jit
+    def f(x):
+        return np.unique(x) * 2
+
+    with pytest.raises(xe.CompileError) as err:
+        f(np.array([3.0, 1.0, 3.0]))
+    message = str(err.value)
+    assert "numpy.unique" in message and "np.unique(x) * 2" in message
+    assert "autocluster" in message  # says what to do instead
+
+
+def test_in_place_updates_reach_the_caller(rng):
+    def f(x):
+        x += 1
+        return x * 2
+
+    x = f32(rng, 5)
+    want_x = x + 1
+    out = xe.jit(f)(x)
+    np.testing.assert_allclose(x, want_x)
+    np.testing.assert_allclose(out, want_x * 2)
+
+
+@settings(max_examples=50, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(programs())
+def test_random_programs_on_the_cpu_match_numpy(case):
+    inputs, steps, n_out = case
+    program = build(steps, n_out)
+    with np.errstate(all="ignore"):
+        want = program(*[x.copy() for x in inputs])
+        ex = xe.explore(program, *inputs, backend="cpu")
+        got = ex.run(*[x.copy() for x in inputs])
+    precision = np.float32 if any(x.dtype == np.float32 for x in inputs) else None
+    for i, (g, w) in enumerate(zip(got, want)):
+        check = compare(f"output {i}", g, w, precision)
+        assert check.ok, f"{describe(steps)}\n{check}\n" + "\n".join(ex.kernels.values())
+
+
+SECOND_PROCESS = textwrap.dedent("""
+    import json, sys
+    import numpy as np
+    import xla_explorer as xe
+
+    def softmax(x):
+        e = np.exp(x - x.max(axis=1, keepdims=True))
+        return e / e.sum(axis=1, keepdims=True)
+
+    x = np.linspace(-3, 3, 64 * 32, dtype=np.float32).reshape(64, 32)
+    ex = xe.explore(softmax, x, backend="cpu")
+    out = ex.run(x)
+    run = ex.executable._py.run
+    kernel = getattr(ex.executable._py, next(iter(ex.kernels)))
+    print(json.dumps({"hits": len(run.stats.cache_hits) + len(kernel.stats.cache_hits),
+                      "misses": len(run.stats.cache_misses) + len(kernel.stats.cache_misses),
+                      "ok": bool(np.allclose(out, softmax(x), rtol=1e-5))}))
+""")
+
+
+def test_a_second_process_loads_the_kernels_from_the_disk_cache(tmp_path):
+    env = dict(os.environ, XLA_EXPLORER_CACHE=str(tmp_path / "cache"))
+    first, second = (json.loads(subprocess.run(
+        [sys.executable, "-c", SECOND_PROCESS], env=env, capture_output=True, text=True,
+        check=True, timeout=300).stdout.strip().splitlines()[-1]) for _ in range(2))
+    assert first["ok"] and second["ok"]
+    assert first["misses"] == 2 and first["hits"] == 0  # compiled the kernel and the driver
+    # The driver's machine code, the kernel linked in, comes from disk; nothing compiles.
+    assert second["misses"] == 0 and second["hits"] >= 1

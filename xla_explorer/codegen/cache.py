@@ -1,0 +1,59 @@
+"""Where generated kernels live: real `.py` files, so Numba's on-disk cache works.
+
+Numba caches compiled functions only for functions defined in files (not `exec`), keyed by
+the file's path and modification time. So a program's source goes to a file named after its
+content: the same program in a second process finds the same file, unchanged, and Numba
+loads its machine code from `__pycache__` instead of compiling.
+"""
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+import sys
+import tempfile
+from pathlib import Path
+from types import ModuleType
+
+
+def cache_dir() -> Path:
+    """`$XLA_EXPLORER_CACHE`, else the user's cache directory (`$XDG_CACHE_HOME` or
+    `~/.cache`) under `xla_explorer/kernels`."""
+    env = os.environ.get("XLA_EXPLORER_CACHE")
+    if env:
+        return Path(env).expanduser()
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "xla_explorer" / "kernels"
+
+
+def source_path(name: str, source: str) -> Path:
+    digest = hashlib.sha256(source.encode()).hexdigest()[:16]
+    return cache_dir() / f"{name}_{digest}.py"
+
+
+def write_source(name: str, source: str) -> Path:
+    """The file holding `source`, written once (atomically) and never touched again."""
+    path = source_path(name, source)
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+        with os.fdopen(fd, "w") as f:
+            f.write(source)
+        os.replace(tmp, path)
+    return path
+
+
+def load(path: Path) -> ModuleType:
+    """Import a generated file as a module of its own (once per process)."""
+    name = f"xla_explorer_kernels.{path.stem}"
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[name]
+        raise
+    return module

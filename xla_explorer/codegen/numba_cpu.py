@@ -1,0 +1,750 @@
+"""Numba CPU code generation: every kernel of a scheduled module becomes one `@njit` function.
+
+A kernel is a fusion (its fused computation) or an op that fused with nothing (a computation of
+that one op). Its source is written for reading: named after the kernel, each block commented
+with the HLO instruction it computes.
+
+How values are computed, as XLA's elemental IR emitter does: `value(inst, index)` returns a
+scalar expression for `inst` at a multi-index, asking its operands for their values at the
+indices they map to. Element-wise ops apply their scalar expression (`exprs.scalar_expr`);
+broadcast, reshape, transpose, slice, reverse, concatenate, pad and the dynamic slices are index
+arithmetic, never materialised arrays. A reduce or a dot is a phase of its own that fills a
+small array (or, when it is a kernel output, the output itself) before the values that need it
+are computed.
+
+Kernels run in one of two shapes:
+  row      every reduction in the kernel reduces the same trailing dimensions of one loop
+           space (softmax, layernorm, sum(x + y*z), a loop fusion with no reduction at all):
+           one outer loop over the rows (the leading dimensions), in parallel when there are
+           enough of them, and inside it one loop over the row per reduction, with its
+           accumulator in a register, then one loop that writes the outputs. A row stays in
+           cache across its passes. With one row (a full reduction) the inner loops run in
+           parallel instead.
+  general  anything else (a column sum, reductions over different dimensions, a dot with its
+           epilogue): each reduction or dot fills its array in a loop nest of its own, then
+           each output is written in a loop over its shape.
+"""
+from __future__ import annotations
+
+import keyword
+import re
+from dataclasses import dataclass, field
+from math import prod
+
+import numpy as np
+
+from ..errors import CompileError, UnsupportedOpError
+from ..ir.module import Computation, Instruction, Module
+from ..ir.ops import Group, in_group
+from ..ir.printer import format_instruction
+from ..passes.fusion import fits_rows
+from . import exprs
+
+# Element count above which a loop runs in parallel (prange). On this machine's 2 cores a
+# parallel launch pays off only above about a million elements (TOOLCHAIN.md); the benchmarks
+# measure it.
+PARALLEL_THRESHOLD = 1 << 20
+
+# fastmath flags without nnan/ninf, so NaN and Inf still behave as in NumPy, and without arcp,
+# which turns a float32 x / sqrt(y) into a hardware estimate (3 ulp off, NaN at 0 and Inf).
+# reassoc lets reductions vectorise; contract allows fused multiply-adds.
+FASTMATH = {"nsz", "contract", "afn", "reassoc"}
+
+
+def identifier(name: str) -> str:
+    """A Python identifier for an HLO name: `add_reduce_fusion.12` -> `add_reduce_fusion_12`."""
+    out = re.sub(r"\W", "_", name)
+    if not out or out[0].isdigit() or keyword.iskeyword(out):
+        out = "k_" + out
+    return out
+
+
+def np_type(dtype) -> str:
+    """`np.float32`, `np.bool_`: the NumPy scalar type named in generated code."""
+    dtype = np.dtype(dtype)
+    return "np.bool_" if dtype == np.bool_ else f"np.{dtype.name}"
+
+
+@dataclass
+class KernelSource:
+    """One kernel's generated function: its name, its source, how it is called."""
+
+    name: str  # the function's name in the generated file
+    instruction: str  # the entry instruction it computes
+    source: str
+    num_inputs: int
+    num_outputs: int
+    parallel: bool
+
+
+@dataclass
+class _Scope:
+    values: dict = field(default_factory=dict)
+
+
+class _Writer:
+    """Lines of Python with indentation and fresh local names."""
+
+    def __init__(self):
+        self.lines: list[str] = []
+        self.depth = 1
+        self.counter = 0
+
+    def fresh(self, base: str) -> str:
+        self.counter += 1
+        return f"{identifier(base)}_{self.counter}"
+
+    def line(self, text: str) -> None:
+        self.lines.append("    " * self.depth + text)
+
+    def comment(self, inst: Instruction) -> None:
+        text = format_instruction(inst, metadata=False).strip()
+        self.line(f"# {text}")
+
+
+class KernelEmitter:
+    """Generates the function for one kernel computation."""
+
+    def __init__(self, module: Module, comp: Computation, name: str, kind: str, row: bool):
+        self.module = module
+        comp = _tuple_rooted(comp)
+        self.comp = comp
+        self.name = name
+        self.kind = kind
+        self.row_config = row
+        self.w = _Writer()
+        self.scopes: list[_Scope] = [_Scope()]
+        root = comp.root
+        self.outputs = list(root.operands) if root.opcode == "tuple" else [root]
+        self.params = comp.parameters
+        self.out_names = {}
+        for k, o in enumerate(self.outputs):
+            self.out_names.setdefault(id(o), f"out{k}")
+        # Materialised values: reduce / dot results, as an array name or a per-row scalar.
+        self.stored: dict[int, str] = {}
+        self.row_scalars: dict[int, str] = {}
+        self.parallel = False
+
+    # -- scalar values at an index --------------------------------------------------------
+
+    def lookup(self, key):
+        for scope in reversed(self.scopes):
+            if key in scope.values:
+                return scope.values[key]
+        return None
+
+    def value(self, inst: Instruction, idx: tuple[str, ...]) -> str:
+        key = (id(inst), idx)
+        found = self.lookup(key)
+        if found is not None:
+            return found
+        expr = self._expr(inst, idx)
+        if re.fullmatch(r"[\w.]+|-?\d+(\.\d*)?", expr):
+            return expr  # a name or a number: nothing to keep
+        var = self.w.fresh(inst.name)
+        self.w.line(f"{var} = {expr}")
+        self.scopes[-1].values[key] = var
+        return var
+
+    def _expr(self, inst: Instruction, idx: tuple[str, ...]) -> str:
+        op = inst.opcode
+        if id(inst) in self.row_scalars:
+            return self.row_scalars[id(inst)]
+        if id(inst) in self.stored:
+            return _index(self.stored[id(inst)], idx)
+        if op == "parameter":
+            return _index(f"p{inst.parameter_number}", idx)
+        if op == "constant":
+            return exprs.literal(inst.literal.reshape(-1)[0], inst.dtype)
+        if op == "iota":
+            return f"{np_type(inst.dtype)}({idx[inst.attr('iota_dimension')]})"
+        if in_group(op, Group.ELEMENTWISE, Group.COMPARE_SELECT):
+            return exprs.scalar_expr(inst, [self.value(o, idx) for o in inst.operands])
+        if in_group(op, Group.DATA_MOVEMENT):
+            return self._data_movement(inst, idx)
+        if op == "get-tuple-element":
+            key = (id(inst.operands[0]), inst.attr("index"))
+            if key in self.row_scalars:
+                return self.row_scalars[key]
+            if key in self.stored:
+                return _index(self.stored[key], idx)
+        raise UnsupportedOpError(f"the CPU backend cannot compute {inst.name} ({op}) inside a "
+                                 "kernel", op=op, source_file=inst.metadata.source_file or None,
+                                 source_line=inst.metadata.source_line or None)
+
+    def _data_movement(self, inst: Instruction, idx: tuple[str, ...]) -> str:
+        op, x = inst.opcode, inst.operands[0]
+        if op in ("copy",) or (op in ("reshape", "bitcast") and x.dims == inst.dims):
+            return self.value(x, idx)
+        if op == "broadcast":
+            return self.value(x, tuple(idx[d] for d in inst.attr("dimensions")))
+        if op in ("reshape", "bitcast"):
+            return self.value(x, self._reindex(idx, inst.dims, x.dims))
+        if op == "transpose":
+            perm = inst.attr("dimensions")
+            src = [""] * len(perm)
+            for k, d in enumerate(perm):
+                src[d] = idx[k]
+            return self.value(x, tuple(src))
+        if op == "slice":
+            return self.value(x, tuple(_affine(i, a, c) for i, (a, _, c)
+                                       in zip(idx, inst.attr("slice"))))
+        if op == "reverse":
+            rev = set(inst.attr("dimensions"))
+            return self.value(x, tuple(f"({n - 1} - {i})" if d in rev else i
+                                       for d, (i, n) in enumerate(zip(idx, x.dims))))
+        if op == "concatenate":
+            return self._concatenate(inst, idx)
+        if op == "pad":
+            return self._pad(inst, idx)
+        if op == "dynamic-slice":
+            starts = self._starts(inst.operands[1:], x.dims, inst.dims)
+            return self.value(x, tuple(f"({s} + {i})" for s, i in zip(starts, idx)))
+        if op == "dynamic-update-slice":
+            return self._dynamic_update_slice(inst, idx)
+        raise UnsupportedOpError(f"the CPU backend has no index arithmetic for {op}", op=op)
+
+    def _reindex(self, idx, out_dims, in_dims) -> tuple[str, ...]:
+        """The operand index of a row-major reshape: linearise, then split."""
+        lin = self.w.fresh("flat")
+        terms = []
+        stride = 1
+        for i, n in reversed(list(zip(idx, out_dims))):
+            terms.append(i if stride == 1 else f"{i} * {stride}")
+            stride *= n
+        self.w.line(f"{lin} = {' + '.join(reversed(terms)) or '0'}")
+        out = []
+        stride = prod(in_dims)
+        for n in in_dims:
+            stride //= n
+            out.append(f"(({lin} // {stride}) % {n})" if stride > 1 else f"({lin} % {n})")
+        return tuple(out)
+
+    def _concatenate(self, inst, idx):
+        (axis,) = inst.attr("dimensions")
+        pieces, offset = [], 0
+        for o in inst.operands:
+            n = o.dims[axis]
+            i = idx[axis]
+            clamped = f"min(max({i} - {offset}, 0), {n - 1})"
+            sub = tuple(clamped if d == axis else j for d, j in enumerate(idx))
+            pieces.append((offset + n, self.value(o, sub)))
+            offset += n
+        expr = pieces[-1][1]
+        for end, v in reversed(pieces[:-1]):
+            expr = f"({v} if {idx[axis]} < {end} else {expr})"
+        return expr
+
+    def _pad(self, inst, idx):
+        x, pad_value = inst.operands
+        conds, src = [], []
+        for i, n, (lo, _, interior) in zip(idx, x.dims, inst.attr("padding")):
+            step = interior + 1
+            rel = f"({i} - {lo})"
+            conds.append(f"{rel} >= 0 and {rel} % {step} == 0 and {rel} // {step} < {n}")
+            src.append(f"min(max({rel} // {step}, 0), {n - 1})")
+        inside = self.value(x, tuple(src))
+        fill = self.value(pad_value, ())
+        return f"({inside} if ({' and '.join(conds) or 'True'}) else {fill})"
+
+    def _starts(self, operands, full, window) -> list[str]:
+        """XLA clamps dynamic start indices so the window stays inside the operand."""
+        out = []
+        for s, n, k in zip(operands, full, window):
+            v = self.value(s, ())
+            out.append(f"min(max(np.int64({v}), 0), {n - k})")
+        return out
+
+    def _dynamic_update_slice(self, inst, idx):
+        x, update = inst.operands[:2]
+        starts = self._starts(inst.operands[2:], x.dims, update.dims)
+        names = []
+        for s in starts:
+            var = self.w.fresh("start")
+            self.w.line(f"{var} = {s}")
+            names.append(var)
+        conds = [f"{s} <= {i} < {s} + {k}" for s, i, k in zip(names, idx, update.dims)]
+        sub = tuple(f"min(max({i} - {s}, 0), {k - 1})" for s, i, k in zip(names, idx, update.dims))
+        new = self.value(update, sub)
+        old = self.value(x, idx)
+        return f"({new} if ({' and '.join(conds) or 'True'}) else {old})"
+
+    # -- loops ---------------------------------------------------------------------------
+
+    def loop_nest(self, dims, parallel: bool) -> tuple[str, ...]:
+        """Open loops over `dims` (row-major); the caller closes them with `close(len)`."""
+        idx = []
+        for k, n in enumerate(dims):
+            i = self.w.fresh("i")
+            rng = "prange" if parallel and k == 0 else "range"
+            self.w.line(f"for {i} in {rng}({n}):")
+            self.w.depth += 1
+            self.scopes.append(_Scope())
+            idx.append(i)
+        if parallel and dims:
+            self.parallel = True
+        return tuple(idx)
+
+    def close(self, n: int) -> None:
+        for _ in range(n):
+            self.w.depth -= 1
+            self.scopes.pop()
+
+    # -- phases --------------------------------------------------------------------------
+
+    def emit(self) -> KernelSource:
+        args = [f"p{p.parameter_number}" for p in sorted(self.params, key=lambda p: p.parameter_number)]
+        outs = [f"out{k}" for k in range(len(self.outputs))]
+        plan = _row_plan(self.comp, self.outputs)
+        if plan is not None:
+            self._emit_rows(*plan)
+        else:
+            self._emit_general()
+        header = [f"@njit(cache=True, fastmath=FASTMATH, error_model=\"numpy\", "
+                  f"parallel={self.parallel})",
+                  f"def {self.name}({', '.join(args + outs)}):"]
+        doc = f'    """{self.kind} kernel: the fused computation {self.comp.name}."""'
+        body = self.w.lines or ["    pass"]
+        return KernelSource(self.name, self.comp.name, "\n".join(header + [doc] + body) + "\n",
+                            len(args), len(outs), self.parallel)
+
+    def _reduces(self):
+        return [i for i in self.comp.instructions if i.opcode in ("reduce", "dot")]
+
+    def _emit_general(self):
+        for inst in self._reduces():
+            if inst.opcode == "dot":
+                self._emit_dot(inst)
+            else:
+                self._emit_reduce_general(inst)
+        self._emit_outputs(self.outputs, parallel_ok=not any(
+            i.opcode == "dot" for i in self.comp.instructions))
+
+    def _emit_outputs(self, outputs, parallel_ok: bool):
+        """Write every output not already written by its own phase, one loop per shape."""
+        by_shape: dict[tuple, list] = {}
+        for o in outputs:
+            if not self._written(o):
+                by_shape.setdefault(o.dims, []).append(o)
+        for dims, group in by_shape.items():
+            idx = self.loop_nest(dims, parallel_ok and prod(dims) >= PARALLEL_THRESHOLD)
+            for o in group:
+                self.w.comment(o)
+                self.w.line(f"{_index(self.out_names[id(o)], idx)} = {self.value(o, idx)}")
+            self.close(len(dims))
+
+    def _written(self, o) -> bool:
+        """A reduce or dot output writes itself in its phase."""
+        return id(o) in self.stored and self.stored[id(o)] == self.out_names.get(id(o))
+
+    def _storage(self, inst: Instruction, index: int | None = None) -> str:
+        """Where a materialised value goes: the output it is, or a new array."""
+        target = inst if index is None else None
+        if target is not None and id(target) in self.out_names:
+            return self.out_names[id(target)]
+        shape = inst.shape if index is None else inst.shape.elements[index]
+        var = self.w.fresh(inst.name if index is None else f"{inst.name}_{index}")
+        self.w.line(f"{var} = np.empty({_dims(shape.dims)}, dtype={np_type(shape.dtype)})")
+        return var
+
+    def _emit_dot(self, inst: Instruction):
+        self.w.comment(inst)
+        a, b = inst.operands
+        if not (isinstance(a, Instruction) and a.opcode == "parameter"
+                and b.opcode == "parameter"):
+            raise CompileError(f"{inst.name}: a dot reads its operands from memory; "
+                               "nothing may be fused into them", op="dot")
+        out = self._storage(inst)
+        self.stored[id(inst)] = out
+        lb, lc = inst.attr("lhs_batch_dims", ()), inst.attr("lhs_contracting_dims", ())
+        rb, rc = inst.attr("rhs_batch_dims", ()), inst.attr("rhs_contracting_dims", ())
+        lf = [d for d in range(len(a.dims)) if d not in lb and d not in lc]
+        rf = [d for d in range(len(b.dims)) if d not in rb and d not in rc]
+        batch = prod(a.dims[d] for d in lb)
+        m = prod(a.dims[d] for d in lf)
+        k = prod(a.dims[d] for d in lc)
+        n = prod(b.dims[d] for d in rf)
+        pa, pb = f"p{a.parameter_number}", f"p{b.parameter_number}"
+        la = self.w.fresh("lhs")
+        rb_ = self.w.fresh("rhs")
+        self.w.line(f"{la} = np.ascontiguousarray(np.transpose({pa}, "
+                    f"{_dims(list(lb) + lf + list(lc))})).reshape(({batch}, {m}, {k}))")
+        self.w.line(f"{rb_} = np.ascontiguousarray(np.transpose({pb}, "
+                    f"{_dims(list(rb) + list(rc) + rf)})).reshape(({batch}, {k}, {n}))")
+        res = self.w.fresh("product")
+        self.w.line(f"{res} = {out}.reshape(({batch}, {m}, {n}))")
+        t = self.w.fresh("t")
+        self.w.line(f"for {t} in range({batch}):")
+        self.w.depth += 1
+        if np.dtype(inst.dtype).kind == "f" and np.dtype(a.dtype) == np.dtype(inst.dtype):
+            self.w.line(f"{res}[{t}] = np.dot({la}[{t}], {rb_}[{t}])  # BLAS")
+        else:
+            i, j, q = self.w.fresh("i"), self.w.fresh("j"), self.w.fresh("k")
+            acc = self.w.fresh("acc")
+            self.w.line(f"for {i} in range({m}):")
+            self.w.line(f"    for {j} in range({n}):")
+            self.w.line(f"        {acc} = {exprs.literal(0, inst.dtype)}")
+            self.w.line(f"        for {q} in range({k}):")
+            mul = f"{la}[{t}, {i}, {q}] * {rb_}[{t}, {q}, {j}]"
+            if inst.dtype == np.bool_:
+                self.w.line(f"            {acc} = {acc} or ({la}[{t}, {i}, {q}] and "
+                            f"{rb_}[{t}, {q}, {j}])")
+            else:
+                self.w.line(f"            {acc} = {np_type(inst.dtype)}({acc} + {mul})")
+            self.w.line(f"        {res}[{t}, {i}, {j}] = {acc}")
+        self.w.depth -= 1
+
+    def _emit_reduce_general(self, inst: Instruction):
+        """Fill the reduce's result array(s): accumulate in registers when the reduced
+        dimensions are the trailing ones, else into the array in row-major order."""
+        self.w.comment(inst)
+        n = len(inst.operands) // 2
+        operands, inits = inst.operands[:n], inst.operands[n:]
+        x_dims = operands[0].dims
+        axes = sorted(inst.attr("dimensions"))
+        kept = [d for d in range(len(x_dims)) if d not in axes]
+        if inst.shape.is_tuple:
+            stores = [self._storage(inst, k) for k in range(n)]
+            for k, s in enumerate(stores):
+                self.stored[(id(inst), k)] = s
+        else:
+            stores = [self._storage(inst)]
+            self.stored[id(inst)] = stores[0]
+        reducer = self.module.computation(inst.attr("to_apply"))
+        suffix = axes == list(range(len(kept), len(x_dims)))
+        kept_dims = [x_dims[d] for d in kept]
+        red_dims = [x_dims[d] for d in axes]
+        if suffix:
+            big = prod(kept_dims) >= 2 and prod(x_dims) >= PARALLEL_THRESHOLD
+            outer = self.loop_nest(kept_dims, parallel=big)
+            accs = self._init_accs(inst, inits, reducer)
+            one_row = not kept_dims and prod(x_dims) >= PARALLEL_THRESHOLD
+            inner = self.loop_nest(red_dims, parallel=one_row and _parallel_reducer(reducer, n))
+            self._accumulate(inst, reducer, accs, operands, outer + inner)
+            self.close(len(red_dims))
+            for s, acc, o in zip(stores, accs, inst.shape.elements if inst.shape.is_tuple
+                                 else [inst.shape]):
+                self.w.line(f"{_index(s, outer)} = {np_type(o.dtype)}({acc})")
+            self.close(len(kept_dims))
+        else:
+            # Initialise, then sweep the operand in memory order.
+            init_idx = self.loop_nest(kept_dims, parallel=False)
+            for s, init in zip(stores, inits):
+                self.w.line(f"{_index(s, init_idx)} = {self.value(init, ())}")
+            self.close(len(kept_dims))
+            idx = self.loop_nest(x_dims, parallel=False)
+            kidx = tuple(idx[d] for d in kept)
+            accs = [_index(s, kidx) for s in stores]
+            vals = [self.value(o, idx) for o in operands]
+            new = self._combine(reducer, accs, vals, inst)
+            for s, v in zip(stores, new):
+                self.w.line(f"{_index(s, kidx)} = {v}")
+            self.close(len(x_dims))
+
+    def _init_accs(self, inst, inits, reducer) -> list[str]:
+        accs = []
+        for init in inits:
+            acc = self.w.fresh("acc")
+            dtype = np.dtype(init.dtype)
+            wide = _wide_accumulator(reducer, dtype, len(inits))
+            v = self.value(init, ())
+            self.w.line(f"{acc} = {np_type(wide)}({v})" if wide != dtype else f"{acc} = {v}")
+            accs.append(acc)
+        return accs
+
+    def _accumulate(self, inst, reducer, accs, operands, idx):
+        vals = [self.value(o, idx) for o in operands]
+        n = len(operands)
+        dtype = np.dtype(operands[0].dtype)
+        wide = _wide_accumulator(reducer, dtype, n)
+        if wide != dtype:
+            vals = [f"{np_type(wide)}({v})" for v in vals]
+        new = self._combine(reducer, accs, vals, inst, dtype=wide)
+        if n == 1 and _is_single_op(reducer, "add"):
+            self.w.line(f"{accs[0]} += {vals[0]}")  # the form prange recognises as a reduction
+            return
+        for acc, v in zip(accs, new):
+            self.w.line(f"{acc} = {v}")
+
+    def _combine(self, reducer: Computation, accs, vals, inst, dtype=None) -> list[str]:
+        """The reducer applied to (accumulators, values): one op in one expression, any other
+        reducer inlined instruction by instruction."""
+        n = len(accs)
+        root = reducer.root
+        if n == 1 and _simple_op(reducer):
+            expr = exprs.reducer_update(root.opcode, accs[0], vals[0], dtype or root.dtype)
+            if expr is not None:
+                return [expr]
+        env = {}
+        params = sorted(reducer.parameters, key=lambda p: p.parameter_number)
+        for p, v in zip(params, list(accs) + list(vals)):
+            env[id(p)] = v
+        for i in reducer.instructions:
+            if id(i) in env:
+                continue
+            if i.opcode == "tuple":
+                continue
+            if i.opcode == "constant":
+                env[id(i)] = exprs.literal(i.literal.reshape(-1)[0], i.dtype)
+                continue
+            var = self.w.fresh(i.name)
+            self.w.line(f"{var} = {exprs.scalar_expr(i, [env[id(o)] for o in i.operands])}")
+            env[id(i)] = var
+        outs = root.operands if root.opcode == "tuple" else (root,)
+        return [env[id(o)] for o in outs]
+
+    # -- row kernels ---------------------------------------------------------------------
+
+    def _emit_rows(self, lead: tuple[int, ...], trail: tuple[int, ...]):
+        rows = prod(lead)
+        per_row = prod(trail)
+        outer_parallel = rows >= 2 and rows * per_row >= PARALLEL_THRESHOLD
+        inner_parallel = rows == 1 and per_row >= PARALLEL_THRESHOLD
+        ridx = self.loop_nest(lead, parallel=outer_parallel)
+        for inst in self._reduces():
+            self.w.comment(inst)
+            n = len(inst.operands) // 2
+            operands, inits = inst.operands[:n], inst.operands[n:]
+            reducer = self.module.computation(inst.attr("to_apply"))
+            accs = self._init_accs(inst, inits, reducer)
+            tidx = self.loop_nest(trail, parallel=inner_parallel and _parallel_reducer(reducer, n))
+            self._accumulate(inst, reducer, accs, operands, ridx + tidx)
+            self.close(len(trail))
+            if inst.shape.is_tuple:
+                for k, (acc, e) in enumerate(zip(accs, inst.shape.elements)):
+                    var = self.w.fresh(f"{inst.name}_{k}")
+                    self.w.line(f"{var} = {np_type(e.dtype)}({acc})")
+                    self.row_scalars[(id(inst), k)] = var
+            else:
+                var = self.w.fresh(inst.name)
+                self.w.line(f"{var} = {np_type(inst.dtype)}({accs[0]})")
+                self.row_scalars[id(inst)] = var
+        # Per-row values that outputs need, then the full-row outputs in one loop.
+        full = [o for o in self.outputs if o.dims == lead + trail]
+        small = [o for o in self.outputs if o.dims != lead + trail]
+        for o in small:  # per row: shaped like the rows, or with the row's axes kept as 1s
+            self.w.comment(o)
+            idx = ridx + ("0",) * (len(o.dims) - len(lead))
+            self.w.line(f"{_index(self.out_names[id(o)], idx)} = {self.value(o, idx)}")
+        if full:
+            tidx = self.loop_nest(trail, parallel=inner_parallel)
+            for o in full:
+                self.w.comment(o)
+                v = self.value(o, ridx + tidx)
+                self.w.line(f"{_index(self.out_names[id(o)], ridx + tidx)} = {v}")
+            self.close(len(trail))
+        self.close(len(lead))
+
+
+def _index(array: str, idx) -> str:
+    return f"{array}[{', '.join(idx)}]" if idx else f"{array}[()]"
+
+
+def _dims(dims) -> str:
+    dims = list(dims)
+    return "(" + ", ".join(map(str, dims)) + ("," if len(dims) == 1 else "") + ")"
+
+
+def _affine(i: str, start: int, stride: int) -> str:
+    if stride == 1:
+        return f"({start} + {i})" if start else i
+    return f"({start} + {i} * {stride})"
+
+
+def _simple_op(reducer: Computation) -> bool:
+    root = reducer.root
+    params = set(map(id, reducer.parameters))
+    return (len(reducer.instructions) == 3 and root.opcode != "tuple"
+            and all(id(o) in params for o in root.operands))
+
+
+def _is_single_op(reducer: Computation, opcode: str) -> bool:
+    return _simple_op(reducer) and reducer.root.opcode == opcode
+
+
+def _parallel_reducer(reducer: Computation, n: int) -> bool:
+    """Numba parallelises `acc += x` over prange; other reducers run serially."""
+    return n == 1 and _is_single_op(reducer, "add")
+
+
+def _wide_accumulator(reducer: Computation, dtype: np.dtype, n: int) -> np.dtype:
+    """float32 sums accumulate in float64: at least as accurate as NumPy's pairwise sum."""
+    if n == 1 and dtype == np.float32 and _is_single_op(reducer, "add"):
+        return np.dtype(np.float64)
+    return np.dtype(dtype)
+
+
+def _row_plan(comp: Computation, outputs) -> tuple[tuple, tuple] | None:
+    """(leading dims, trailing dims) when every reduce reduces the same trailing dims of one
+    loop space and every output is per-row or full; None otherwise (and for dots)."""
+    reduces = [i for i in comp.instructions if i.opcode == "reduce"]
+    if any(i.opcode == "dot" for i in comp.instructions):
+        return None
+    if not reduces:
+        dims = {o.dims for o in outputs}
+        if len(dims) != 1:
+            return None
+        (full,) = dims
+        # A loop kernel: rows are the leading dimension, a row the rest.
+        return (full[:1], full[1:]) if full else ((), ())
+    spaces = set()
+    for r in reduces:
+        x = r.operands[0].dims
+        axes = sorted(r.attr("dimensions"))
+        k = len(x) - len(axes)
+        if axes != list(range(k, len(x))):
+            return None
+        spaces.add((x[:k], x[k:]))
+    if len(spaces) != 1:
+        return None
+    lead, trail = next(iter(spaces))
+    ok = {lead + trail, lead, lead + (1,) * len(trail)}
+    if not all(o.dims in ok for o in outputs):
+        return None
+    # A reduce's result is a register holding the current row's value, so everything computed
+    # from it must read it at the current row (as row fusion checks); the reduces themselves
+    # run in program order, which is topological.
+    after = set(map(id, reduces))
+    for inst in comp.instructions:
+        if id(inst) in after or not any(id(o) in after for o in inst.operands):
+            continue
+        after.add(id(inst))
+        if inst.opcode != "tuple" and not fits_rows(inst, lead, trail):
+            return None
+    return lead, trail
+
+
+# ----------------------------------------------------------------------------------------------
+# The program: every kernel, and one driver that runs them in schedule order over the arena.
+
+
+@dataclass
+class Program:
+    """A generated file: the kernels and the driver `run(arena, args..., consts..., outs...)`."""
+
+    module: Module
+    source: str
+    kernels: dict[str, str]  # kernel function name -> its source
+    constants: list[Instruction]  # array constants the driver takes, in order
+    outputs: list[tuple[str, int]]  # per root element: ("output", k), ("parameter", n), ("constant", k)
+    num_outputs: int  # arrays the caller allocates
+
+
+HEADER = '''"""Generated by xla-explorer from HLO module {module}: one Numba kernel per fusion, and
+`run`, which calls them in schedule order with every temporary in one arena."""
+''' + exprs.PRELUDE + '''from numba import njit, prange
+
+FASTMATH = {fastmath}
+'''
+
+
+def _kernel_computation(module: Module, inst: Instruction) -> tuple[Computation, str, bool]:
+    """The computation a kernel runs: a fusion's own, or one op on parameters."""
+    if inst.opcode == "fusion":
+        comp = module.computation(inst.attr("calls"))
+        return comp, inst.attr("kind"), "schedule" in (inst.attr("backend_config") or "")
+    params = tuple(Instruction(f"param_{n}", "parameter", o.shape, parameter_number=n)
+                   for n, o in enumerate(inst.operands))
+    kind = {"reduce": "kInput", "dot": "kOutput"}.get(inst.opcode, "kLoop")
+    body = params + (inst.replace(operands=params),)
+    return Computation(f"{inst.name}.computation", body), kind, False
+
+
+def _tuple_rooted(comp: Computation) -> Computation:
+    """A computation whose root makes a tuple (a variadic reduce, argmax's value and index)
+    ending in get-tuple-elements and a tuple, so each output is one array."""
+    root = comp.root
+    if not root.shape.is_tuple or root.opcode == "tuple":
+        return comp
+    gtes = tuple(Instruction(f"{root.name}.{k}", "get-tuple-element", e, (root,), (("index", k),))
+                 for k, e in enumerate(root.shape.elements))
+    tup = Instruction(f"{root.name}.tuple", "tuple", root.shape, gtes)
+    return Computation(comp.name, comp.instructions + gtes + (tup,))
+
+
+def generate_program(module: Module, assignment) -> Program:
+    """The Python source of every kernel of `module` and of its driver, using `assignment`
+    (the module's buffer assignment) for where every value between kernels lives."""
+    from ..passes.buffer_assignment import (CONSTANT, EAGER, OUTPUT, PARAMETER, TEMPORARY,
+                                            buffer_name, dataflow, is_kernel)
+
+    entry = module.entry
+    flow = dataflow(entry)
+    params = sorted(entry.parameters, key=lambda p: p.parameter_number)
+    constants = [i for i in entry.instructions if i.opcode == "constant"]
+    out_index: dict[str, int] = {}
+    for b in assignment.buffers:
+        if b.category == OUTPUT:
+            out_index[b.name] = len(out_index)
+        if b.category == EAGER:
+            inst = entry.get(b.instruction)
+            raise CompileError(
+                f"{inst.name} ({inst.attr('custom_call_target')}) is not compilable: its output "
+                "shape depends on the values", op=inst.attr("custom_call_target"),
+                source_file=inst.metadata.source_file or None,
+                source_line=inst.metadata.source_line or None,
+                hint="use autocluster=True to run it eagerly between compiled clusters")
+
+    lines = []
+    names: set[str] = set()
+    kernels: dict[str, str] = {}
+    driver = []
+
+    def buffer_expr(key) -> str:
+        name = buffer_name(*key)
+        b = assignment.buffer(name)
+        if b.category == PARAMETER:
+            return f"a{entry.get(b.instruction).parameter_number}"
+        if b.category == CONSTANT:
+            return f"c{[c.name for c in constants].index(b.instruction)}"
+        if b.category == OUTPUT:
+            return f"o{out_index[name]}"
+        assert b.category == TEMPORARY
+        return f"t_{identifier(name)}"
+
+    for inst in entry.instructions:
+        if not is_kernel(inst):
+            continue
+        comp, kind, row = _kernel_computation(module, inst)
+        fname = identifier(inst.name)
+        while fname in names:
+            fname += "_"
+        names.add(fname)
+        kernel = KernelEmitter(module, comp, fname, kind, row).emit()
+        kernels[fname] = kernel.source
+        lines.append(kernel.source)
+        driver.append(f"    # {format_instruction(inst, metadata=False).strip()}")
+        outs = []
+        for idx in flow.defined[inst.name]:
+            key = (inst.name, idx)
+            b = assignment.buffer(buffer_name(*key))
+            expr = buffer_expr(key)
+            if b.category == TEMPORARY:
+                offset = assignment.offset(b)
+                driver.append(f"    {expr} = arena[{offset}:{offset + b.size}]"
+                              f".view({np_type(b.shape.dtype)}).reshape({_dims(b.shape.dims)})")
+            outs.append(expr)
+        ins = []
+        for o in inst.operands:
+            (key,) = flow.points_to[o.name].values()
+            ins.append(buffer_expr(key))
+        driver.append(f"    {fname}({', '.join(ins + outs)})")
+
+    # What the root hands back, element by element.
+    outputs = []
+    for idx, key in flow.points_to[entry.root.name].items():
+        b = assignment.buffer(buffer_name(*key))
+        if b.category == OUTPUT:
+            outputs.append(("output", out_index[b.name]))
+        elif b.category == PARAMETER:
+            outputs.append(("parameter", entry.get(b.instruction).parameter_number))
+        else:
+            outputs.append(("constant", [c.name for c in constants].index(b.instruction)))
+    args = (["arena"] + [f"a{p.parameter_number}" for p in params]
+            + [f"c{k}" for k in range(len(constants))] + [f"o{k}" for k in range(len(out_index))])
+    driver_src = ("@njit(cache=True)\n"
+                  f"def run({', '.join(args)}):\n" + ("\n".join(driver) or "    pass") + "\n")
+    flags = "{" + ", ".join(repr(f) for f in sorted(FASTMATH)) + "}"
+    source = (HEADER.format(module=module.name, fastmath=flags)
+              + "\n\n" + "\n\n".join(lines + [driver_src]))
+    return Program(module, source, kernels, constants, outputs, len(out_index))

@@ -1,0 +1,84 @@
+"""A compiled module: the generated Numba program, its arena, and a NumPy-in, NumPy-out call.
+
+The arena is allocated once per executable and reused by every call; outputs are allocated
+with NumPy for each call (NumPy's allocator is the fastest here, TOOLCHAIN.md) and handed to
+the caller as arrays of their own. One call is one dispatch into Numba: the driver `run`
+calls every kernel in schedule order.
+"""
+from __future__ import annotations
+
+import os
+import time
+from typing import Sequence
+
+import numpy as np
+
+from ..codegen import cache
+from ..codegen.numba_cpu import Program, generate_program, identifier
+from ..ir.module import Module
+from ..passes.buffer_assignment import OUTPUT, BufferAssignment
+
+# A parallel kernel after idle must not wait milliseconds for OpenMP threads to wake
+# (TOOLCHAIN.md); this has to be set before Numba starts its threads.
+os.environ.setdefault("OMP_WAIT_POLICY", "passive")
+
+
+class Executable:
+    """`module` compiled for the CPU with its buffer assignment."""
+
+    def __init__(self, module: Module, assignment: BufferAssignment):
+        if assignment.module is not module:
+            raise ValueError("the buffer assignment must be the module's own")
+        self.module = module
+        self.assignment = assignment
+        start = time.perf_counter()
+        self.program: Program = generate_program(module, assignment)
+        self.path = cache.write_source(identifier(module.name), self.program.source)
+        self._py = cache.load(self.path)
+        self.generate_seconds = time.perf_counter() - start
+        self.compile_seconds: float | None = None
+        self.arena = np.empty(assignment.peak_bytes, dtype=np.uint8)
+        self.constants = [np.ascontiguousarray(c.literal.reshape(c.dims))
+                          for c in self.program.constants]
+        self.params = sorted(module.entry.parameters, key=lambda p: p.parameter_number)
+        self.output_shapes = [b.shape for b in assignment.buffers if b.category == OUTPUT]
+
+    @property
+    def kernels(self) -> dict[str, str]:
+        return dict(self.program.kernels)
+
+    def _arguments(self, args: Sequence) -> list[np.ndarray]:
+        if len(args) != len(self.params):
+            raise TypeError(f"{self.module.name} takes {len(self.params)} arguments, got "
+                            f"{len(args)}")
+        out = []
+        for n, (a, p) in enumerate(zip(args, self.params)):
+            arr = np.asarray(a)
+            if arr.shape != p.dims:
+                raise TypeError(f"argument {n} has shape {arr.shape}; it was compiled for "
+                                f"{p.shape}")
+            if arr.dtype != p.dtype:
+                arr = arr.astype(p.dtype)
+            out.append(arr)
+        return out
+
+    def __call__(self, *args) -> list[np.ndarray]:
+        arrays = self._arguments(args)
+        outs = [np.empty(s.dims, dtype=s.dtype) for s in self.output_shapes]
+        if self.compile_seconds is None:  # Numba compiles (or loads from disk) on first call
+            start = time.perf_counter()
+            self._py.run(self.arena, *arrays, *self.constants, *outs)
+            self.compile_seconds = time.perf_counter() - start
+        else:
+            self._py.run(self.arena, *arrays, *self.constants, *outs)
+        results = []
+        for where, k in self.program.outputs:
+            if where == "output":
+                value = outs[k]
+                # The same array returned twice is the caller's twice: copy the repeat.
+                results.append(value if not any(r is value for r in results) else value.copy())
+            elif where == "parameter":
+                results.append(np.array(arrays[k], copy=True))
+            else:
+                results.append(self.constants[k].copy())
+        return results

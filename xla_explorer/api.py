@@ -243,6 +243,20 @@ class Exploration:
         leaves = [_restore(v, like) for v, like in zip(flat[:n], self.traced.eager_outputs)]
         return unflatten(self.traced.treedef, leaves)
 
+    def bench(self, *args, repeat: int = 20):
+        """Eager NumPy against the compiled program on the same inputs: medians over
+        interleaved rounds, and peak memory of each (a `BenchResult`; `.table()`, `.plot()`)."""
+        from .passes.buffer_assignment import OUTPUT
+        from .runtime.bench import bench
+
+        args = args or self.args
+        a = self.buffers
+        outputs = sum(b.size for b in a.buffers if b.category == OUTPUT) if a else 0
+        arena = a.peak_bytes if a else 0
+        exe = self.executable
+        return bench(self.module.name, self.function, self.run, args, repeat, arena,
+                     arena + outputs, exe.compile_seconds if exe else None)
+
     def check(self, *args) -> CheckResult:
         """Compiled against eager NumPy on the same inputs: error per output, within tolerance."""
         args = args or self.args

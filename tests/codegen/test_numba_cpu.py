@@ -163,3 +163,25 @@ def test_a_second_process_loads_the_kernels_from_the_disk_cache(tmp_path):
     assert first["misses"] == 2 and first["hits"] == 0  # compiled the kernel and the driver
     # The driver's machine code, the kernel linked in, comes from disk; nothing compiles.
     assert second["misses"] == 0 and second["hits"] >= 1
+
+
+def test_bench_measures_both_and_a_one_kernel_program_allocates_only_its_outputs(rng):
+    from matplotlib.figure import Figure
+
+    def layernorm(x):
+        m = x.mean(-1, keepdims=True)
+        v = ((x - m) ** 2).mean(-1, keepdims=True)
+        return (x - m) / np.sqrt(v + 1e-5)
+
+    x = f32(rng, 256, 128)
+    ex = xe.explore(layernorm, x, backend="cpu")
+    assert len(ex.fusions) == 1
+    result = ex.bench(x, repeat=3)
+    assert result.eager.median > 0 and result.compiled.median > 0 and result.repeat == 3
+    # tracemalloc sees NumPy's allocations: the compiled call makes its output and nothing
+    # else (no temporaries, no arena); eager NumPy makes several full-size temporaries.
+    assert result.arena_bytes == 0 and result.predicted_peak_bytes == x.nbytes
+    assert x.nbytes <= result.compiled.peak_bytes < x.nbytes + 4096
+    assert result.eager.peak_bytes >= 2 * x.nbytes
+    assert "eager NumPy" in result.table() and "speed-up" in result.table()
+    assert isinstance(result.plot(), Figure)

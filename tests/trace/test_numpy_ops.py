@@ -73,11 +73,11 @@ def check_stages(ex):
         xe.verify(stage.module)
 
 
-def assert_matches_numpy(f, make_args, *, tol=1.0, values=True):
+def assert_matches_numpy(f, make_args, *, tol=1.0, values=True, backend="interpreter"):
     """Trace f, run it compiled, and compare with NumPy on fresh copies of the same inputs,
     including what f did to its inputs in place."""
     traced_args = make_args()
-    ex = xe.explore(f, *traced_args)
+    ex = xe.explore(f, *traced_args, backend=backend)
     for a, fresh in zip(traced_args, make_args()):  # tracing never changes the caller's arrays
         np.testing.assert_array_equal(a, fresh)
     check_stages(ex)
@@ -174,6 +174,31 @@ def test_record_matches_numpy(record, dtype, shapes, variant):
         assert "custom-call(" in traced, traced
     else:
         assert "custom-call(" not in traced, traced
+
+
+def _cpu_params():
+    """One case per record and type (the first with no empty argument): each compiles."""
+    for r in RECORDS:
+        if r.group == "not-compilable":
+            continue
+        for dtype in r.dtypes:
+            cases = list(r.all_cases())
+            shapes, variant = next(((sh, v) for sh, v in cases
+                                    if all(0 not in np.shape(np.empty(s)) if isinstance(s, tuple)
+                                           else True for s in sh)), cases[0])
+            yield pytest.param(r, dtype, shapes, variant,
+                               id=f"{r.name}|{dtype.name}|{_id(shapes)}|{_id(variant)}")
+
+
+@pytest.mark.parametrize("record,dtype,shapes,variant", list(_cpu_params()))
+def test_record_matches_numpy_on_the_cpu(record, dtype, shapes, variant, tmp_path_factory,
+                                         monkeypatch):
+    monkeypatch.setenv("XLA_EXPLORER_CACHE", str(tmp_path_factory.getbasetemp() / "kernels"))
+    f = _bind(record, variant, dtype)
+    make = _args_factory(record, shapes, dtype)
+    if numpy_verdict(f, make) is not None:
+        pytest.fail(f"the record for {record.name} asks NumPy for something it refuses")
+    assert_matches_numpy(f, make, tol=record.tol, values=record.values, backend="cpu")
 
 
 def _assert_no_big_constants(text):

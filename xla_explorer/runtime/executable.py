@@ -38,7 +38,8 @@ class Executable:
         self.generate_seconds = time.perf_counter() - start
         self.compile_seconds: float | None = None
         self.arena = np.empty(assignment.peak_bytes, dtype=np.uint8)
-        self.constants = [np.ascontiguousarray(c.literal.reshape(c.dims))
+        # (np.array, not np.ascontiguousarray: that makes a 0-d constant 1-d.)
+        self.constants = [np.array(c.literal.reshape(c.dims), order="C")
                           for c in self.program.constants]
         self.params = sorted(module.entry.parameters, key=lambda p: p.parameter_number)
         self.output_shapes = [b.shape for b in assignment.buffers if b.category == OUTPUT]

@@ -1,0 +1,228 @@
+"""Speed and memory of xla-explorer's CPU backend against eager NumPy, numexpr and XLA (jax.jit
+on CPU), on the programs the README's table lists.
+
+    python benchmarks/run.py [--quick] [--json results.json]
+
+Every runner gets the same float32 inputs. After a warm-up call each, the runners are timed
+interleaved (one call of each per round, so a slow moment hits all of them) and the median is
+reported. Peak memory is what tracemalloc sees during one call (NumPy and the compiled
+program allocate through NumPy; XLA's allocations are invisible to it, so that column says
+n/a). Compile times: cold, with an empty kernel cache, and from the disk cache in a second
+process. Ratios above 1 mean xla-explorer is faster.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+import tracemalloc
+from functools import partial
+
+import numpy as np
+
+try:
+    import numexpr
+except ImportError:  # the [bench] extra is not installed
+    numexpr = None
+try:
+    import jax
+    import jax.numpy as jnp
+except ImportError:
+    jax = jnp = None
+
+import xla_explorer as xe
+
+F32 = np.float32
+
+
+# -- the programs, written once for NumPy and jax.numpy (xp) -----------------------------------
+
+def sum_xyz(xp, x, y, z):
+    return xp.sum(x + y * z)
+
+
+def gelu(xp, x):
+    c = F32(np.sqrt(2 / np.pi))
+    return F32(0.5) * x * (F32(1) + xp.tanh(c * (x + F32(0.044715) * x * x * x)))
+
+
+def softmax(xp, x):
+    e = xp.exp(x - x.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
+
+
+def layernorm(xp, x, g, b):
+    m = x.mean(axis=-1, keepdims=True)
+    v = ((x - m) ** 2).mean(axis=-1, keepdims=True)
+    return (x - m) / xp.sqrt(v + F32(1e-5)) * g + b
+
+
+def dense_relu(xp, x, w, b):
+    return xp.maximum(x @ w + b, F32(0))
+
+
+def mean_var(xp, x):
+    return x.mean(), x.var()
+
+
+def chain50(xp, x):
+    for _ in range(25):
+        x = x * F32(1.0001) + F32(0.5)
+    return x
+
+
+NUMEXPR = {
+    "sum_xyz": lambda x, y, z: numexpr.evaluate("sum(x + y * z)"),
+    "gelu": lambda x: numexpr.evaluate(
+        "0.5 * x * (1 + tanh(0.7978846 * (x + 0.044715 * x * x * x)))"),
+}
+
+
+def cases(quick: bool):
+    n = [10**5, 10**6, 10**7, 3 * 10**7] if not quick else [10**5, 10**6]
+    for k in n:
+        yield sum_xyz, f"{k:.0e}", [(k,)] * 3
+    for k in ([10**6, 10**7] if not quick else [10**6]):
+        yield gelu, f"{k:.0e}", [(k,)]
+    for rows in ([4096, 16384] if not quick else [1024]):
+        yield softmax, f"{rows}x1024", [(rows, 1024)]
+        yield layernorm, f"{rows}x1024", [(rows, 1024), (1024,), (1024,)]
+    size = 1024 if not quick else 256
+    yield dense_relu, f"{size}^3", [(size, size), (size, size), (size,)]
+    yield mean_var, "1e+07" if not quick else "1e+06", [(10**7 if not quick else 10**6,)]
+    yield chain50, "1000", [(1000,)]
+
+
+# -- measuring -------------------------------------------------------------------------------
+
+def peak(call) -> int | None:
+    tracemalloc.start()
+    try:
+        tracemalloc.reset_peak()
+        base = tracemalloc.get_traced_memory()[0]
+        call()
+        return tracemalloc.get_traced_memory()[1] - base
+    finally:
+        tracemalloc.stop()
+
+
+def timed_rounds(runners: dict, budget: float) -> dict[str, float]:
+    """Median seconds per call of each runner, interleaved, over about `budget` seconds."""
+    once = {}
+    for name, call in runners.items():
+        call()  # warm-up
+        start = time.perf_counter()
+        call()
+        once[name] = time.perf_counter() - start
+    rounds = int(max(5, min(200, budget / max(sum(once.values()), 1e-6))))
+    samples = {name: [] for name in runners}
+    for _ in range(rounds):
+        for name, call in runners.items():
+            start = time.perf_counter()
+            call()
+            samples[name].append(time.perf_counter() - start)
+    return {name: float(np.median(s)) for name, s in samples.items()}
+
+
+DISK_CACHE_PROBE = """
+import sys, time, json, numpy as np
+sys.path.insert(0, {bench_dir!r})
+import run as bench
+import xla_explorer as xe
+from functools import partial
+program = getattr(bench, {name!r})
+args = [np.ones(s, np.float32) for s in {shapes!r}]
+f = partial(program, np)
+f.__name__ = program.__name__
+ex = xe.explore(f, *args, backend="cpu")
+ex.run(*args)
+print(json.dumps({{"seconds": ex.executable.compile_seconds, "kernels": len(ex.kernels)}}))
+"""
+
+
+def compile_times(program, shapes) -> tuple[float, float, int]:
+    """(cold compile, load from the disk cache in a second process) seconds, and kernels."""
+    with tempfile.TemporaryDirectory() as cache:
+        env = dict(os.environ, XLA_EXPLORER_CACHE=cache)
+        code = DISK_CACHE_PROBE.format(bench_dir=os.path.dirname(os.path.abspath(__file__)),
+                                       name=program.__name__, shapes=[list(s) for s in shapes])
+        out = []
+        for _ in range(2):
+            p = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                               text=True, check=True)
+            out.append(json.loads(p.stdout.strip().splitlines()[-1]))
+    return out[0]["seconds"], out[1]["seconds"], out[0]["kernels"]
+
+
+def run_case(program, label, shapes, budget) -> dict:
+    rng = np.random.default_rng(0)
+    args = [rng.standard_normal(s).astype(F32) for s in shapes]
+    eager = partial(program, np)
+    eager.__name__ = program.__name__
+    ex = xe.explore(eager, *args, backend="cpu")
+    runners = {"numpy": lambda: eager(*args), "xla_explorer": lambda: ex.run(*args)}
+    if numexpr is not None and program.__name__ in NUMEXPR:
+        runners["numexpr"] = lambda: NUMEXPR[program.__name__](*args)
+    if jax is not None:
+        jitted = jax.jit(partial(program, jnp))
+        jargs = [jax.device_put(a) for a in args]
+        runners["jax"] = lambda: jax.block_until_ready(jitted(*jargs))
+    check = ex.check(*args)
+    times = timed_rounds(runners, budget)
+    cold, disk, kernels = compile_times(program, shapes)
+    row = {
+        "program": program.__name__, "size": label, "kernels": kernels, "check_ok": check.ok,
+        "ms": {k: v * 1e3 for k, v in times.items()},
+        "speedup_vs_numpy": times["numpy"] / times["xla_explorer"],
+        "speedup_vs_jax": times["jax"] / times["xla_explorer"] if "jax" in times else None,
+        "compile_cold_s": cold, "compile_disk_s": disk,
+        "peak_bytes": {"numpy": peak(runners["numpy"]),
+                       "xla_explorer": peak(runners["xla_explorer"])},
+    }
+    return row
+
+
+def table(rows) -> str:
+    head = ("program", "size", "kernels", "NumPy ms", "numexpr ms", "XLA ms", "ours ms",
+            "vs NumPy", "vs XLA", "compile cold s", "disk s", "NumPy MiB", "ours MiB")
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in rows:
+        ms = r["ms"]
+        cell = lambda k: f"{ms[k]:.3f}" if k in ms else "-"  # noqa: E731
+        vs_jax = f"{r['speedup_vs_jax']:.2f}x" if r["speedup_vs_jax"] else "-"
+        lines.append("| " + " | ".join([
+            r["program"], r["size"], str(r["kernels"]), cell("numpy"), cell("numexpr"),
+            cell("jax"), cell("xla_explorer"), f"{r['speedup_vs_numpy']:.2f}x", vs_jax,
+            f"{r['compile_cold_s']:.2f}", f"{r['compile_disk_s']:.3f}",
+            f"{r['peak_bytes']['numpy'] / 2**20:.1f}",
+            f"{r['peak_bytes']['xla_explorer'] / 2**20:.1f}"]) + " |")
+    return "\n".join(lines)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="small sizes, a short run")
+    parser.add_argument("--json", default="benchmarks/results.json")
+    parser.add_argument("--budget", type=float, default=3.0, help="seconds of timing per case")
+    opts = parser.parse_args(argv)
+    rows = []
+    for program, label, shapes in cases(opts.quick):
+        rows.append(run_case(program, label, shapes, opts.budget))
+        print(f"{program.__name__} {label}: {rows[-1]['speedup_vs_numpy']:.2f}x NumPy",
+              file=sys.stderr)
+    machine = (f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
+               f"Python {platform.python_version()}, NumPy {np.__version__}, "
+               f"jax {getattr(jax, '__version__', 'absent')}")
+    print(f"Machine: {machine}\n")
+    print(table(rows))
+    with open(opts.json, "w") as f:
+        json.dump({"machine": machine, "rows": rows}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

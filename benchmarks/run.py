@@ -6,9 +6,10 @@ on CPU), on the programs the README's table lists.
 Every runner gets the same float32 inputs. After a warm-up call each, the runners are timed
 interleaved (one call of each per round, so a slow moment hits all of them) and the median is
 reported. Peak memory is what tracemalloc sees during one call (NumPy and the compiled
-program allocate through NumPy; XLA's allocations are invisible to it, so that column says
-n/a). Compile times: cold, with an empty kernel cache, and from the disk cache in a second
-process. Ratios above 1 mean xla-explorer is faster.
+program allocate through NumPy; XLA's allocations are invisible to it, so XLA has no memory
+column). Compile times: cold, with an empty kernel cache, and from the disk cache in a second
+process (after Numba's own once-per-process start-up, about 0.4 s, which is not counted).
+Ratios above 1 mean xla-explorer is faster.
 """
 from __future__ import annotations
 
@@ -140,6 +141,10 @@ args = [np.ones(s, np.float32) for s in {shapes!r}]
 f = partial(program, np)
 f.__name__ = program.__name__
 ex = xe.explore(f, *args, backend="cpu")
+# Numba pays about 0.4 s once per process to load its own registries; pay it on something
+# else first, so what is timed is this program's kernels.
+from numba import njit
+njit(cache=False)(lambda a: a.sum())(np.ones(2, np.float32))
 ex.run(*args)
 print(json.dumps({{"seconds": ex.executable.compile_seconds, "kernels": len(ex.kernels)}}))
 """

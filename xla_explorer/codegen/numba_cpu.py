@@ -354,7 +354,13 @@ class KernelEmitter:
                 and b.opcode == "parameter"):
             raise CompileError(f"{inst.name}: a dot reads its operands from memory; "
                                "nothing may be fused into them", op="dot")
-        out = self._storage(inst)
+        only = self.outputs[0] if len(self.outputs) == 1 else None
+        if id(inst) not in self.out_names and only is not None and only.shape == inst.shape:
+            # The epilogue reads each product element once where it writes the result: BLAS
+            # writes into the output, and the epilogue runs over it in place.
+            out = self.out_names[id(only)]
+        else:
+            out = self._storage(inst)
         self.stored[id(inst)] = out
         lb, lc = inst.attr("lhs_batch_dims", ()), inst.attr("lhs_contracting_dims", ())
         rb, rc = inst.attr("rhs_batch_dims", ()), inst.attr("rhs_contracting_dims", ())
@@ -365,6 +371,15 @@ class KernelEmitter:
         k = prod(a.dims[d] for d in lc)
         n = prod(b.dims[d] for d in rf)
         pa, pb = f"p{a.parameter_number}", f"p{b.parameter_number}"
+        blas = np.dtype(inst.dtype).kind == "f" and np.dtype(a.dtype) == np.dtype(inst.dtype)
+        plain = (not lb and not rb and len(a.dims) == 2 and len(b.dims) == 2
+                 and list(lc) == [1] and list(rc) == [0])
+        if blas and plain:
+            # A plain matrix product: BLAS writes straight into the result (operands are
+            # made contiguous only if they are not already).
+            self.w.line(f"np.dot(np.ascontiguousarray({pa}), np.ascontiguousarray({pb}), "
+                        f"{out})  # BLAS")
+            return
         la = self.w.fresh("lhs")
         rb_ = self.w.fresh("rhs")
         self.w.line(f"{la} = np.ascontiguousarray(np.transpose({pa}, "
@@ -376,8 +391,8 @@ class KernelEmitter:
         t = self.w.fresh("t")
         self.w.line(f"for {t} in range({batch}):")
         self.w.depth += 1
-        if np.dtype(inst.dtype).kind == "f" and np.dtype(a.dtype) == np.dtype(inst.dtype):
-            self.w.line(f"{res}[{t}] = np.dot({la}[{t}], {rb_}[{t}])  # BLAS")
+        if blas:
+            self.w.line(f"np.dot({la}[{t}], {rb_}[{t}], {res}[{t}])  # BLAS")
         else:
             i, j, q = self.w.fresh("i"), self.w.fresh("j"), self.w.fresh("k")
             acc = self.w.fresh("acc")

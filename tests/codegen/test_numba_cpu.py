@@ -185,3 +185,49 @@ def test_bench_measures_both_and_a_one_kernel_program_allocates_only_its_outputs
     assert result.eager.peak_bytes >= 2 * x.nbytes
     assert "eager NumPy" in result.table() and "speed-up" in result.table()
     assert isinstance(result.plot(), Figure)
+
+
+def test_strided_reversed_transposed_and_empty_inputs(rng):
+    f = xe.jit(lambda x, y: np.tanh(x) * y + x.sum())
+    a = f32(rng, 4, 6)
+    for x in (a[:, ::2], a[::-1], a.T, np.asfortranarray(a), np.zeros((0, 3), np.float32)):
+        y = np.ones_like(x)
+        np.testing.assert_allclose(f(x, y), np.tanh(x) * y + x.sum(), rtol=2e-5, atol=1e-6)
+
+
+def test_nan_inf_and_integer_wrap_as_numpy():
+    x = np.array([np.nan, np.inf, 0, -np.inf, 1], np.float32)
+    with np.errstate(all="ignore"):
+        np.testing.assert_allclose(xe.jit(lambda x: np.exp(x) / x)(x), np.exp(x) / x,
+                                   rtol=2e-7)  # NaN where NumPy's is, inf and -0 too
+    i = np.array([1, 2, -5], np.int32)
+    np.testing.assert_array_equal(xe.jit(lambda i: i + np.int32(2**31 - 1))(i),
+                                  i + np.int32(2**31 - 1))
+
+
+def test_bad_arguments_are_type_errors_that_say_what_was_expected(rng):
+    f = xe.jit(lambda x, y: x + y)
+    with pytest.raises(TypeError, match="missing 1 required positional argument"):
+        f(f32(rng, 3))
+    with pytest.raises(TypeError, match="is a str; expected a NumPy array"):
+        f("x", f32(rng, 3))
+
+
+def test_a_numba_failure_is_a_compile_error_naming_the_generated_line_and_its_hlo(rng, monkeypatch):
+    from xla_explorer.codegen import exprs
+
+    real = exprs.scalar_expr
+
+    def broken(inst, operands):  # a code generator bug: a call Numba cannot type
+        text = real(inst, operands)
+        return f"undefined_helper({text})" if inst.opcode == "tanh" else text
+
+    monkeypatch.setattr(exprs, "scalar_expr", broken)
+    ex = xe.explore(lambda x: np.tanh(x) + 1, f32(rng, 7), backend="cpu")
+    with pytest.raises(xe.CompileError) as err:
+        ex.run(f32(rng, 7))
+    message = str(err.value)
+    assert "NameError: name 'undefined_helper' is not defined" in message
+    # Numba points at the driver's call of the kernel; the HLO above it names the fusion.
+    assert "generated line" in message and "from HLO: tanh_add_fusion" in message
+    assert str(ex.executable.path) in message

@@ -8,12 +8,15 @@ calls every kernel in schedule order.
 from __future__ import annotations
 
 import os
+import re
 import time
 from typing import Sequence
 
 import numpy as np
+from numba.core.errors import NumbaError
 
 from ..codegen import cache
+from ..errors import CompileError
 from ..codegen.numba_cpu import Program, generate_program, identifier
 from ..ir.module import Module
 from ..passes.buffer_assignment import OUTPUT, BufferAssignment
@@ -63,12 +66,33 @@ class Executable:
             out.append(arr)
         return out
 
+    def _compile_error(self, error: Exception) -> CompileError:
+        """Numba's failure as the generated line it names and the HLO instruction above it."""
+        text = str(error)
+        lines = self.program.source.splitlines()
+        # Numba names the file relative to the working directory: match its name.
+        found = [int(n) for n in re.findall(rf'File "[^"]*{re.escape(self.path.name)}", line '
+                                             r'(\d+)', text)]
+        where = ""
+        if found and 0 < found[-1] <= len(lines):
+            n = found[-1]
+            hlo = next((lines[k].strip()[2:] for k in range(n - 1, -1, -1)
+                        if lines[k].strip().startswith("# ")), "")
+            where = f"\n  generated line {n}: {lines[n - 1].strip()}\n  from HLO: {hlo}"
+        causes = re.findall(r"^\w*Error: .*$", text, flags=re.M)
+        first = causes[0] if causes else (text.strip().splitlines() or [type(error).__name__])[0]
+        return CompileError(f"Numba could not compile {self.module.name}: {first}{where}",
+                            op="numba", hint=f"the generated source is {self.path}")
+
     def __call__(self, *args) -> list[np.ndarray]:
         arrays = self._arguments(args)
         outs = [np.empty(s.dims, dtype=s.dtype) for s in self.output_shapes]
         if self.compile_seconds is None:  # Numba compiles (or loads from disk) on first call
             start = time.perf_counter()
-            self._py.run(self.arena, *arrays, *self.constants, *outs)
+            try:
+                self._py.run(self.arena, *arrays, *self.constants, *outs)
+            except NumbaError as e:
+                raise self._compile_error(e) from e
             self.compile_seconds = time.perf_counter() - start
         else:
             self._py.run(self.arena, *arrays, *self.constants, *outs)

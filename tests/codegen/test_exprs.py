@@ -15,8 +15,7 @@ from __future__ import annotations
 
 import importlib.util
 import re
-import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable
 
 import numba

@@ -303,7 +303,15 @@ class KernelEmitter:
         header = [f"@njit(cache=True, fastmath=FASTMATH, error_model=\"numpy\", "
                   f"parallel={self.parallel})",
                   f"def {self.name}({', '.join(args + outs)}):"]
-        doc = f'    """{self.kind} kernel: the fused computation {self.comp.name}."""'
+        if plan is None:
+            shape = "loop nests, phase by phase"
+        elif plan[0]:
+            shape = f"{' x '.join(map(str, plan[0]))} rows of {list(plan[1])}"
+        else:
+            shape = "one row"
+        what = "row fusion" if self.row_config else self.kind
+        doc = (f'    """{what} kernel, the fused computation {self.comp.name}: runs as '
+               f'{shape}."""')
         body = self.w.lines or ["    pass"]
         return KernelSource(self.name, self.comp.name, "\n".join(header + [doc] + body) + "\n",
                             len(args), len(outs), self.parallel)

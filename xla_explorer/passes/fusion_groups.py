@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from ..ir.module import Computation, Instruction, Module
 from ..ir.ops import Group as OpGroup
-from ..ir.ops import in_group, op
+from ..ir.ops import in_group
 from ..ir.shape import TupleShape
 from .names import NameGen
 

@@ -5,7 +5,7 @@ STAMP  := $(VENV)/.installed
 # pytest-xdist workers: the machines here have 2 cores.
 JOBS   ?= 2
 
-.PHONY: setup test lab clean graphviz
+.PHONY: setup test lab clean graphviz fuzz
 
 setup: $(STAMP) graphviz
 
@@ -30,6 +30,15 @@ graphviz:
 
 test: setup
 	$(PY) -m pytest -n $(JOBS) -q
+
+# Random programs on every backend against eager NumPy; each mismatch is printed as a runnable
+# NumPy script. `make fuzz N=10000 SEED=3`; FUZZ_ARGS passes more options (tests/fuzz.py --help).
+N         ?= 200
+SEED      ?= 0
+FUZZ_ARGS ?=
+
+fuzz: setup
+	$(PY) -m tests.fuzz -n $(N) --seed $(SEED) --jobs $(JOBS) $(FUZZ_ARGS)
 
 # Root (containers, Binder-like machines) needs --allow-root; nobody else gets it.
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root)

@@ -87,3 +87,19 @@ def test_errors_are_compile_errors():
     assert issubclass(xe.UnsupportedOpError, xe.CompileError)
     e = xe.CompileError("np.foo is not supported", op="np.foo", source_file=__file__, source_line=1)
     assert e.op == "np.foo" and e.source_line == 1 and __file__ in str(e)
+
+
+def test_check_asks_float64_when_compiled_and_numpy_disagree(monkeypatch):
+    # float32 (x + 1e8) - 1e8 keeps x only to a multiple of 8. A compiled result nearer the
+    # float64 answer than NumPy's is right; one farther away stays a mismatch.
+    def f(x):
+        return (x + np.float32(1e8)) - np.float32(1e8)
+
+    x = np.linspace(-50, 50, 101, dtype=np.float32)
+    ex = xe.explore(f, x)
+    monkeypatch.setattr(ex, "run", lambda *a: x.copy())
+    (better,) = ex.check(x).outputs
+    assert better.ok and "float64" in better.note, str(better)
+    monkeypatch.setattr(ex, "run", lambda *a: f(x) + np.float32(8))
+    (worse,) = ex.check(x).outputs
+    assert not worse.ok and not worse.note

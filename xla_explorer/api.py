@@ -39,11 +39,13 @@ class OutputCheck:
     max_abs_error: float
     max_rel_error: float
     ok: bool
+    note: str = ""  # why an output outside the tolerance still counts as right
 
     def __str__(self) -> str:
         mark = "ok" if self.ok else "MISMATCH"
+        note = f" ({self.note})" if self.note else ""
         return (f"{self.name:<12} {str(self.dtype):<8} {str(list(self.shape)):<14} "
-                f"max abs {self.max_abs_error:.3g}  max rel {self.max_rel_error:.3g}  {mark}")
+                f"max abs {self.max_abs_error:.3g}  max rel {self.max_rel_error:.3g}  {mark}{note}")
 
 
 @dataclass(frozen=True)
@@ -271,10 +273,41 @@ class Exploration:
         precision = min(floats, key=lambda d: d.itemsize, default=None)
         checks = [compare(f"output {i}", g, w, precision)
                   for i, (g, w) in enumerate(zip(got_leaves, want_leaves))]
+        if not all(c.ok for c in checks):
+            checks = self._referee(checks, args, got_leaves, want_leaves)
         for _, param in self.traced.aliases:
             name = self.traced.arg_names[param]
             checks.append(compare(f"{name} (in place)", run_args[param], eager_args[param]))
         return CheckResult(tuple(checks))
+
+    def _referee(self, checks, args, got, want) -> list[OutputCheck]:
+        """Outputs outside the tolerance, judged against the same NumPy code run in float64:
+        a float32 sum of 1e7 terms may differ from NumPy's by more than float32's tolerance
+        because NumPy's own is the less accurate one. Such an output counts as right when it
+        is at least as close to the float64 result as NumPy's is."""
+        wide = [a.astype(np.float64) if isinstance(a, np.ndarray) and a.dtype.kind == "f"
+                else copy.deepcopy(a) for a in args]
+        try:
+            with np.errstate(all="ignore"):
+                exact = _leaves(self.function(*wide))
+        except Exception:  # the float64 run is only a referee; without it the check stands
+            return checks
+        judged = []
+        for c, g, w, e in zip(checks, got, want, exact):
+            g, w, e = (np.asarray(v) for v in (g, w, e))
+            if (c.ok or g.dtype.kind != "f" or g.shape != w.shape or e.shape != w.shape
+                    or not np.all(np.isfinite(w))):
+                judged.append(c)
+                continue
+            e = e.astype(np.float64)
+            ours = float(np.max(np.abs(g.astype(np.float64) - e), initial=0.0))
+            numpy = float(np.max(np.abs(w.astype(np.float64) - e), initial=0.0))
+            if ours <= numpy:
+                c = OutputCheck(c.name, c.dtype, c.shape, c.max_abs_error, c.max_rel_error,
+                                True, f"NumPy is {numpy:.3g} from the float64 result, "
+                                      f"compiled {ours:.3g}")
+            judged.append(c)
+        return judged
 
     def __repr__(self) -> str:
         changed = [s.name for s in self.stages if s.changed]

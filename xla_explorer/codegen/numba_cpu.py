@@ -35,15 +35,22 @@ import numpy as np
 
 from ..errors import CompileError, UnsupportedOpError
 from ..ir.module import Computation, Instruction, Module
-from ..ir.ops import Group, in_group
+from ..ir.ops import Group, in_group, is_expensive
 from ..ir.printer import format_instruction
 from ..passes.fusion import fits_rows
-from . import exprs
+from . import blas, exprs
 
-# Element count above which a loop runs in parallel (prange). On this machine's 2 cores a
-# parallel launch pays off only above about a million elements (TOOLCHAIN.md); the benchmarks
-# measure it.
+# Element count from which a loop runs in parallel (prange). benchmarks/parallel_threshold.py
+# measured a parallel launch at about 50 us on 2 cores: compute-heavy loops pay from 2**18
+# elements, memory-bound sums from 2**21; this sits between.
 PARALLEL_THRESHOLD = 1 << 20
+
+# A parallel row kernel that keeps values across its passes runs its rows in this many chunks,
+# each with row-sized arrays of its own (a few per thread, so threads finish together).
+ROW_CHUNKS = 64
+
+# Elements per float32 block of a row's float32 sum (see _blocked_sum).
+SUM_BLOCK = 128
 
 # fastmath flags without nnan/ninf, so NaN and Inf still behave as in NumPy, and without arcp,
 # which turns a float32 x / sqrt(y) into a hardware estimate (3 ulp off, NaN at 0 and Inf).
@@ -75,6 +82,7 @@ class KernelSource:
     num_inputs: int
     num_outputs: int
     parallel: bool
+    blas: bool = False  # calls NumPy's BLAS
 
 
 @dataclass
@@ -124,6 +132,15 @@ class KernelEmitter:
         self.stored: dict[int, str] = {}
         self.row_scalars: dict[int, str] = {}
         self.parallel = False
+        self.uses_blas = False  # calls NumPy's BLAS (codegen/blas.py)
+        # Row kernels: expensive values an earlier pass over the row computed, kept in a
+        # row-sized array for the later passes ({id: array}); which are written so far; the
+        # index of the current pass's element (row, then position in the row).
+        self.stash: dict[int, str] = {}
+        self.stashed: set[int] = set()
+        self.stashed_now: set[int] = set()
+        self.row_index: tuple[str, ...] | None = None
+        self.row_tail: tuple[str, ...] = ()
 
     # -- scalar values at an index --------------------------------------------------------
 
@@ -144,10 +161,16 @@ class KernelEmitter:
         var = self.w.fresh(inst.name)
         self.w.line(f"{var} = {expr}")
         self.scopes[-1].values[key] = var
+        if id(inst) in self.stash and id(inst) not in self.stashed and idx == self.row_index:
+            buf, tidx = self.stash[id(inst)], idx[len(idx) - len(self.row_tail):]
+            self.w.line(f"{_index(buf, tidx)} = {var}  # kept for the row's later passes")
+            self.stashed_now.add(id(inst))
         return var
 
     def _expr(self, inst: Instruction, idx: tuple[str, ...]) -> str:
         op = inst.opcode
+        if id(inst) in self.stashed and idx == self.row_index:
+            return _index(self.stash[id(inst)], idx[len(idx) - len(self.row_tail):])
         if id(inst) in self.row_scalars:
             return self.row_scalars[id(inst)]
         if id(inst) in self.stored:
@@ -314,7 +337,7 @@ class KernelEmitter:
                f'{shape}."""')
         body = self.w.lines or ["    pass"]
         return KernelSource(self.name, self.comp.name, "\n".join(header + [doc] + body) + "\n",
-                            len(args), len(outs), self.parallel)
+                            len(args), len(outs), self.parallel, self.uses_blas)
 
     def _reduces(self):
         return [i for i in self.comp.instructions if i.opcode in ("reduce", "dot")]
@@ -379,27 +402,34 @@ class KernelEmitter:
         k = prod(a.dims[d] for d in lc)
         n = prod(b.dims[d] for d in rf)
         pa, pb = f"p{a.parameter_number}", f"p{b.parameter_number}"
-        blas = np.dtype(inst.dtype).kind == "f" and np.dtype(a.dtype) == np.dtype(inst.dtype)
+        float_dot = np.dtype(inst.dtype).kind == "f" and np.dtype(a.dtype) == np.dtype(inst.dtype)
+        gemm = float_dot and np.dtype(inst.dtype).name in blas.GEMM
         plain = (not lb and not rb and len(a.dims) == 2 and len(b.dims) == 2
                  and list(lc) == [1] and list(rc) == [0])
-        if blas and plain:
-            # A plain matrix product: BLAS writes straight into the result (operands are
-            # made contiguous only if they are not already).
-            self.w.line(f"np.dot(np.ascontiguousarray({pa}), np.ascontiguousarray({pb}), "
-                        f"{out})  # BLAS")
+        # As (batch, m, k) and (batch, k, n) arrays, copied only where the layout needs it.
+        lhs_src = (f"np.ascontiguousarray(np.transpose({pa}, "
+                   f"{_dims(list(lb) + lf + list(lc))})).reshape(({batch}, {m}, {k}))")
+        rhs_src = (f"np.ascontiguousarray(np.transpose({pb}, "
+                   f"{_dims(list(rb) + list(rc) + rf)})).reshape(({batch}, {k}, {n}))")
+        if plain and (gemm or float_dot):  # no copy unless an operand is strided
+            lhs_src, rhs_src = f"np.ascontiguousarray({pa})", f"np.ascontiguousarray({pb})"
+        if gemm:
+            self._emit_gemm(inst, lhs_src, rhs_src, out, batch, m, n, k)
+            return
+        if float_dot and plain:
+            self.w.line(f"np.dot({lhs_src}, {rhs_src}, {out})  # BLAS")
             return
         la = self.w.fresh("lhs")
         rb_ = self.w.fresh("rhs")
-        self.w.line(f"{la} = np.ascontiguousarray(np.transpose({pa}, "
-                    f"{_dims(list(lb) + lf + list(lc))})).reshape(({batch}, {m}, {k}))")
-        self.w.line(f"{rb_} = np.ascontiguousarray(np.transpose({pb}, "
-                    f"{_dims(list(rb) + list(rc) + rf)})).reshape(({batch}, {k}, {n}))")
+        self.w.line(f"{la} = {lhs_src}")
+        self.w.line(f"{rb_} = {rhs_src}")
+        blas_dot = float_dot
         res = self.w.fresh("product")
         self.w.line(f"{res} = {out}.reshape(({batch}, {m}, {n}))")
         t = self.w.fresh("t")
         self.w.line(f"for {t} in range({batch}):")
         self.w.depth += 1
-        if blas:
+        if blas_dot:
             self.w.line(f"np.dot({la}[{t}], {rb_}[{t}], {res}[{t}])  # BLAS")
         else:
             i, j, q = self.w.fresh("i"), self.w.fresh("j"), self.w.fresh("k")
@@ -416,6 +446,28 @@ class KernelEmitter:
                 self.w.line(f"            {acc} = {np_type(inst.dtype)}({acc} + {mul})")
             self.w.line(f"        {res}[{t}, {i}, {j}] = {acc}")
         self.w.depth -= 1
+
+    def _emit_gemm(self, inst, lhs_src, rhs_src, out, batch, m, n, k):
+        """C = A @ B by NumPy's own BLAS (codegen/blas.py), one gemm per batch element, on
+        row-major operands; the leading dimensions are at least 1, as BLAS requires."""
+        self.uses_blas = True
+        la, rb_ = self.w.fresh("lhs"), self.w.fresh("rhs")
+        self.w.line(f"{la} = {lhs_src}")
+        self.w.line(f"{rb_} = {rhs_src}")
+        t = np_type(inst.dtype)
+        call = (f"gemm_{np.dtype(inst.dtype).name}(ROW_MAJOR, NO_TRANS, NO_TRANS, {m}, {n}, {k}, "
+                f"{t}(1), {la}.ctypes.data{{a}}, {max(k, 1)}, {rb_}.ctypes.data{{b}}, "
+                f"{max(n, 1)}, {t}(0), {out}.ctypes.data{{c}}, {max(n, 1)})  # BLAS")
+        if batch == 1:
+            self.w.line(call.format(a="", b="", c=""))
+        else:
+            size = np.dtype(inst.dtype).itemsize
+            i = self.w.fresh("t")
+            self.w.line(f"for {i} in range({batch}):")
+            self.w.line("    " + call.format(a=f" + {i} * {m * k * size}",
+                                             b=f" + {i} * {k * n * size}",
+                                             c=f" + {i} * {m * n * size}"))
+        self.w.line(f"keep_alive({la}, {rb_}, {out})")
 
     def _emit_reduce_general(self, inst: Instruction):
         """Fill the reduce's result array(s): accumulate in registers when the reduced
@@ -523,16 +575,24 @@ class KernelEmitter:
         per_row = prod(trail)
         outer_parallel = rows >= 2 and rows * per_row >= PARALLEL_THRESHOLD
         inner_parallel = rows == 1 and per_row >= PARALLEL_THRESHOLD
-        ridx = self.loop_nest(lead, parallel=outer_parallel)
+        keep = [] if inner_parallel else self._values_to_keep(lead, trail)
+        ridx, opened = self._row_loops(lead, trail, keep, outer_parallel)
         for inst in self._reduces():
             self.w.comment(inst)
             n = len(inst.operands) // 2
             operands, inits = inst.operands[:n], inst.operands[n:]
             reducer = self.module.computation(inst.attr("to_apply"))
             accs = self._init_accs(inst, inits, reducer)
-            tidx = self.loop_nest(trail, parallel=inner_parallel and _parallel_reducer(reducer, n))
-            self._accumulate(inst, reducer, accs, operands, ridx + tidx)
-            self.close(len(trail))
+            parallel = inner_parallel and _parallel_reducer(reducer, n)
+            wide = _wide_accumulator(reducer, np.dtype(operands[0].dtype), n)
+            # Blocks pay in rows (softmax 4096x1024: 1.8 ms against 2.6 ms in float64); a
+            # single long row (a full sum) runs fastest straight into float64.
+            if wide != np.dtype(operands[0].dtype) and not parallel and trail and lead:
+                self._blocked_sum(inst, reducer, accs[0], operands[0], ridx, trail)
+            else:
+                tidx = self._row_pass(trail, parallel, ridx)
+                self._accumulate(inst, reducer, accs, operands, ridx + tidx)
+                self._end_row_pass(trail)
             if inst.shape.is_tuple:
                 for k, (acc, e) in enumerate(zip(accs, inst.shape.elements)):
                     var = self.w.fresh(f"{inst.name}_{k}")
@@ -550,13 +610,105 @@ class KernelEmitter:
             idx = ridx + ("0",) * (len(o.dims) - len(lead))
             self.w.line(f"{_index(self.out_names[id(o)], idx)} = {self.value(o, idx)}")
         if full:
-            tidx = self.loop_nest(trail, parallel=inner_parallel)
+            tidx = self._row_pass(trail, inner_parallel, ridx)
             for o in full:
                 self.w.comment(o)
                 v = self.value(o, ridx + tidx)
                 self.w.line(f"{_index(self.out_names[id(o)], ridx + tidx)} = {v}")
-            self.close(len(trail))
-        self.close(len(lead))
+            self._end_row_pass(trail)
+        self.close(opened)
+
+    def _blocked_sum(self, inst, reducer, acc, operand, ridx, trail):
+        """A float32 sum over the row in blocks of SUM_BLOCK: each block in float32 (which
+        vectorises: the loop carries several partial sums, NumPy's pairwise sum does the
+        same in blocks of 128), the blocks into the float64 accumulator."""
+        outer = self.loop_nest(trail[:-1], parallel=False)
+        n = trail[-1]
+        blocks = n > SUM_BLOCK  # else the row is one block
+        b, i = self.w.fresh("block"), self.w.fresh("i")
+        if blocks:
+            self.w.line(f"for {b} in range(0, {n}, {SUM_BLOCK}):")
+            self.w.depth += 1
+            self.scopes.append(_Scope())
+        part = self.w.fresh("part")
+        dtype = np.dtype(operand.dtype)
+        self.w.line(f"{part} = {exprs.literal(0, dtype)}")
+        span = f"{b}, min({b} + {SUM_BLOCK}, {n})" if blocks else f"{n}"
+        self.w.line(f"for {i} in range({span}):")
+        self.w.depth += 1
+        self.scopes.append(_Scope())
+        tidx = outer + (i,)
+        self.row_index, self.row_tail = ridx + tidx, tidx
+        self.w.line(f"{part} += {self.value(operand, ridx + tidx)}")
+        self.close(1)
+        wide = _wide_accumulator(reducer, dtype, 1)
+        self.w.line(f"{acc} += {np_type(wide)}({part})")
+        self.close(1 if blocks else 0)
+        self._end_row_pass(trail[:-1])
+
+    def _row_pass(self, trail, parallel: bool, ridx) -> tuple[str, ...]:
+        tidx = self.loop_nest(trail, parallel=parallel)
+        self.row_index, self.row_tail = ridx + tidx, tidx
+        return tidx
+
+    def _end_row_pass(self, trail) -> None:
+        self.close(len(trail))
+        self.row_index = None
+        self.stashed |= self.stashed_now
+        self.stashed_now = set()
+
+    def _values_to_keep(self, lead, trail) -> list[Instruction]:
+        """Expensive element-wise values that more than one pass over a row computes (the
+        exponential in softmax: once for the sum, once for the output): the first pass keeps
+        them in a row-sized array and the later ones read it, as a hand-written kernel would.
+        Only values every pass reads at the element it is on qualify, so the array is indexed
+        by the pass's own position in the row."""
+        full = lead + trail
+        passes = [r.operands[:len(r.operands) // 2] for r in self._reduces()]
+        passes.append([o for o in self.outputs if o.dims == full])
+        seen: dict[int, int] = {}
+        for roots in passes:
+            for i in _elementwise_closure(roots, full):
+                seen[id(i)] = seen.get(id(i), 0) + 1
+        return [i for i in self.comp.instructions
+                if seen.get(id(i), 0) > 1 and is_expensive(i)]
+
+    def _row_loops(self, lead, trail, keep, parallel: bool) -> tuple[tuple[str, ...], int]:
+        """Open the loop over rows, with a row-sized array for each value in `keep`; returns
+        the row's index and how many loops to close."""
+        def arrays():
+            for inst in keep:
+                var = self.w.fresh(f"{inst.name}_row")
+                self.w.line(f"{var} = np.empty({_dims(trail)}, dtype={np_type(inst.dtype)})")
+                self.stash[id(inst)] = var
+
+        if not keep:
+            return self.loop_nest(lead, parallel=parallel), len(lead)
+        if not parallel:
+            arrays()
+            return self.loop_nest(lead, parallel=False), len(lead)
+        # In parallel, each chunk of rows gets arrays of its own.
+        rows = prod(lead)
+        chunks = min(rows, ROW_CHUNKS)
+        c, r = self.w.fresh("chunk"), self.w.fresh("row")
+        self.w.line(f"for {c} in prange({chunks}):")
+        self.w.depth += 1
+        self.scopes.append(_Scope())
+        self.parallel = True
+        arrays()
+        self.w.line(f"for {r} in range({c} * {rows} // {chunks}, ({c} + 1) * {rows} // {chunks}):")
+        self.w.depth += 1
+        self.scopes.append(_Scope())
+        if len(lead) == 1:
+            return (r,), 2
+        ridx = []
+        stride = rows
+        for n in lead:
+            stride //= n
+            i = self.w.fresh("i")
+            self.w.line(f"{i} = ({r} // {stride}) % {n}" if stride > 1 else f"{i} = {r} % {n}")
+            ridx.append(i)
+        return tuple(ridx), 2
 
 
 def _index(array: str, idx) -> str:
@@ -572,6 +724,21 @@ def _affine(i: str, start: int, stride: int) -> str:
     if stride == 1:
         return f"({start} + {i})" if start else i
     return f"({start} + {i} * {stride})"
+
+
+def _elementwise_closure(roots, dims) -> list[Instruction]:
+    """The element-wise values of shape `dims` that computing `roots` at one element reads at
+    that same element: reached from the roots through element-wise ops only."""
+    found, stack, seen = [], list(roots), set()
+    while stack:
+        inst = stack.pop()
+        if id(inst) in seen or inst.shape.is_tuple or inst.dims != dims:
+            continue
+        seen.add(id(inst))
+        if in_group(inst.opcode, Group.ELEMENTWISE, Group.COMPARE_SELECT):
+            found.append(inst)
+            stack.extend(inst.operands)
+    return found
 
 
 def _simple_op(reducer: Computation) -> bool:
@@ -659,6 +826,8 @@ HEADER = '''"""Generated by xla-explorer from HLO module {module}: one Numba ker
 
 FASTMATH = {fastmath}
 '''
+BLAS_IMPORT = ("from xla_explorer.codegen.blas import (ROW_MAJOR, NO_TRANS, gemm_float32, "
+               "gemm_float64,\n    keep_alive)\n")
 
 
 def _kernel_computation(module: Module, inst: Instruction) -> tuple[Computation, str, bool]:
@@ -709,6 +878,7 @@ def generate_program(module: Module, assignment) -> Program:
                 hint="use autocluster=True to run it eagerly between compiled clusters")
 
     lines = []
+    uses_blas = False
     names: set[str] = set()
     kernels: dict[str, str] = {}
     driver = []
@@ -735,6 +905,7 @@ def generate_program(module: Module, assignment) -> Program:
         names.add(fname)
         kernel = KernelEmitter(module, comp, fname, kind, row).emit()
         kernels[fname] = kernel.source
+        uses_blas |= kernel.blas
         lines.append(kernel.source)
         driver.append(f"    # {format_instruction(inst, metadata=False).strip()}")
         outs = []
@@ -768,6 +939,8 @@ def generate_program(module: Module, assignment) -> Program:
     driver_src = ("@njit(cache=True)\n"
                   f"def run({', '.join(args)}):\n" + ("\n".join(driver) or "    pass") + "\n")
     flags = "{" + ", ".join(repr(f) for f in sorted(FASTMATH)) + "}"
-    source = (HEADER.format(module=module.name, fastmath=flags)
-              + "\n\n" + "\n\n".join(lines + [driver_src]))
+    header = HEADER.format(module=module.name, fastmath=flags)
+    if uses_blas:
+        header += BLAS_IMPORT
+    source = header + "\n\n" + "\n\n".join(lines + [driver_src])
     return Program(module, source, kernels, constants, outputs, len(out_index))

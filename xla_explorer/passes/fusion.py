@@ -157,6 +157,11 @@ class Fusion(Pass):
             return f"{p} ({producer.opcode}) does not run inside fused kernels"
         if consumer.opcode == "dot":
             return f"{c} is a dot, and a dot reads its operands from memory (BLAS)"
+        dot = next((m for m in g.members if m.opcode == "dot"
+                    and any(o is producer for o in m.operands)), None)
+        if dot is not None:  # g + g @ x: the add's kernel holds the dot that also reads g
+            return (f"{p} is also an operand of {dot.name} in this kernel, and a dot reads its "
+                    "operands from memory (BLAS)")
         if producer.opcode == "reduce":
             return (f"{p} is a reduction, and {c} needs all of its result first (a kernel "
                     "boundary, unless row fusion joins them)")
@@ -170,6 +175,10 @@ class Fusion(Pass):
                         f"this kernel has a {other}")
             if not self._elementwise_epilogue(producer, consumer, g):
                 return f"{p} is a dot, and {c} is not an element-wise epilogue of its shape"
+            inside = next((o for o in producer.operands if g.contains(o)), None)
+            if inside is not None:  # g + g @ x, with g already copied into the add's kernel
+                return (f"{p} is a dot, and its operand {inside.name} is computed in this "
+                        "kernel; a dot reads its operands from memory (BLAS)")
         if readers and is_expensive(producer):
             return (f"{p} is expensive ({producer.opcode}) and has {consumers} consumers; it is "
                     "computed once (multi-output fusion may still join them)")

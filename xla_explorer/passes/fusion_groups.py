@@ -187,10 +187,10 @@ def emit(module: Module, groups: list[FusionGroup], fresh: NameGen) -> Module:
         if isinstance(item, FusionGroup) and item.is_single():
             item = item.root  # fused with nothing: it stays the op it is, a kernel of one
         if isinstance(item, FusionGroup):
-            fusion, outs, comp = _emit_group(item, value, fresh, copies, in_use)
+            outs, values, comp = _emit_group(item, value, fresh, copies, in_use)
             computations.append(comp)
             new.extend(outs)
-            for out_inst, member in zip(outs[1:] if len(item.outputs) > 1 else outs, item.outputs):
+            for out_inst, member in zip(values, item.outputs):
                 value[id(member)] = out_inst
         else:
             ops = tuple(value[id(o)] for o in item.operands)
@@ -234,8 +234,20 @@ def _emit_group(g: FusionGroup, value: dict, fresh: NameGen, copies: dict[int, i
         body.append(c)
     outs = [clone[id(o)] for o in g.outputs]
     if len(outs) > 1:
-        shape = TupleShape(tuple(o.shape for o in outs))
-        body.append(Instruction(fresh("tuple"), "tuple", shape, tuple(outs)))
+        # A tuple-shaped output (a variadic reduce) is listed element by element: a fusion's
+        # result is a flat tuple of arrays, one buffer each, as in XLA.
+        leaves = []
+        for o in outs:
+            if not o.shape.is_tuple:
+                leaves.append(o)
+                continue
+            for k, e in enumerate(o.shape.elements):
+                gte = Instruction(fresh("get-tuple-element"), "get-tuple-element", e, (o,),
+                                  (("index", k),), o.metadata)
+                body.append(gte)
+                leaves.append(gte)
+        shape = TupleShape(tuple(o.shape for o in leaves))
+        body.append(Instruction(fresh("tuple"), "tuple", shape, tuple(leaves)))
     else:
         shape = outs[0].shape
         # The root must be last. Members after it in program order cannot feed it, so moving
@@ -250,10 +262,21 @@ def _emit_group(g: FusionGroup, value: dict, fresh: NameGen, copies: dict[int, i
     fusion = Instruction(name, "fusion", shape, tuple(value[id(x)] for x in externals),
                          tuple(attrs), g.root.metadata)
     if len(g.outputs) == 1:
-        return fusion, [fusion], comp
-    gtes = [Instruction(fresh("get-tuple-element"), "get-tuple-element", o.shape, (fusion,),
-                        (("index", i),), o.metadata) for i, o in enumerate(outs)]
-    return fusion, [fusion] + gtes, comp
+        return [fusion], [fusion], comp
+    new, values, index = [fusion], [], 0
+    for o in outs:
+        parts = []
+        for e in (o.shape.elements if o.shape.is_tuple else [o.shape]):
+            parts.append(Instruction(fresh("get-tuple-element"), "get-tuple-element", e,
+                                     (fusion,), (("index", index),), o.metadata))
+            index += 1
+        new.extend(parts)
+        if o.shape.is_tuple:  # the output's users read it as the tuple it was
+            parts = [Instruction(fresh("tuple"), "tuple", o.shape, tuple(parts), (),
+                                 o.metadata)]
+            new.extend(parts)
+        values.append(parts[0])
+    return new, values, comp
 
 
 def unfuse(module: Module) -> tuple[Module, list[FusionGroup]]:

@@ -1,0 +1,157 @@
+"""How the CPU kernels compute, checked against NumPy: dots in NumPy's own BLAS, values kept
+across a row's passes, blocked float32 sums, and fusions whose outputs include a variadic
+reduce."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import xla_explorer as xe
+from xla_explorer.codegen import blas, numba_cpu
+
+
+@pytest.fixture(autouse=True)
+def kernel_cache(tmp_path_factory, monkeypatch):
+    monkeypatch.setenv("XLA_EXPLORER_CACHE", str(tmp_path_factory.getbasetemp() / "kernels"))
+
+
+def normal(rng, *shape, dtype=np.float32):
+    return rng.standard_normal(shape).astype(dtype)
+
+
+# -- dots --------------------------------------------------------------------------------------
+
+needs_gemm = pytest.mark.skipif(not blas.GEMM, reason="NumPy's BLAS has no ILP64 cblas gemm")
+
+
+@needs_gemm
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_a_dot_is_numpys_own_product_bit_for_bit(rng, dtype):
+    x, w = normal(rng, 96, 80, dtype=dtype), normal(rng, 80, 72, dtype=dtype)
+    b = normal(rng, 72, dtype=dtype)
+    ex = xe.explore(lambda x, w, b: np.maximum(x @ w + b, 0), x, w, b, backend="cpu")
+    (source,) = ex.kernels.values()
+    assert f"gemm_{np.dtype(dtype).name}(" in source and "np.dot(" not in source
+    got = ex.run(x, w, b)
+    assert np.array_equal(got, np.maximum(x @ w + b, 0))
+
+
+@needs_gemm
+def test_a_dot_with_no_elements_to_sum_is_zero_and_empty_dots_run(rng):
+    for (m, k, n) in [(3, 0, 4), (0, 5, 4), (3, 5, 0)]:
+        x, w = normal(rng, m, k), normal(rng, k, n)
+        ex = xe.explore(lambda x, w: x @ w, x, w, backend="cpu")
+        got = ex.run(x, w)
+        assert got.shape == (m, n) and np.array_equal(got, x @ w)
+
+
+def test_batched_transposed_and_strided_dots(rng):
+    a, b = normal(rng, 4, 6, 5), normal(rng, 4, 5, 3)
+    programs = [
+        (lambda a, b: np.einsum("bij,bjk->bik", a, b), (a, b)),
+        (lambda a, b: a @ b, (a, b)),
+        (lambda x, w: x.T @ w, (normal(rng, 7, 6), normal(rng, 7, 5))),
+        (lambda x, w: x[:, ::2] @ w, (normal(rng, 6, 10), normal(rng, 5, 4))),
+        (lambda x, w: np.tanh(x) @ w[::-1], (normal(rng, 6, 9), normal(rng, 9, 4))),
+    ]
+    for f, args in programs:
+        ex = xe.explore(f, *args, backend="cpu")
+        got = ex.run(*args)
+        np.testing.assert_allclose(got, f(*args), rtol=2e-5, atol=1e-5)
+
+
+def test_a_product_of_a_fresh_copy_survives_until_blas_returns(rng):
+    # A strided operand is copied inside the kernel; the copy must outlive the BLAS call.
+    x, w = normal(rng, 256, 512)[:, ::2], normal(rng, 256, 128)
+    ex = xe.explore(lambda x, w: np.maximum(x @ w, 0), x, w, backend="cpu")
+    want = np.maximum(x @ w, 0)
+    for _ in range(5):
+        got = ex.run(x, w)
+        np.testing.assert_allclose(got, want, rtol=2e-5, atol=1e-4)
+
+
+# -- row kernels -------------------------------------------------------------------------------
+
+def softmax(x):
+    e = np.exp(x - x.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+@pytest.mark.parametrize("shape, dtype", [
+    ((64, 200), np.float32),          # serial rows
+    ((1100, 1000), np.float32),       # parallel rows in chunks, a tail block of the sum
+    ((3, 700, 512), np.float32),      # two leading dimensions, in parallel
+    ((64, 200), np.float64),
+])
+def test_softmax_computes_each_exponential_once(rng, shape, dtype):
+    x = normal(rng, *shape, dtype=dtype)
+    ex = xe.explore(softmax, x, backend="cpu")
+    (source,) = ex.kernels.values()
+    suffix = "f32" if dtype == np.float32 else "f64"
+    assert source.count(f"exp_{suffix}(") == 1, source
+    assert "kept for the row's later passes" in source
+    parallel = x.size >= numba_cpu.PARALLEL_THRESHOLD
+    assert ("prange(" in source) == parallel
+    assert ex.check(x).ok, str(ex.check(x))
+
+
+def test_only_values_read_at_the_element_the_pass_is_on_can_be_kept():
+    # exp is read by the divide at the same element, and through a reverse at another one:
+    # only what the roots reach through element-wise ops (the subtract, the exp, the divide)
+    # can come from a row array indexed by the pass's own position.
+    m = xe.parse_hlo("""HloModule m
+
+ENTRY e {
+  x = f32[4,8] parameter(0)
+  s = f32[4,8] parameter(1)
+  sub = f32[4,8] subtract(x, s)
+  e = f32[4,8] exponential(sub)
+  r = f32[4,8] reverse(e), dimensions={1}
+  t = f32[4,8] tanh(r)
+  ROOT d = f32[4,8] divide(e, t)
+}
+""")
+    found = {i.name for i in numba_cpu._elementwise_closure([m.entry.root], (4, 8))}
+    assert found == {"d", "e", "sub", "t"}
+
+
+@pytest.mark.parametrize("n", [100, 128, 1000, 4099])
+def test_row_sums_in_float32_blocks_are_as_accurate_as_numpy(rng, n):
+    # Rows of positive values with a large spread: rounding accumulates in a sequential sum.
+    x = (rng.random((64, n)) * 1e3).astype(np.float32) ** 2
+    ex = xe.explore(lambda x: x.sum(axis=1), x, backend="cpu")
+    (source,) = ex.kernels.values()
+    assert "part" in source and ("block" in source) == (n > numba_cpu.SUM_BLOCK)
+    got = ex.run(x)
+    exact = x.astype(np.float64).sum(axis=1)
+    ours = np.abs(got.astype(np.float64) - exact) / exact
+    numpy = np.abs(x.sum(axis=1).astype(np.float64) - exact) / exact
+    eps = np.finfo(np.float32).eps
+    assert np.all(ours <= np.maximum(numpy, eps)), (ours.max(), numpy.max())
+
+
+# -- fusions with a variadic reduce among their outputs ---------------------------------------
+
+def test_a_fusion_lists_a_variadic_reduce_output_element_by_element(rng):
+    def f(x):
+        t = np.tanh(x)
+        return t, np.argmax(x, axis=1).reshape(-1, 1).astype(np.float32)
+
+    x = normal(rng, 5, 7)
+    for backend in ("interpreter", "cpu"):
+        ex = xe.explore(f, x, backend=backend)
+        assert ex.check(x).ok
+    roots = [line for line in ex.hlo().splitlines() if "ROOT tuple" in line]
+    assert roots and not any("((" in line.split("=")[1].split("tuple(")[0] for line in roots), roots
+
+
+def test_a_value_read_by_a_dot_and_its_epilogue_stays_in_memory(rng):
+    # Found by `make fuzz`: g fused into the add's kernel would become the dot's operand.
+    def f(x):
+        g = x * np.float32(0.01)
+        return g + g @ x
+
+    x = normal(rng, 3, 3)
+    ex = xe.explore(f, x, backend="cpu")
+    assert ex.check(x).ok
+    assert any("reads its operands from memory" in str(d) for d in ex.decisions)

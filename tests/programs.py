@@ -1,0 +1,337 @@
+"""Random NumPy programs: the op tables, the hypothesis strategies, and the programs as code.
+
+Shared by the property tests (tests/test_random_programs.py and those that import it) and the
+fuzzer (tests/fuzz.py, `make fuzz`).
+
+Every value in a float program has a shape that broadcasts to (m, n): (m, n), (m, 1), (1, n)
+or (1, 1), so any two can meet in a binary op and reductions with keepdims stay in the family.
+Unary ops keep values bounded so chains of 30 stay finite (NaN and inf are compared as equal
+anyway, but finite values test far more).
+
+Each op is written (name, NumPy function, source template). The template is the same
+expression as NumPy source, with `{x}` (and `{y}` for binary ops) standing for operand names;
+`render` writes a program with it as a runnable snippet, and tests/test_fuzz.py checks that
+every template computes exactly what its function does. `OPS[i]` stays (kind, name, function)
+and `TEMPLATES[i]` is its template. The order of the tables is part of the hypothesis
+examples (a step draws an index into them): append, never insert.
+"""
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import strategies as st
+
+UNARY = [
+    ("tanh", np.tanh, "np.tanh({x})"),
+    ("sin", np.sin, "np.sin({x})"),
+    ("cos", np.cos, "np.cos({x})"),
+    ("negative", np.negative, "np.negative({x})"),
+    ("abs", np.abs, "np.abs({x})"),
+    ("sqrt|x|", lambda x: np.sqrt(np.abs(x)), "np.sqrt(np.abs({x}))"),
+    ("log1p|x|", lambda x: np.log1p(np.abs(x)), "np.log1p(np.abs({x}))"),
+    ("exp(-|x|)", lambda x: np.exp(-np.abs(x)), "np.exp(-np.abs({x}))"),
+    ("floor", np.floor, "np.floor({x})"),
+    ("ceil", np.ceil, "np.ceil({x})"),
+    ("rint", np.rint, "np.rint({x})"),
+    ("arctan", np.arctan, "np.arctan({x})"),
+    ("min(x*x, 10)", lambda x: np.minimum(x * x, 10), "np.minimum({x} * {x}, 10)"),
+    ("x * 1 + 0", lambda x: x * 1 + 0, "{x} * 1 + 0"),
+    ("--x", lambda x: -(-x), "-(-{x})"),
+    ("x.T.T", lambda x: x.T.T, "{x}.T.T"),
+    ("flip0", lambda x: np.flip(x, 0), "np.flip({x}, 0)"),
+    ("flip1", lambda x: x[:, ::-1], "{x}[:, ::-1]"),
+    ("roll1", lambda x: np.concatenate([x[:, 1:], x[:, :1]], axis=1),
+     "np.concatenate([{x}[:, 1:], {x}[:, :1]], axis=1)"),
+    ("reshape-back", lambda x: x.reshape(-1).reshape(x.shape), "{x}.reshape(-1).reshape({x}.shape)"),
+    ("sign", np.sign, "np.sign({x})"),
+    ("cosh-clip", lambda x: np.cosh(np.clip(x, -3, 3)), "np.cosh(np.clip({x}, -3, 3))"),
+    ("sigmoid", lambda x: 1 / (1 + np.exp(-x)), "1 / (1 + np.exp(-{x}))"),
+    ("f64", lambda x: x.astype(np.float64), "{x}.astype(np.float64)"),
+    ("f32", lambda x: x.astype(np.float32), "{x}.astype(np.float32)"),
+    ("relu", lambda x: np.maximum(x, 0), "np.maximum({x}, 0)"),
+    ("where-pos", lambda x: np.where(x > 0, x, 0.5 * x), "np.where({x} > 0, {x}, 0.5 * {x})"),
+    ("square-mean", lambda x: np.square(x) - np.mean(x), "np.square({x}) - np.mean({x})"),
+    ("x*2.5", lambda x: x * 2.5, "{x} * 2.5"),
+    ("3-x", lambda x: 3 - x, "3 - {x}"),
+    # two dots: kernels BLAS runs, fusion around them
+    ("gram", lambda x: x @ (x.T @ x) * 0.01, "{x} @ ({x}.T @ {x}) * 0.01"),
+]
+
+BINARY = [
+    ("add", np.add, "np.add({x}, {y})"),
+    ("subtract", np.subtract, "np.subtract({x}, {y})"),
+    ("multiply", np.multiply, "np.multiply({x}, {y})"),
+    ("maximum", np.maximum, "np.maximum({x}, {y})"),
+    ("minimum", np.minimum, "np.minimum({x}, {y})"),
+    ("safe-divide", lambda a, b: a / (1 + np.abs(b)), "{x} / (1 + np.abs({y}))"),
+    ("arctan2", np.arctan2, "np.arctan2({x}, {y})"),
+    ("where", lambda a, b: np.where(a > b, a, b), "np.where({x} > {y}, {x}, {y})"),
+    ("hypot-ish", lambda a, b: np.sqrt(a * a + b * b), "np.sqrt({x} * {x} + {y} * {y})"),
+    ("fmax", np.fmax, "np.fmax({x}, {y})"),
+    ("logical", lambda a, b: np.where(np.logical_and(a > 0, b < 0), a, b),
+     "np.where(np.logical_and({x} > 0, {y} < 0), {x}, {y})"),
+]
+
+REDUCE = [
+    ("sum0", lambda x: np.sum(x, axis=0, keepdims=True), "np.sum({x}, axis=0, keepdims=True)"),
+    ("sum1", lambda x: x.sum(axis=1, keepdims=True), "{x}.sum(axis=1, keepdims=True)"),
+    ("mean-all", lambda x: np.mean(x, keepdims=True), "np.mean({x}, keepdims=True)"),
+    ("max1", lambda x: np.max(x, axis=1, keepdims=True), "np.max({x}, axis=1, keepdims=True)"),
+    ("min0", lambda x: x.min(axis=0, keepdims=True), "{x}.min(axis=0, keepdims=True)"),
+    ("std1", lambda x: np.std(x, axis=1, keepdims=True), "np.std({x}, axis=1, keepdims=True)"),
+    ("var0", lambda x: np.var(x, axis=0, keepdims=True), "np.var({x}, axis=0, keepdims=True)"),
+    ("softmax1", lambda x: np.exp(x - x.max(1, keepdims=True))
+     / np.exp(x - x.max(1, keepdims=True)).sum(1, keepdims=True),
+     "np.exp({x} - {x}.max(1, keepdims=True)) / np.exp({x} - {x}.max(1, keepdims=True)).sum(1, keepdims=True)"),
+    ("argmax1-as-float", lambda x: np.argmax(x, axis=1).reshape(-1, 1).astype(np.float32),
+     "np.argmax({x}, axis=1).reshape(-1, 1).astype(np.float32)"),
+    ("any-pos", lambda x: np.where(np.any(x > 0, axis=0, keepdims=True), 1.0, -1.0),
+     "np.where(np.any({x} > 0, axis=0, keepdims=True), 1.0, -1.0)"),
+]
+
+
+def _table(**groups):
+    """(ops, templates): ops[i] = (kind, name, function) as the tests unpack it (their source is
+    part of their derandomized examples, so it stays as it was); templates[i] is its source."""
+    rows = [(kind, name, fn, template) for kind, table in groups.items()
+            for name, fn, template in table]
+    return [r[:3] for r in rows], [r[3] for r in rows]
+
+
+# kind "u" unary, "b" binary, "r" reduce.
+OPS, TEMPLATES = _table(u=UNARY, b=BINARY, r=REDUCE)
+
+
+@st.composite
+def programs(draw, ops=None):
+    """(inputs, steps, number of outputs); `ops` limits the steps to those names."""
+    choices = [k for k, o in enumerate(OPS) if ops is None or o[1] in ops]
+    m = draw(st.integers(1, 5))
+    n = draw(st.integers(1, 6))
+    dtypes = draw(st.lists(st.sampled_from([np.float32, np.float64]), min_size=1, max_size=3))
+    shapes = draw(st.lists(st.sampled_from([(m, n), (m, 1), (1, n), ()]),
+                           min_size=len(dtypes), max_size=len(dtypes)))
+    seed = draw(st.integers(0, 2**31 - 1))
+    steps = draw(st.lists(st.tuples(st.sampled_from(choices), st.integers(0, 10**6),
+                                    st.integers(0, 10**6)), min_size=1, max_size=30))
+    n_out = draw(st.integers(1, 3))
+    rng = np.random.default_rng(seed)
+    inputs = [np.asarray(rng.uniform(-3, 3, size=s)).astype(dt) for s, dt in zip(shapes, dtypes)]
+    return inputs, steps, n_out
+
+
+def _needs_2d(kind, x) -> bool:
+    return kind != "b" and np.ndim(x) != 2
+
+
+def build(steps, n_out):
+    """The program as a plain Python function of its inputs: NumPy or traced, alike."""
+
+    def program(*inputs):
+        pool = list(inputs)
+        for op_index, a, b in steps:
+            kind, _, fn = OPS[op_index]
+            x, y = pool[a % len(pool)], pool[b % len(pool)]
+            if _needs_2d(kind, x):
+                x = x + np.zeros((1, 1), dtype=x.dtype)  # make it (m, n)-family 2-D
+            pool.append(fn(x, y) if kind == "b" else fn(x))
+        return tuple(pool[-n_out:])
+
+    program.__name__ = "program"
+    return program
+
+
+def describe(steps):
+    return " ; ".join(OPS[i][1] for i, _, _ in steps)
+
+
+def precision_of(inputs):
+    """The least precise float type a float program computes through (the tests' rule): a
+    float64 output may carry float32 rounding from float32 inputs (NumPy's arctan and arctan2
+    differ by an ulp, and the f32 result then converts exactly)."""
+    return np.float32 if any(np.asarray(x).dtype == np.float32 for x in inputs) else None
+
+
+# Integer programs: wrap-around, floor division and remainder signs, bits, int64 sums.
+INT_UNARY = [
+    ("negative", np.negative, "np.negative({x})"),
+    ("abs", np.abs, "np.abs({x})"),
+    ("invert", np.invert, "np.invert({x})"),
+    ("square", np.square, "np.square({x})"),
+    ("sign", np.sign, "np.sign({x})"),
+    ("x >> 1", lambda x: x >> 1, "{x} >> 1"),
+    ("x << 2", lambda x: np.left_shift(x, 2), "np.left_shift({x}, 2)"),
+    ("x % 7", lambda x: x % 7, "{x} % 7"),
+    ("x // -3", lambda x: x // -3, "{x} // -3"),
+    ("clip", lambda x: np.clip(x, -50, 50), "np.clip({x}, -50, 50)"),
+    ("sum1-keep", lambda x: np.sum(x, axis=1, keepdims=True).astype(x.dtype),
+     "np.sum({x}, axis=1, keepdims=True).astype({x}.dtype)"),
+    ("max0-keep", lambda x: x.max(axis=0, keepdims=True), "{x}.max(axis=0, keepdims=True)"),
+    ("argmin1", lambda x: np.argmin(x, axis=1).reshape(-1, 1).astype(x.dtype),
+     "np.argmin({x}, axis=1).reshape(-1, 1).astype({x}.dtype)"),
+    ("flip", lambda x: x[::-1, ::-1], "{x}[::-1, ::-1]"),
+    ("to-float-and-back", lambda x: (x * 0.5).astype(x.dtype), "({x} * 0.5).astype({x}.dtype)"),
+    ("where-even", lambda x: np.where(x % 2 == 0, x, -x), "np.where({x} % 2 == 0, {x}, -{x})"),
+]
+INT_BINARY = [
+    ("add", np.add, "np.add({x}, {y})"),
+    ("subtract", np.subtract, "np.subtract({x}, {y})"),
+    ("multiply", np.multiply, "np.multiply({x}, {y})"),
+    ("floor_divide", lambda a, b: a // (np.abs(b) + 1), "{x} // (np.abs({y}) + 1)"),
+    ("remainder", lambda a, b: a % (np.abs(b) + 1), "{x} % (np.abs({y}) + 1)"),
+    ("negative-divisor", lambda a, b: np.floor_divide(a, -(np.abs(b) + 1)),
+     "np.floor_divide({x}, -(np.abs({y}) + 1))"),
+    ("bitwise_and", np.bitwise_and, "np.bitwise_and({x}, {y})"),
+    ("bitwise_or", np.bitwise_or, "np.bitwise_or({x}, {y})"),
+    ("bitwise_xor", np.bitwise_xor, "np.bitwise_xor({x}, {y})"),
+    ("maximum", np.maximum, "np.maximum({x}, {y})"),
+    ("minimum", np.minimum, "np.minimum({x}, {y})"),
+    ("where-less", lambda a, b: np.where(a < b, a, b), "np.where({x} < {y}, {x}, {y})"),
+    ("logical_xor", lambda a, b: np.logical_xor(a > 0, b > 0).astype(a.dtype),
+     "np.logical_xor({x} > 0, {y} > 0).astype({x}.dtype)"),
+]
+INT_OPS, INT_TEMPLATES = _table(u=INT_UNARY, b=INT_BINARY)
+
+
+@st.composite
+def int_programs(draw):
+    m, n = draw(st.integers(1, 4)), draw(st.integers(1, 5))
+    dtypes = draw(st.lists(st.sampled_from([np.int32, np.int64]), min_size=1, max_size=3))
+    shapes = draw(st.lists(st.sampled_from([(m, n), (m, 1), (1, n)]),
+                           min_size=len(dtypes), max_size=len(dtypes)))
+    rng = np.random.default_rng(draw(st.integers(0, 2**31 - 1)))
+    inputs = [rng.integers(-100, 100, size=s).astype(dt) for s, dt in zip(shapes, dtypes)]
+    steps = draw(st.lists(st.tuples(st.integers(0, len(INT_OPS) - 1), st.integers(0, 10**6),
+                                    st.integers(0, 10**6)), min_size=1, max_size=30))
+    return inputs, steps
+
+
+def build_int(steps):
+    """An integer program as a function of its inputs; it returns its last value."""
+
+    def program(*xs):
+        pool = list(xs)
+        for op_index, a, b in steps:
+            kind, _, fn = INT_OPS[op_index]
+            x, y = pool[a % len(pool)], pool[b % len(pool)]
+            pool.append(fn(x, y) if kind == "b" else fn(x))
+        return pool[-1]
+
+    program.__name__ = "program"
+    return program
+
+
+def describe_int(steps):
+    return " ; ".join(INT_OPS[i][1] for i, _, _ in steps)
+
+
+# ---------------------------------------------------------------------------------------------
+# Programs as runnable NumPy source.
+
+def _number(v, dtype: np.dtype) -> str:
+    """One element as a literal that gives back exactly the same value in `dtype`."""
+    if dtype.kind in "iub":
+        return repr(int(v))
+    v = dtype.type(v)
+    if np.isnan(v):
+        return "np.nan"
+    if np.isinf(v):
+        return "np.inf" if v > 0 else "-np.inf"
+    short = np.format_float_positional(v, unique=True, trim="0")  # shortest for the dtype
+    if dtype.type(float(short)) == v and np.signbit(dtype.type(float(short))) == np.signbit(v):
+        return short
+    return repr(float(v))  # the exact float64 value, which `dtype` holds exactly
+
+
+def _nested(a: np.ndarray) -> str:
+    if a.ndim == 0:
+        return _number(a[()], a.dtype)
+    return "[" + ", ".join(_nested(row) for row in a) + "]"
+
+
+def array_source(a) -> str:
+    """`np.array(...)` source that rebuilds `a` exactly: shape, dtype and every bit of value."""
+    a = np.asarray(a)
+    shape = f".reshape({a.shape})" if a.size == 0 else ""
+    return f"np.array({_nested(a)}, dtype=np.{a.dtype.name}){shape}"
+
+
+def function_source(steps, inputs, n_out: int | None, ops=OPS, templates=TEMPLATES,
+                    promote: bool = True) -> str:
+    """`def f(x0, ...)`: the program as straight-line NumPy, one line per step.
+
+    The float programs make a unary or reduce operand 2-D first when it is not (a 0-d input, or
+    a binary op of two 0-d values); that depends on the operand's rank, so `inputs` are run
+    through the steps to learn it. `n_out=None` returns the last value alone (integer
+    programs), else the tuple of the last `n_out` values, as `build` does."""
+    names = [f"x{i}" for i in range(len(inputs))]
+    pool = list(inputs)
+    lines = [f"def f({', '.join(names)}):"]
+    with np.errstate(all="ignore"):
+        for op_index, a, b in steps:
+            (kind, name, fn), template = ops[op_index], templates[op_index]
+            i, j = a % len(names), b % len(names)
+            x, y = names[i], names[j]
+            out = f"t{len(names)}"
+            xv, yv = pool[i], pool[j]
+            if promote and _needs_2d(kind, xv):
+                lines.append(f"    {out}_x = {x} + np.zeros((1, 1), dtype={x}.dtype)  # make it 2-D")
+                x = f"{out}_x"
+                xv = xv + np.zeros((1, 1), dtype=xv.dtype)
+            lines.append(f"    {out} = {template.format(x=x, y=y)}  # {name}")
+            pool.append(fn(xv, yv) if kind == "b" else fn(xv))
+            names.append(out)
+    if n_out is None:
+        lines.append(f"    return {names[-1]}")
+    else:
+        outs = names[-n_out:]
+        lines.append(f"    return ({outs[0]},)" if len(outs) == 1 else f"    return ({', '.join(outs)})")
+    return "\n".join(lines)
+
+
+SNIPPET = '''\
+{header}
+import numpy as np
+import xla_explorer as xe
+from xla_explorer.api import compare
+
+{inputs}
+
+
+{function}
+
+
+args = [{args}]
+with np.errstate(all="ignore"):
+    want = f(*[a.copy() for a in args])  # eager NumPy
+    got = xe.explore(f, *args, backend={backend!r}).run(*[a.copy() for a in args])
+{unpack}bad = len(got) != len(want)
+for i, (g, w) in enumerate(zip(got, want)):
+    check = compare(f"output {{i}}", g, w, {precision})
+    print(check)
+    if not check.ok:
+        bad = True
+        print("  numpy:        ", np.asarray(w).dtype, np.array2string(np.asarray(w), precision=17, separator=", "))
+        print("  xla_explorer: ", np.asarray(g).dtype, np.array2string(np.asarray(g), precision=17, separator=", "))
+print("MISMATCH" if bad else "all outputs match")
+raise SystemExit(1 if bad else 0)
+'''
+
+
+def render(inputs, steps, n_out, backend: str = "cpu", integer: bool = False,
+           header: str = "") -> str:
+    """A self-contained script: the inputs as exact literals, the program as `def f`, and a
+    run of eager NumPy against xla_explorer on `backend` that prints every output's error
+    (and both values where they differ) and exits 1 on a mismatch."""
+    comment = "\n".join("# " + line for line in header.splitlines()) if header else ""
+    text = SNIPPET.format(
+        header=comment,
+        inputs="\n".join(f"x{i} = {array_source(x)}" for i, x in enumerate(inputs)),
+        function=function_source(steps, inputs, None if integer else n_out,
+                                 *((INT_OPS, INT_TEMPLATES) if integer else (OPS, TEMPLATES)),
+                                 promote=not integer),
+        args=", ".join(f"x{i}" for i in range(len(inputs))),
+        backend=backend,
+        unpack="want, got = (want,), (got,)  # f returns one array\n" if integer else "",
+        precision="np.float32" if not integer and precision_of(inputs) is np.float32 else "None",
+    )
+    return text.lstrip("\n")

@@ -10,6 +10,29 @@ from xla_explorer.passes.base import Pass, PassResult
 from xla_explorer.runtime.reference import run_module
 
 
+# Reducer computations for reduce's to_apply (name.lhs, name.rhs, ROOT).
+ADD = """\
+add {
+  add.lhs = f32[] parameter(0)
+  add.rhs = f32[] parameter(1)
+  ROOT add.sum = f32[] add(add.lhs, add.rhs)
+}"""
+
+MIN = """\
+min {
+  min.lhs = f32[] parameter(0)
+  min.rhs = f32[] parameter(1)
+  ROOT min.min = f32[] minimum(min.lhs, min.rhs)
+}"""
+
+MAX = """\
+max {
+  max.lhs = f32[] parameter(0)
+  max.rhs = f32[] parameter(1)
+  ROOT max.max = f32[] maximum(max.lhs, max.rhs)
+}"""
+
+
 def hlo(entry: str, computations: str = "") -> str:
     """A module's text from an ENTRY body (and computations it calls)."""
     body = textwrap.indent(textwrap.dedent(entry).strip("\n"), "  ")

@@ -8,21 +8,7 @@ from __future__ import annotations
 
 from xla_explorer.passes.fusion import MAX_OPERANDS_AND_OUTPUTS, Decision, Fusion
 
-from .hlo_pass_helpers import entry_body, hlo, run_pass
-
-ADD = """\
-add {
-  add.lhs = f32[] parameter(0)
-  add.rhs = f32[] parameter(1)
-  ROOT add.sum = f32[] add(add.lhs, add.rhs)
-}"""
-
-MAX = """\
-max {
-  max.lhs = f32[] parameter(0)
-  max.rhs = f32[] parameter(1)
-  ROOT max.max = f32[] maximum(max.lhs, max.rhs)
-}"""
+from .hlo_pass_helpers import ADD, MAX, entry_body, hlo, run_pass
 
 
 def module_text(module) -> str:

@@ -10,28 +10,7 @@ from __future__ import annotations
 from xla_explorer.passes.fusion import Fusion
 from xla_explorer.passes.multi_output_fusion import MultiOutputFusion
 
-from .hlo_pass_helpers import hlo, run_pass
-
-ADD = """\
-add {
-  add.lhs = f32[] parameter(0)
-  add.rhs = f32[] parameter(1)
-  ROOT add.sum = f32[] add(add.lhs, add.rhs)
-}"""
-
-MIN = """\
-min {
-  min.lhs = f32[] parameter(0)
-  min.rhs = f32[] parameter(1)
-  ROOT min.min = f32[] minimum(min.lhs, min.rhs)
-}"""
-
-MAX = """\
-max {
-  max.lhs = f32[] parameter(0)
-  max.rhs = f32[] parameter(1)
-  ROOT max.max = f32[] maximum(max.lhs, max.rhs)
-}"""
+from .hlo_pass_helpers import ADD, MAX, MIN, hlo, run_pass
 
 MERGES = ("siblings", "producer-consumer")
 

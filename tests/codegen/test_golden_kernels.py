@@ -53,7 +53,7 @@ PROGRAMS = [
 
 def generated(ex) -> str:
     source = ex.executable.program.source
-    driver = source[source.index("@njit(cache=True)\ndef run("):]
+    driver = source[source.rindex("\n\n", 0, source.index("def run(")) + 2:]
     return "\n".join(list(ex.kernels.values()) + [driver])
 
 

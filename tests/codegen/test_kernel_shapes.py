@@ -126,8 +126,11 @@ def test_row_sums_in_float32_blocks_are_as_accurate_as_numpy(rng, n):
     exact = x.astype(np.float64).sum(axis=1)
     ours = np.abs(got.astype(np.float64) - exact) / exact
     numpy = np.abs(x.sum(axis=1).astype(np.float64) - exact) / exact
+    # Over the rows, the worst error and the typical one are no worse than NumPy's (any one
+    # row's rounding is luck: either sum can land closer on it).
     eps = np.finfo(np.float32).eps
-    assert np.all(ours <= np.maximum(numpy, eps)), (ours.max(), numpy.max())
+    assert ours.max() <= max(numpy.max(), eps), (ours.max(), numpy.max())
+    assert ours.mean() <= numpy.mean(), (ours.mean(), numpy.mean())
 
 
 # -- fusions with a variadic reduce among their outputs ---------------------------------------

@@ -94,7 +94,8 @@ def zero_like(dtype) -> str:
 # -- the expressions ------------------------------------------------------------------------
 # Per opcode, per element kind (b: pred, i: signed integer, f: float; "if" for both): the
 # expression, with {0} {1} {2} the operands, {T} the result's NumPy type, {one} a 1 of that
-# type, and {exp} {log} {tanh} the float functions (fastmath.py's when present).
+# type, and {exp} {expm1} {log} {log1p} {tanh} {logistic} fastmath.py's functions of the
+# type.
 
 _EXPRS: dict[str, dict[str, str]] = {
     "negate":                 {"i": "{T}(-{0})", "f": "(-{0})"},
@@ -106,9 +107,9 @@ _EXPRS: dict[str, dict[str, str]] = {
     "round-nearest-afz":      {"f": "round_afz({0})"},
     "not":                    {"b": "(not {0})", "i": "{T}(~{0})"},
     "exponential":            {"f": "{exp}({0})"},
-    "exponential-minus-one":  {"f": "np.expm1({0})"},
+    "exponential-minus-one":  {"f": "{expm1}({0})"},
     "log":                    {"f": "{log}({0})"},
-    "log-plus-one":           {"f": "np.log1p({0})"},
+    "log-plus-one":           {"f": "{log1p}({0})"},
     "sqrt":                   {"f": "np.sqrt({0})"},
     "rsqrt":                  {"f": "rsqrt({0})"},
     "cbrt":                   {"f": "np.cbrt({0})"},
@@ -116,7 +117,7 @@ _EXPRS: dict[str, dict[str, str]] = {
     "cosine":                 {"f": "np.cos({0})"},
     "tan":                    {"f": "np.tan({0})"},
     "tanh":                   {"f": "{tanh}({0})"},
-    "logistic":               {"f": "({one} / ({one} + {exp}(-{0})))"},
+    "logistic":               {"f": "{logistic}({0})"},
     "is-finite":              {"f": "np.isfinite({0})"},
     # pred arithmetic is logical: add and maximum are or, multiply and minimum are and
     "add":                    {"b": "({0} | {1})", "i": "{T}({0} + {1})", "f": "({0} + {1})"},
@@ -150,10 +151,9 @@ def _template(opcode: str, kind: str) -> str | None:
 
 
 def _float_functions(dtype: np.dtype) -> dict[str, str]:
-    if scalar.HAVE_FASTMATH and dtype in (np.float32, np.float64):
-        suffix = "f32" if dtype == np.float32 else "f64"
-        return {f: f"{f}_{suffix}" for f in ("exp", "log", "tanh")}
-    return {"exp": "np.exp", "log": "np.log", "tanh": "np.tanh"}
+    """fastmath.py's vectorizable functions for `dtype` (HLO's floats are f32 and f64)."""
+    suffix = "f32" if dtype == np.float32 else "f64"
+    return {f: f"{f}_{suffix}" for f in scalar.FLOAT_FUNCTIONS}
 
 
 def _fill(text: str, dtype: np.dtype, operands) -> str:

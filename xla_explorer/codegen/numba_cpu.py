@@ -936,8 +936,14 @@ def generate_program(module: Module, assignment) -> Program:
             outputs.append(("constant", [c.name for c in constants].index(b.instruction)))
     args = (["arena"] + [f"a{p.parameter_number}" for p in params]
             + [f"c{k}" for k in range(len(constants))] + [f"o{k}" for k in range(len(out_index))])
-    driver_src = ("@njit(cache=True)\n"
-                  f"def run({', '.join(args)}):\n" + ("\n".join(driver) or "    pass") + "\n")
+    # The driver makes a whole call one dispatch into Numba. A program of one kernel that
+    # needs no arena is already one dispatch: compiling a driver for it would only add a
+    # tenth of a second to the cold compile.
+    statements = sum(1 for d in driver if not d.lstrip().startswith("#"))
+    decorator = ("@njit(cache=True)\n" if statements > 1 else
+                 "# One kernel: calling it from Python is already one dispatch.\n")
+    driver_src = (decorator + f"def run({', '.join(args)}):\n"
+                  + ("\n".join(driver) or "    pass") + "\n")
     flags = "{" + ", ".join(repr(f) for f in sorted(FASTMATH)) + "}"
     header = HEADER.format(module=module.name, fastmath=flags)
     if uses_blas:

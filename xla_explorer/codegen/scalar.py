@@ -189,14 +189,10 @@ def float_to_int(x, to):
     return to(info.min) if x <= lo else out
 
 
-# -- fast float exp, log and tanh (fastmath.py), when present -------------------------------
+# -- fast float exp, expm1, log, log1p, tanh and logistic (fastmath.py) ----------------------
 
-try:
-    from .fastmath import exp_f32, exp_f64, log_f32, log_f64, tanh_f32, tanh_f64  # noqa: F401
-except ModuleNotFoundError as e:  # only a missing file; an error inside it should surface
-    if e.name != f"{__package__}.fastmath":
-        raise
-    HAVE_FASTMATH = False
-else:
-    HAVE_FASTMATH = True
-    __all__ += ["exp_f32", "exp_f64", "log_f32", "log_f64", "tanh_f32", "tanh_f64"]
+from .fastmath import (exp_f32, exp_f64, expm1_f32, expm1_f64, log_f32, log_f64,  # noqa: E402
+                       log1p_f32, log1p_f64, logistic_f32, logistic_f64, tanh_f32, tanh_f64)
+
+FLOAT_FUNCTIONS = ("exp", "expm1", "log", "log1p", "tanh", "logistic")
+__all__ += [f"{f}_{t}" for f in FLOAT_FUNCTIONS for t in ("f32", "f64")]

@@ -19,6 +19,7 @@ from ..codegen import cache
 from ..errors import CompileError
 from ..codegen.numba_cpu import Program, generate_program, identifier
 from ..ir.module import Module
+from ..ir.printer import format_instruction
 from ..passes.buffer_assignment import OUTPUT, BufferAssignment
 
 # A parallel kernel after idle must not wait milliseconds for OpenMP threads to wake
@@ -73,16 +74,33 @@ class Executable:
         # Numba names the file relative to the working directory: match its name.
         found = [int(n) for n in re.findall(rf'File "[^"]*{re.escape(self.path.name)}", line '
                                              r'(\d+)', text)]
+        if not found:  # a name Numba cannot resolve comes without a location: find its use
+            missing = re.search(r"name '(\w+)' is not defined", text)
+            found = [n for n, line in enumerate(lines, 1)
+                     if missing and re.search(rf"\b{missing.group(1)}\b", line)][:1]
         where = ""
         if found and 0 < found[-1] <= len(lines):
             n = found[-1]
-            hlo = next((lines[k].strip()[2:] for k in range(n - 1, -1, -1)
-                        if lines[k].strip().startswith("# ")), "")
+            hlo = self._hlo_behind(lines[n - 1]) or next(
+                (lines[k].strip()[2:] for k in range(n - 1, -1, -1)
+                 if lines[k].strip().startswith("# ")), "")
             where = f"\n  generated line {n}: {lines[n - 1].strip()}\n  from HLO: {hlo}"
         causes = re.findall(r"^\w*Error: .*$", text, flags=re.M)
         first = causes[0] if causes else (text.strip().splitlines() or [type(error).__name__])[0]
         return CompileError(f"Numba could not compile {self.module.name}: {first}{where}",
                             op="numba", hint=f"the generated source is {self.path}")
+
+    def _hlo_behind(self, line: str) -> str:
+        """The HLO instruction a generated assignment computes: its variable is the
+        instruction's name made an identifier, then a number (`tanh_2_3` from tanh.2)."""
+        assigned = re.match(r"\s*(\w+?)_\d+ = ", line)
+        if not assigned:
+            return ""
+        for comp in self.module.all_computations:
+            for inst in comp.instructions:
+                if identifier(inst.name) == assigned.group(1):
+                    return format_instruction(inst, metadata=False).strip()
+        return ""
 
     def __call__(self, *args) -> list[np.ndarray]:
         arrays = self._arguments(args)

@@ -10,3 +10,16 @@ __all__ = [
     "CompileError", "UnsupportedOpError", "TraceError", "HloParseError", "VerifyError",
 ]
 __version__ = "0.1.0"
+
+
+def load_ipython_extension(ip):
+    """`%load_ext xla_explorer`: registers %%xla and %xla_cache (IPython loads on demand)."""
+    from .magic import load_ipython_extension as load
+
+    load(ip)
+
+
+def unload_ipython_extension(ip):
+    from .magic import unload_ipython_extension as unload
+
+    unload(ip)

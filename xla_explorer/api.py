@@ -8,6 +8,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from .errors import not_compilable
 from .ir.module import Instruction, Module
 from .passes.base import Pipeline, Stage
 from .passes.buffer_assignment import BufferAssignment, is_kernel
@@ -161,13 +162,17 @@ class Exploration:
     """One function traced, run through the pipeline, and ready to run and compare."""
 
     def __init__(self, f: Callable, args: Sequence, traced: Traced, stages: list[Stage],
-                 backend: str):
+                 backend: str, autocluster: bool = False):
         self.function = f
         self.args = [copy.deepcopy(a) for a in args]
         self.traced = traced
         self.stages = stages
         self.backend = backend
+        self.autocluster = autocluster
         self._executable = None
+        # Auto-clustered programs traced again for other value-dependent shapes (np.unique's
+        # length): each compiles the clusters that shape changes, as XLA compiles per shape.
+        self.variants: list[Exploration] = []
 
     @property
     def module(self) -> Module:
@@ -184,6 +189,18 @@ class Exploration:
     def hlo(self, stage: int | str = -1) -> str:
         return self.stage(stage).module.to_text()
 
+    def graph(self, stage: int | str = -1, **options):
+        """One stage as a `graphviz.Digraph`, drawn as XLA's graph dumper draws HLO."""
+        from .viz.graphviz import graph
+
+        return graph(self.stage(stage).module, **options)
+
+    def dump(self, directory, pass_re: str | None = None) -> list:
+        """Write this compilation's files as XLA's --xla_dump_to does; returns their paths."""
+        from .dump import dump_exploration
+
+        return dump_exploration(self, directory, pass_re)
+
     @property
     def decisions(self) -> list[Decision]:
         """Every fusion decision, taken or refused, each with its `.reason`, in pass order."""
@@ -196,14 +213,30 @@ class Exploration:
 
     @property
     def executable(self):
-        """The compiled program (cpu backend); built on first use."""
-        if self.backend != "cpu":
-            return None
-        if self._executable is None:
+        """The compiled program: an `Executable` (cpu backend), or a `ClusteredProgram` of
+        compiled clusters and eager ops under auto-clustering; built on first use."""
+        if self._executable is None and self.autocluster:
+            from .runtime.clustered import ClusteredProgram
+
+            self._executable = ClusteredProgram(self.module, self.backend)
+        elif self._executable is None and self.backend == "cpu":
             from .runtime.executable import Executable
 
             self._executable = Executable(self.module, self.buffers)
         return self._executable
+
+    @property
+    def clusters(self):
+        """What runs compiled and what eagerly (`.compiled`, `.eager` with reasons). Without
+        auto-clustering (must-compile) the whole function is one cluster."""
+        from .passes.autocluster import Cluster, Clustering
+
+        for s in self.stages:
+            if isinstance(s.artifact, Clustering):
+                return s.artifact
+        names = tuple(i.name for i in self.stages[0].module.entry.instructions
+                      if is_kernel(i))
+        return Clustering((Cluster("cluster_0", names),), ())
 
     @property
     def kernels(self) -> dict[str, str]:
@@ -233,7 +266,9 @@ class Exploration:
                 raise TypeError(f"argument {name!r} has shape {np.shape(a)}; this exploration "
                                 f"was traced for {list(p.dims)}")
         buffers = self.buffers
-        if self.executable is not None:
+        if self.autocluster:
+            flat = self._run_clustered(args)
+        elif self.executable is not None:
             flat = self.executable(*args)
         elif buffers is not None and buffers.module is self.module:
             flat = run_in_arena(self.module, buffers, args)
@@ -244,6 +279,34 @@ class Exploration:
             np.copyto(args[param], new)
         leaves = [_restore(v, like) for v, like in zip(flat[:n], self.traced.eager_outputs)]
         return unflatten(self.traced.treedef, leaves)
+
+    def _run_clustered(self, args) -> list:
+        """Run the clusters; where an eager op gives a shape this trace did not see, run the
+        variant traced for it (tracing one the first time: its clusters that did not change
+        come from the compile cache)."""
+        from .runtime.clustered import ShapeChanged
+
+        tried = []
+        candidate = self
+        while True:
+            tried.append(candidate)
+            try:
+                return candidate.executable(*args)
+            except ShapeChanged as changed:
+                observed = changed.observed
+            candidate = next((v for v in self.variants
+                              if v not in tried and v._eager_shapes_agree(observed)), None)
+            if candidate is None:
+                candidate = explore(self.function, *args, backend=self.backend,
+                                    autocluster=True)
+                self.variants.append(candidate)
+
+    def _eager_shapes_agree(self, observed: dict[str, tuple]) -> bool:
+        from .runtime.clustered import declared_shape
+
+        shapes = {i.name: declared_shape(i) for i in self.module.entry.instructions
+                  if i.opcode == "custom-call"}
+        return all(shapes.get(name) == shape for name, shape in observed.items())
 
     def bench(self, *args, repeat: int = 20):
         """Eager NumPy against the compiled program on the same inputs: medians over
@@ -325,19 +388,39 @@ def _leaves(tree) -> list:
     return [tree]
 
 
-def explore(f: Callable, *args, backend: str = "interpreter", passes=None) -> Exploration:
-    """Trace f on args, run the pass pipeline, and return everything for inspection."""
+def explore(f: Callable, *args, backend: str = "interpreter", passes=None,
+            autocluster: bool = False) -> Exploration:
+    """Trace f on args, run the pass pipeline, and return everything for inspection.
+
+    With `autocluster`, what cannot compile (np.unique, NumPy functions the op table lacks)
+    runs eagerly between compiled clusters, as TensorFlow's auto-clustering does; without it
+    the cpu backend compiles the whole function or raises CompileError naming what cannot."""
     if backend not in BACKENDS:
         raise ValueError(f"backend {backend!r} is not available; choose one of {BACKENDS}")
-    traced = trace(f, args)
-    pipeline = Pipeline(default_passes() if passes is None else passes)
+    traced = trace(f, args, autocluster=autocluster)
+    if backend == "cpu" and not autocluster:
+        _must_compile(traced.module)
+    pipeline = Pipeline(default_passes(autocluster=autocluster) if passes is None else passes)
     pipeline.run(traced.module)
     if backend == "cpu" and not any(isinstance(s.artifact, BufferAssignment)
                                     for s in pipeline.stages):
         raise ValueError("the cpu backend needs a pipeline that ends in buffer-assignment")
-    ex = Exploration(f, args, traced, pipeline.stages, backend)
+    ex = Exploration(f, args, traced, pipeline.stages, backend, autocluster)
     ex.executable  # generate the kernels now: a CompileError belongs to explore()
+    from .dump import options_from_env
+
+    dump = options_from_env()  # XLA_EXPLORER_FLAGS="--dump_to=DIR": every compilation
+    if dump is not None:
+        ex.dump(dump.directory, dump.pass_re)
     return ex
+
+
+def _must_compile(module: Module) -> None:
+    """The first op that cannot compile, as a CompileError at its line."""
+    for inst in module.entry.instructions:
+        if inst.opcode == "custom-call":
+            raise not_compilable(inst.attr("custom_call_target"), inst.metadata.source_file,
+                                 inst.metadata.source_line)
 
 
 @dataclass(frozen=True)
@@ -364,11 +447,12 @@ class JitFunction:
     """`f` compiled whole for a backend, once per argument signature (as XLA recompiles for
     new shapes); NumPy in, NumPy out."""
 
-    def __init__(self, f: Callable, backend: str):
-        if backend not in ("cpu",):
-            raise ValueError(f"jit compiles for backend='cpu'; got {backend!r}")
+    def __init__(self, f: Callable, backend: str, autocluster: bool = False):
+        if backend not in BACKENDS:
+            raise ValueError(f"backend {backend!r} is not available; choose one of {BACKENDS}")
         self.function = f
         self.backend = backend
+        self.autocluster = autocluster
         self._compiled: dict[tuple, Exploration] = {}
         self._hits = self._misses = 0
         self.__name__ = getattr(f, "__name__", "jit")
@@ -380,7 +464,10 @@ class JitFunction:
         ex = self._compiled.get(key)
         if ex is None:
             self._misses += 1
-            ex = explore(self.function, *args, backend=self.backend)
+            ex = explore(self.function, *args, backend=self.backend,
+                         autocluster=self.autocluster)
+            if not self.autocluster:  # must-compile on the interpreter too
+                _must_compile(ex.traced.module)
             self._compiled[key] = ex
         else:
             self._hits += 1
@@ -393,9 +480,10 @@ class JitFunction:
         return CacheInfo(self._hits, self._misses, tuple(self._compiled))
 
 
-def jit(f: Callable | None = None, *, backend: str = "cpu"):
+def jit(f: Callable | None = None, *, backend: str = "cpu", autocluster: bool = False):
     """Compile the whole of `f` (must-compile: a part that cannot be compiled is a
-    CompileError naming it); usable as `@xe.jit` or `xe.jit(f, backend="cpu")`."""
+    CompileError naming it), or with `autocluster` the parts that can, the rest running
+    eagerly between them; usable as `@xe.jit` or `xe.jit(f, backend="cpu")`."""
     if f is None:
-        return lambda g: JitFunction(g, backend)
-    return JitFunction(f, backend)
+        return lambda g: JitFunction(g, backend, autocluster)
+    return JitFunction(f, backend, autocluster)

@@ -32,6 +32,17 @@ class CompileError(_Located, Exception):
         super().__init__(self._locate(message, op, source_file, source_line, hint))
 
 
+def not_compilable(target: str, source_file: str | None, source_line: int | None
+                   ) -> CompileError:
+    """Must-compile meeting a non-compilable op (custom_call_target `numpy.unique`, ...)."""
+    name = "np." + target.removeprefix("numpy.")
+    return CompileError(
+        f"{name} is not compilable: the shape of its result depends on the values of its "
+        "input", op=name, source_file=source_file or None, source_line=source_line or None,
+        hint="Run it eagerly between compiled clusters: %%xla --autocluster, or "
+             "autocluster=True in xe.jit / xe.explore.")
+
+
 class UnsupportedOpError(CompileError):
     """A NumPy function, method, argument or op the explorer does not support."""
 

@@ -103,7 +103,7 @@ def test_jit_is_must_compile(rng):
     with pytest.raises(xe.CompileError) as err:
         f(np.array([3.0, 1.0, 3.0]))
     message = str(err.value)
-    assert "numpy.unique" in message and "np.unique(x) * 2" in message
+    assert "np.unique is not compilable" in message and "np.unique(x) * 2" in message
     assert "autocluster" in message  # says what to do instead
 
 

@@ -208,6 +208,9 @@ SELECTION = [
     OpRecord("np.clip", np.clip, 3, (ANY, _domain(-3, -0.5, int_lo=-9, int_hi=-1),
                                        _domain(0.5, 3, int_lo=1, int_hi=9)),
              NUMERIC, TERNARY_SHAPES, group="selection"),
+    # np.round to whole numbers: halves to even for floats, the same integers for ints
+    OpRecord("np.round", np.round, 1, (QUARTERS,), NUMERIC, UNARY_SHAPES),
+    OpRecord("np.around", np.around, 1, (QUARTERS,), NUMERIC, UNARY_SHAPES),
 ]
 
 

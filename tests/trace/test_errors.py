@@ -36,12 +36,12 @@ def uses_inv(x):
     return np.linalg.inv(a)
 
 
-def uses_round(x):
-    return np.round(x) + 1
+def uses_fix(x):
+    return np.fix(x) + 1
 
 
 def uses_round_method(x):
-    return x.round()
+    return x.round(2)
 
 
 def uses_hypot(x):
@@ -64,8 +64,8 @@ def uses_ptp(x):
     (uses_cumsum, "np.cumsum", "np.cumsum(", None),
     (uses_fft, "np.fft.fft", "np.fft.fft(", None),
     (uses_inv, "np.linalg.inv", "np.linalg.inv(", None),
-    (uses_round, "np.round", "np.round(", "np.rint"),
-    (uses_round_method, "np.round", "x.round()", "np.rint"),
+    (uses_fix, "np.fix", "np.fix(", "np.trunc"),
+    (uses_round_method, "np.round", "x.round(2)", None),
     (uses_hypot, "np.hypot", "np.hypot(", "np.sqrt(x*x + y*y)"),
     (uses_accumulate, "np.add.accumulate", "np.add.accumulate(", None),
     (uses_ptp, "np.ptp", "np.ptp(", None),

@@ -33,7 +33,7 @@ from math import prod
 
 import numpy as np
 
-from ..errors import CompileError, UnsupportedOpError
+from ..errors import CompileError, UnsupportedOpError, not_compilable
 from ..ir.module import Computation, Instruction, Module
 from ..ir.ops import Group, in_group, is_expensive
 from ..ir.printer import format_instruction
@@ -870,12 +870,8 @@ def generate_program(module: Module, assignment) -> Program:
             out_index[b.name] = len(out_index)
         if b.category == EAGER:
             inst = entry.get(b.instruction)
-            raise CompileError(
-                f"{inst.name} ({inst.attr('custom_call_target')}) is not compilable: its output "
-                "shape depends on the values", op=inst.attr("custom_call_target"),
-                source_file=inst.metadata.source_file or None,
-                source_line=inst.metadata.source_line or None,
-                hint="use autocluster=True to run it eagerly between compiled clusters")
+            raise not_compilable(inst.attr("custom_call_target"), inst.metadata.source_file,
+                                 inst.metadata.source_line)
 
     lines = []
     uses_blas = False

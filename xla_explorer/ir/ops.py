@@ -11,6 +11,7 @@ and the verifier agree on what every instruction produces.
 from __future__ import annotations
 
 import enum
+import hashlib
 from dataclasses import dataclass
 from math import prod
 from typing import Any, Callable, Sequence
@@ -537,6 +538,31 @@ CUSTOM_CALLS: dict[str, Callable] = {
     "numpy.sort": _sort,
     "numpy.boolean_mask": lambda args, instr: args[0][args[1]],
 }
+
+
+# Opaque calls: NumPy functions the op table lacks, traced under auto-clustering as
+# custom-calls whose backend_config is a key here; the value rebuilds the call from the
+# operands. The key is the function's name and a digest of the call's other arguments, so
+# tracing the same call again gives the same HLO text.
+OPAQUE_CALLS: dict[str, Callable] = {}
+
+
+def register_opaque(name: str, arguments: str, call: Callable) -> str:
+    key = f"{name}/{hashlib.sha256(arguments.encode()).hexdigest()[:12]}"
+    OPAQUE_CALLS[key] = call
+    return key
+
+
+def run_custom_call(instr, args):
+    """A non-compilable instruction's NumPy result for its operands `args`."""
+    target = instr.attr("custom_call_target")
+    if target in CUSTOM_CALLS:
+        return CUSTOM_CALLS[target](args, instr)
+    call = OPAQUE_CALLS.get(_config(instr))
+    if call is None:
+        raise NotImplementedError(f"custom-call target {target!r} has no NumPy implementation "
+                                  "(an opaque call is only known in the process that traced it)")
+    return call(args)
 
 
 def elementwise_like(opcode: str) -> bool:

@@ -285,6 +285,12 @@ class BufferAssignment:
         """The memory-usage report, in the shape of XLA's BufferAssignment::MemoryUsageReport."""
         return _report(self)
 
+    def memory_usage_report(self) -> str:
+        """What the dump's `-memory-usage-report.txt` holds: XLA's "BufferAssignment stats"
+        (bytes per kind of allocation, fragmentation), the temporary bytes live at each step of
+        the schedule with the peak step marked, then `report()`."""
+        return _memory_usage_report(self)
+
     def plot(self, ax=None):
         """A matplotlib Figure of the arena over time: schedule step across, offset up, one
         rectangle per buffer, in-place reuse hatched, the peak and the lower bound as lines."""
@@ -682,3 +688,49 @@ def _plot(a: BufferAssignment, ax=None):
                  f"{a.lower_bound_bytes}, fragmentation {a.fragmentation_bytes}", fontsize=9)
     ax.legend(loc="upper right", fontsize=7)
     return fig
+
+
+def _stats(a: BufferAssignment) -> list[str]:
+    """XLA's BufferAssignment::Stats::ToString: bytes per kind of allocation."""
+    by = {c: sum(b.size for b in a.buffers if b.category == c) for c in CATEGORIES}
+    total = by[PARAMETER] + by[CONSTANT] + by[OUTPUT] + a.peak_bytes + by[EAGER]
+
+    def share(n: int, of: int) -> str:
+        return f"{100.0 * n / of if of else 0.0:.2f}%"
+
+    frag = a.fragmentation_bytes
+    rows = [("parameter allocation", by[PARAMETER]), ("constant allocation", by[CONSTANT]),
+            ("maybe_live_out allocation", by[OUTPUT]),
+            ("preallocated_temp allocation", a.peak_bytes)]
+    lines = ["BufferAssignment stats:"]
+    lines += [f"{what:>33}: {human_bytes(n):>10}" for what, n in rows]
+    lines.append(f"{'preallocated_temp fragmentation':>33}: {human_bytes(frag):>10} "
+                 f"({share(frag, a.peak_bytes)})")
+    if by[EAGER]:  # ours: results NumPy allocates when a non-compilable op runs
+        lines.append(f"{'eager (outside the arena)':>33}: {human_bytes(by[EAGER]):>10}")
+    lines.append(f"{'total allocation':>33}: {human_bytes(total):>10}")
+    lines.append(f"{'total fragmentation':>33}: {human_bytes(frag):>10} ({share(frag, total)})")
+    return lines
+
+
+def _live_bytes_by_step(a: BufferAssignment) -> list[str]:
+    """The arena bytes live at each step (slot sizes, as the lower bound counts them)."""
+    live = [sum(x.size for x in a.allocations if x.start <= t <= x.end) for t in range(a.steps)]
+    most = max(live, default=0)
+    width = max([len(i.name) for i in a.module.entry.instructions] + [len("instruction")])
+    lines = [f"{'step':>5}  {'instruction':<{width}}  {'live bytes':>10}"]
+    for t, inst in enumerate(a.module.entry.instructions):
+        mark = "  <- most live (the lower bound)" if most and live[t] == most else ""
+        lines.append(f"{t:>5}  {inst.name:<{width}}  {live[t]:>10}{mark}")
+    return lines
+
+
+def _memory_usage_report(a: BufferAssignment) -> str:
+    head = [f"Memory usage of {a.module.name}: a {a.peak_bytes}-byte arena "
+            f"({human_bytes(a.peak_bytes)}) for {len(a.temporaries)} temporaries in "
+            f"{len(a.allocations)} allocations, {a.alignment}-byte aligned, placed by best fit in "
+            f"{a.heap_order} order; lower bound {a.lower_bound_bytes} bytes, fragmentation "
+            f"{a.fragmentation_bytes} bytes.", ""]
+    body = _stats(a) + ["", "Temporary bytes live at each step of the schedule:"]
+    body += _live_bytes_by_step(a) + ["", ""]
+    return "\n".join(head + body) + _report(a)

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from ..ir.module import Instruction, Module
 from ..ir.ops import Group as OpGroup
 from ..ir.ops import in_group, is_expensive
+from .autocluster import cluster_boundary
 from .base import Note, Pass, PassResult
 from .fusion_groups import FusionGroup, GroupIndex, emit, is_fusible, joined_size
 from .names import NameGen
@@ -153,6 +154,9 @@ class Fusion(Pass):
         if producer.opcode == "custom-call":
             target = producer.attr("custom_call_target", "")
             return f"{p} ({target}) is not compilable: it runs in NumPy, between kernels"
+        boundary = cluster_boundary(producer, consumer)
+        if boundary:  # auto-clustering decided these run apart (eagerly, or compiled apart)
+            return boundary
         if not is_fusible(producer):
             return f"{p} ({producer.opcode}) does not run inside fused kernels"
         if consumer.opcode == "dot":
@@ -378,6 +382,9 @@ def _reduce_spaces(g: FusionGroup, memo: dict) -> set:
 
 
 def _row_refusal(gp: FusionGroup, gc: FusionGroup, graph: _Graph) -> str | None:
+    boundary = cluster_boundary(gp.root, gc.root)
+    if boundary:  # auto-clustering decided these run apart
+        return f"not row-fused: {gp.label()} and {gc.label()}: {boundary}"
     # Joining must not create a cycle: no path from gp to gc through a third kernel.
     via = _path_through(gp, gc, graph)
     if via is not None:

@@ -17,6 +17,7 @@ from ..ir.module import Computation, Instruction, Module
 from ..ir.ops import Group as OpGroup
 from ..ir.ops import in_group
 from ..ir.shape import TupleShape
+from .autocluster import cluster_of, with_cluster
 from .names import NameGen
 
 ROW_CONFIG = '{"schedule":"row"}'
@@ -87,6 +88,10 @@ class FusionGroup:
         if len(self.members) == 1:
             return self.root.name
         return f"the fusion rooted at {self.root.name}"
+
+    def cluster(self) -> str | None:
+        """The auto-cluster its members were marked with (fusion never joins two), if any."""
+        return next((c for m in self.members if (c := cluster_of(m)) is not None), None)
 
 
 def joined_size(a: FusionGroup, b: FusionGroup) -> int:
@@ -219,6 +224,8 @@ def _emit_group(g: FusionGroup, value: dict, fresh: NameGen, copies: dict[int, i
         clone[id(x)] = p
         body.append(p)
     output_ids = {id(o) for o in g.outputs}
+    cluster = g.cluster()
+    mark = (lambda inst: with_cluster(inst, cluster)) if cluster else (lambda inst: inst)
     for m in g.members:
         # A member keeps its traced name inside its kernel; a cheap producer copied into
         # several kernels keeps it where it is an output, and is `name.clone.N` elsewhere.
@@ -242,8 +249,8 @@ def _emit_group(g: FusionGroup, value: dict, fresh: NameGen, copies: dict[int, i
                 leaves.append(o)
                 continue
             for k, e in enumerate(o.shape.elements):
-                gte = Instruction(fresh("get-tuple-element"), "get-tuple-element", e, (o,),
-                                  (("index", k),), o.metadata)
+                gte = mark(Instruction(fresh("get-tuple-element"), "get-tuple-element", e,
+                                       (o,), (("index", k),), o.metadata))
                 body.append(gte)
                 leaves.append(gte)
         shape = TupleShape(tuple(o.shape for o in leaves))
@@ -259,16 +266,16 @@ def _emit_group(g: FusionGroup, value: dict, fresh: NameGen, copies: dict[int, i
     attrs = [("kind", g.kind), ("calls", comp_name)]
     if g.row:
         attrs.append(("backend_config", ROW_CONFIG))
-    fusion = Instruction(name, "fusion", shape, tuple(value[id(x)] for x in externals),
-                         tuple(attrs), g.root.metadata)
+    fusion = mark(Instruction(name, "fusion", shape, tuple(value[id(x)] for x in externals),
+                              tuple(attrs), g.root.metadata))
     if len(g.outputs) == 1:
         return [fusion], [fusion], comp
     new, values, index = [fusion], [], 0
     for o in outs:
         parts = []
         for e in (o.shape.elements if o.shape.is_tuple else [o.shape]):
-            parts.append(Instruction(fresh("get-tuple-element"), "get-tuple-element", e,
-                                     (fusion,), (("index", index),), o.metadata))
+            parts.append(mark(Instruction(fresh("get-tuple-element"), "get-tuple-element", e,
+                                          (fusion,), (("index", index),), o.metadata)))
             index += 1
         new.extend(parts)
         if o.shape.is_tuple:  # the output's users read it as the tuple it was
@@ -295,6 +302,7 @@ def unfuse(module: Module) -> tuple[Module, list[FusionGroup]]:
         if inst.opcode == "fusion" and inst.attr("kind") in ("kLoop", "kInput", "kOutput"):
             comp = module.computation(inst.attr("calls"))
             inlined_comps.add(comp.name)
+            cluster = cluster_of(inst)
             inner: dict[int, Instruction] = {}
             members: list[Instruction] = []
             for c in comp.instructions:
@@ -304,6 +312,8 @@ def unfuse(module: Module) -> tuple[Module, list[FusionGroup]]:
                 if c is comp.root and c.opcode == "tuple":
                     continue
                 m = c.replace(operands=tuple(inner[id(o)] for o in c.operands))
+                if cluster and cluster_of(m) is None and m.opcode != "constant":
+                    m = with_cluster(m, cluster)  # a fusion written with its mark alone
                 # A cheap producer copied into several kernels is one instruction again, in
                 # each of their groups.
                 key = _structure(m)

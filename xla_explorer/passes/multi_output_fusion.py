@@ -12,6 +12,7 @@ Kernels with a dot (kOutput) stay as they are: BLAS writes their result.
 from __future__ import annotations
 
 from ..ir.module import Instruction, Module
+from .autocluster import cluster_boundary
 from .base import Pass, PassResult
 from .fusion import MAX_OPERANDS_AND_OUTPUTS, Decision, _elementwise
 from .fusion_groups import FusionGroup, GroupIndex, emit, joined_size, unfuse
@@ -160,6 +161,9 @@ class MultiOutputFusion(Pass):
     @staticmethod
     def _refusal(a: FusionGroup, b: FusionGroup, groups, direct_ok: bool) -> str | None:
         """Why a and b may not become one kernel (b may read a directly when direct_ok)."""
+        boundary = cluster_boundary(a.root, b.root)
+        if boundary:  # auto-clustering decided these run apart (eagerly, or compiled apart)
+            return boundary
         for x, y, ok in ((b, a, direct_ok), (a, b, False)):
             if _needs(x, y, groups, ok):
                 how = "through another kernel" if ok else ""

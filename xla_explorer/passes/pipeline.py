@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from .algsimp import AlgebraicSimplifier
+from .autocluster import AutoCluster
 from .base import Pass
 from .buffer_assignment import AssignBuffers
 from .cse import CSE
@@ -11,7 +12,9 @@ from .multi_output_fusion import MultiOutputFusion
 from .schedule import Schedule
 
 
-def default_passes() -> list[Pass]:
+def default_passes(autocluster: bool = False) -> list[Pass]:
+    """The passes in order; with `autocluster`, ops that cannot compile (np.unique, ...) run
+    eagerly between compiled clusters instead of failing the compilation."""
     return [
         # Local algebra first: x*1, transpose of transpose, folding small constants. It
         # exposes duplicates for CSE and leaves dead operands for DCE.
@@ -20,6 +23,8 @@ def default_passes() -> list[Pass]:
         CSE(),
         # Drop what nothing uses: the leftovers of both passes above.
         DCE(),
+        # Under autocluster: mark what runs eagerly and what compiles together, before fusion.
+        *([AutoCluster()] if autocluster else []),
         # Producer-into-consumer fusion (kLoop, kInput, kOutput) and row fusion: decides what
         # runs as one kernel. After the cleanups, so it sees the program it will run.
         Fusion(),
@@ -31,5 +36,4 @@ def default_passes() -> list[Pass]:
         # Last, an analysis of the scheduled program: which values live in memory between
         # kernels, when, and where in the one temporary arena. The module is unchanged.
         AssignBuffers(),
-        # The auto-cluster issue adds auto-cluster before fusion.
     ]

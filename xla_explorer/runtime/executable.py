@@ -52,6 +52,11 @@ class Executable:
     def kernels(self) -> dict[str, str]:
         return dict(self.program.kernels)
 
+    @property
+    def sources(self) -> dict[str, str]:
+        """The generated file's text (one file, so one entry, unnamed)."""
+        return {"": self.program.source}
+
     def _arguments(self, args: Sequence) -> list[np.ndarray]:
         if len(args) != len(self.params):
             raise TypeError(f"{self.module.name} takes {len(self.params)} arguments, got "

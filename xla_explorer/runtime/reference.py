@@ -12,7 +12,7 @@ from typing import Sequence
 import numpy as np
 
 from ..ir.module import Computation, Instruction, Module
-from ..ir.ops import CUSTOM_CALLS, op
+from ..ir.ops import op, run_custom_call
 
 # Reducers that are one element-wise op of their two parameters run as NumPy's ufunc.reduce.
 _UFUNC_OF = {
@@ -39,10 +39,7 @@ class _Frame:
         return self.interp.evaluate(self.interp.module.computation(name), args)
 
     def custom_call(self, instr: Instruction, args):
-        target = instr.attr("custom_call_target")
-        if target not in CUSTOM_CALLS:
-            raise NotImplementedError(f"custom-call target {target!r} has no NumPy implementation")
-        return CUSTOM_CALLS[target](args, instr)
+        return run_custom_call(instr, args)
 
     def reduce(self, name, operands, inits, axes, shape):
         """Each output element is its input elements combined, starting from init once (as
@@ -147,6 +144,11 @@ class Interpreter:
         values = [_as_value(a, p.shape) for a, p in zip(args, params)]
         out = self.evaluate(self.module.entry, values)
         return list(out) if isinstance(out, tuple) else [out]
+
+
+def evaluate_instruction(module: Module, inst: Instruction, operands: Sequence):
+    """One instruction of `module`'s entry on the values of its operands."""
+    return op(inst.opcode).impl(inst, list(operands), _Frame(Interpreter(module), ()))
 
 
 def run_module(module: Module, args: Sequence) -> list:

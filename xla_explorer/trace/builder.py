@@ -36,8 +36,11 @@ def _uniform(array: np.ndarray) -> bool:
 class Builder:
     """Collects the instructions and computations of one traced function."""
 
-    def __init__(self, name: str):
+    def __init__(self, name: str, autocluster: bool = False):
         self.name = name
+        # Under auto-clustering, NumPy functions the op table lacks are recorded as opaque
+        # custom-calls that run eagerly (must-compile refuses them instead).
+        self.autocluster = autocluster
         self.instructions: list[Instruction] = []
         self.computations: dict[str, Computation] = {}
         self._ids = itertools.count(1)

@@ -18,6 +18,7 @@ import numpy as np
 
 from ..errors import TraceError, UnsupportedOpError
 from ..ir.module import Instruction
+from ..ir.ops import register_opaque
 from ..ir.shape import Shape, TupleShape, is_supported_dtype
 from .builder import REDUCERS
 from .tracer import Tracer, _dtype_error, active_builder, at_user_site, located
@@ -399,7 +400,7 @@ UFUNCS: dict[str, Callable] = {
 
 # NumPy names that mean a supported one, for the error's suggestion.
 ALTERNATIVES = {
-    "fabs": "np.abs", "round": "np.rint", "around": "np.rint", "fix": "np.trunc",
+    "fabs": "np.abs", "fix": "np.trunc",
     "nanmax": "np.max(np.where(np.isnan(x), -np.inf, x))",
     "nanmin": "np.min(np.where(np.isnan(x), np.inf, x))",
     "nansum": "np.sum(np.where(np.isnan(x), 0, x))", "average": "np.mean",
@@ -415,12 +416,15 @@ ALTERNATIVES = {
 
 def unsupported(name: str, detail: str = "") -> UnsupportedOpError:
     supported = sorted(set(UFUNCS) | {f.__name__ for f in FUNCTIONS})
-    alt = ALTERNATIVES.get(name)
-    if alt is None and name not in ALTERNATIVES:
+    eagerly = "run it eagerly between compiled clusters: %%xla --autocluster (autocluster=True)."
+    if name in ALTERNATIVES:  # listed as None: nothing supported comes close
+        alt = ALTERNATIVES[name]
+        lead = f"A supported alternative: {alt}." if alt else None
+    else:
         close = difflib.get_close_matches(name, supported, n=1, cutoff=0.75)
-        alt = f"np.{close[0]}" if close else None
-    hint = f"A supported alternative: {alt}." if alt else (
-        "It has no compilable equivalent here; compute it outside the traced function.")
+        lead = f"A supported function with a similar name: np.{close[0]}." if close else None
+    hint = (f"{lead} Or {eagerly}" if lead else "It has no compilable equivalent here; "
+            f"compute it outside the traced function, or {eagerly}")
     return located(UnsupportedOpError, f"np.{name} is not supported{detail}", f"np.{name}", hint)
 
 
@@ -435,6 +439,8 @@ def call_ufunc(ufunc, method: str, inputs, kwargs):
                 raise unsupported(f"{name}.reduce", f" with {', '.join(kwargs)}")
             return _reduce_call(_UFUNC_REDUCE[name], inputs[0], axis, keepdims, f"{name}.reduce")
         if method != "__call__":
+            if b.autocluster:
+                return opaque_call(getattr(ufunc, method), f"{name}.{method}", inputs, kwargs)
             raise unsupported(f"{name}.{method}")
         if name == "divmod" and not kwargs:
             return np.floor_divide(*inputs), np.remainder(*inputs)
@@ -444,6 +450,8 @@ def call_ufunc(ufunc, method: str, inputs, kwargs):
                 raise unsupported(name, f" with {', '.join(kwargs)}=")
             return _finish_out(matmul(*inputs), out)
         if name not in UFUNCS:
+            if b.autocluster:
+                return opaque_call(ufunc, name, inputs, kwargs)
             raise unsupported(name)
         out = kwargs.pop("out", None)
         dtype = kwargs.pop("dtype", None)
@@ -854,6 +862,15 @@ def _clip(value, a, a_min=np._NoValue, a_max=np._NoValue, out=None, *, min=np._N
     return active_builder().convert(node_of(result), np.asarray(value).dtype)
 
 
+def _round(value, a, decimals=0, out=None):
+    """np.round to whole numbers is np.rint (halves to even, as NumPy rounds)."""
+    if decimals != 0 or out is not None:
+        raise unsupported("round", " with decimals or out=")
+    if np.asarray(value).dtype.kind != "f":  # whole numbers already, and NumPy keeps the type
+        return node_of(a)
+    return node_of(np.rint(a))
+
+
 def astype(x: Tracer, dtype) -> Tracer:
     b = active_builder()
     with at_user_site(b, "astype"):
@@ -1030,6 +1047,72 @@ def _sort(value, a, axis=-1, kind=None, order=None, **kw):
     return _custom_call("numpy.sort", (a,), value, f'"axis={int(axis)}"')
 
 
+def opaque_call(func: Callable, name: str, args, kwargs):
+    """`func` (a NumPy function the op table lacks) as an opaque custom-call that runs
+    eagerly between compiled clusters: its traced array arguments are the operands, and
+    everything else in the call is kept in a registered closure that rebuilds the call."""
+    leaves: list = []
+    template = _template((tuple(args), dict(kwargs)), leaves)
+    before = [np.array(value_of(t), copy=True) for t in leaves]
+    value = _eager(func, f"np.{name}", *value_of(list(args)),
+                   **{k: value_of(v) for k, v in kwargs.items()})
+    if any(not np.array_equal(b, value_of(t), equal_nan=b.dtype.kind == "f")
+           for b, t in zip(before, leaves)):
+        raise located(TraceError, f"np.{name} changed its argument in place, which an eager "
+                                  "call between compiled clusters cannot do", f"np.{name}",
+                      "Use a form that returns a new array.")
+    values = value if isinstance(value, tuple) else (value,)
+    for v in values:
+        if not isinstance(v, (np.ndarray, np.generic, bool, int, float)):
+            raise located(TraceError, f"np.{name} returned a {type(v).__name__}; only arrays "
+                                      "and numbers can flow between compiled clusters",
+                          f"np.{name}", "Convert its result with np.asarray, or compute it "
+                                        "outside the cell.")
+    value = tuple(np.asarray(v) for v in values) if isinstance(value, tuple) else value
+
+    def call(operands):
+        (a, k) = _fill(template, list(operands))
+        return func(*a, **k)
+
+    key = register_opaque(name, repr(template), call)
+    nodes = _custom_call(f"numpy.{name}", leaves, value, f'"{key}"')
+    if isinstance(nodes, tuple):
+        return tuple(wrap(n, v, f"np.{name}") for n, v in zip(nodes, value))
+    return wrap(nodes, value, f"np.{name}")
+
+
+class _Slot:
+    """Where the n-th traced argument goes when an opaque call is rebuilt."""
+
+    def __init__(self, n: int):
+        self.n = n
+
+    def __repr__(self) -> str:
+        return f"<operand {self.n}>"
+
+
+def _template(x, leaves: list):
+    """x with every Tracer replaced by a _Slot (the Tracers appended to `leaves`)."""
+    if isinstance(x, Tracer):
+        leaves.append(x)
+        return _Slot(len(leaves) - 1)
+    if isinstance(x, (list, tuple)):
+        return type(x)(_template(v, leaves) for v in x)
+    if isinstance(x, dict):
+        return {k: _template(v, leaves) for k, v in x.items()}
+    return x
+
+
+def _fill(x, operands: list):
+    if isinstance(x, _Slot):
+        return operands[x.n]
+    if isinstance(x, (list, tuple)):
+        return type(x)(_fill(v, operands) for v in x)
+    if isinstance(x, dict):
+        return {k: _fill(v, operands) for k, v in x.items()}
+    return x
+
+
 # -- static queries: answered at trace time, no instruction -------------------------------------
 
 STATIC = {
@@ -1055,7 +1138,8 @@ FUNCTIONS: dict[Callable, Callable] = {
     np.moveaxis: _moveaxis, np.squeeze: _same_shape_reshape, np.expand_dims: _same_shape_reshape,
     np.broadcast_to: _broadcast_to, np.concatenate: _concatenate, np.stack: _stack,
     np.hstack: _hstack, np.vstack: _vstack, np.flip: _flip, np.copy: _copy,
-    np.where: _where, np.clip: _clip, np.astype: _np_astype,
+    np.where: _where, np.clip: _clip, np.astype: _np_astype, np.round: _round,
+    np.around: _round,
     np.zeros_like: _like(0), np.ones_like: _like(1), np.empty_like: _like(None),
     np.full_like: _full_like,
     np.unique: _unique, np.nonzero: _nonzero, np.argwhere: _argwhere, np.sort: _sort,
@@ -1085,6 +1169,8 @@ def call_function(func, args, kwargs):
         if func in STATIC:
             return STATIC[func](*args, **kwargs)
         if func not in FUNCTIONS:
+            if b.autocluster:
+                return opaque_call(func, _public_name(func), args, kwargs)
             raise unsupported(_public_name(func))
         if kwargs.get("out") is not None:
             raise unsupported(name, " with out=")
@@ -1092,7 +1178,12 @@ def call_function(func, args, kwargs):
         value = _eager(eager_fn, f"np.{name}", *value_of(list(args)),
                        **{k: value_of(v) for k, v in kwargs.items()})
         lower = FUNCTIONS[func]
-        nodes = lower(value, *args, **kwargs)
+        try:
+            nodes = lower(value, *args, **kwargs)
+        except UnsupportedOpError:  # an argument the lowering lacks (np.unique(return_counts))
+            if not b.autocluster:
+                raise
+            return opaque_call(func, _public_name(func), args, kwargs)
         if isinstance(nodes, tuple):
             return tuple(wrap(n, v, f"np.{name}") for n, v in zip(nodes, value))
         result = wrap(nodes, value, f"np.{name}")

@@ -467,12 +467,13 @@ def tracing(b: Builder):
         _state.builder = previous
 
 
-def trace(f: Callable, args, *, name: str | None = None) -> Traced:
-    """Run `f` on Tracers for `args`; record HLO and the eager NumPy result."""
+def trace(f: Callable, args, *, name: str | None = None, autocluster: bool = False) -> Traced:
+    """Run `f` on Tracers for `args`; record HLO and the eager NumPy result. With
+    `autocluster`, NumPy functions the op table lacks become opaque custom-calls."""
     name = _sanitize(name or getattr(f, "__name__", "f"))
     if name == "_lambda_":
         name = "lambda"
-    b = Builder(name)
+    b = Builder(name, autocluster)
     arg_names = _argument_names(f, len(args))
     params = []
     def_file, def_line = _return_site(f)

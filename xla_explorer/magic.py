@@ -1,0 +1,389 @@
+"""`%load_ext xla_explorer`: the `%%xla` cell magic and the `%xla_cache` line magic.
+
+A thin front end: `trace/cell.py` turns the cell into a function, `jit` compiles it (one
+JitFunction per cell, backend and clustering, so a re-run with the same shapes is a cache hit
+and a new shape compiles again), and this module runs it, writes the results back and prints
+what the compiler did. Nothing is written to the user's namespace until everything succeeded.
+"""
+from __future__ import annotations
+
+import copy
+import dataclasses
+import linecache
+import traceback
+from dataclasses import dataclass, field
+
+import numpy as np
+from IPython.core.error import UsageError
+from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
+from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+
+from .errors import CompileError
+from .ir.shape import hlo_type_name
+from .trace.cell import CellError, CellPlan, analyse, cell_names
+
+BACKENDS = ("cpu", "cuda", "interpreter")
+FIRST_LINE = 2  # the cell's first line, under the %%xla line: errors count lines as the notebook
+NOT_BUILT = {"cuda": "the Numba CUDA backend is not built yet; use --backend cpu (Numba CPU "
+                     "kernels) or --backend interpreter (the HLO interpreter)"}
+
+
+# -- the compile cache ----------------------------------------------------------------------------
+
+
+@dataclass
+class CachedCell:
+    """One cell compiled for one backend: its plan and the JitFunction that holds its
+    executables, one per input signature."""
+
+    plan: CellPlan
+    backend: str
+    autocluster: bool
+    jit: object
+    depends: tuple  # what the plan was analysed against; a change starts the cell afresh
+    keep: tuple = field(repr=False, default=())  # the globals whose ids are in `depends`
+    # The plan's links as its trace for each executable left them (keyed by the Exploration's
+    # id): Python control flow may take other paths for other shapes.
+    links: dict = field(repr=False, default_factory=dict)
+
+    @property
+    def first_line(self) -> str:
+        return next((s.strip() for s in self.plan.source.splitlines() if s.strip()), "")
+
+
+class CellCache:
+    """The session's compiled cells, keyed by (cell source, backend, autocluster).
+
+    A cell's entry is replaced when what it was analysed against changed: its inputs (a name
+    that now holds an array) or the objects behind the other names it reads (a helper function
+    defined again): the compiled program was traced through them, so it would be stale."""
+
+    def __init__(self):
+        self.cells: dict[tuple, CachedCell] = {}
+
+    def lookup(self, plan: CellPlan, namespace, backend: str, autocluster: bool) -> CachedCell:
+        from .api import jit
+
+        key = (plan.source, backend, autocluster)
+        keep = tuple(namespace[n] for n in plan.globals_read)
+        depends = (plan.first_line, plan.inputs, id(namespace), tuple(map(id, keep)))
+        entry = self.cells.get(key)
+        if entry is None or entry.depends != depends:
+            entry = CachedCell(plan, backend, autocluster,
+                               jit(plan.function, backend=backend, autocluster=autocluster),
+                               depends, keep)
+            self.cells[key] = entry
+        return entry
+
+    def forget_failed(self, entry: CachedCell) -> None:
+        """Drop a cell that never compiled (its first run failed), so the report lists what
+        is compiled."""
+        key = (entry.plan.source, entry.backend, entry.autocluster)
+        if self.cells.get(key) is entry and not entry.jit.cache_info().signatures:
+            del self.cells[key]
+
+    def clear(self) -> None:
+        self.cells.clear()
+
+    def report(self) -> str:
+        """What is compiled, per cell, and the hit and miss counts."""
+        if not self.cells:
+            return "%xla_cache: nothing compiled yet"
+        infos = [(c, c.jit.cache_info()) for c in self.cells.values()]
+        hits, misses = sum(i.hits for _, i in infos), sum(i.misses for _, i in infos)
+        lines = [f"%xla_cache: {_count(len(infos), 'cell')}, "
+                 f"{_count(sum(len(i.signatures) for _, i in infos), 'executable')}; "
+                 f"{_counts(hits, misses)}"]
+        for c, info in infos:
+            mode = " --autocluster" if c.autocluster else ""
+            lines.append(f"{c.plan.name}  --backend {c.backend}{mode}  "
+                         f"({_counts(info.hits, info.misses)})  {c.first_line}")
+            for sig in info.signatures:
+                lines.append(f"    ({_signature_text(c.plan.inputs, sig)})")
+        return "\n".join(lines)
+
+
+_PLURALS = {"miss": "misses", "temporary": "temporaries"}
+
+
+def _count(n: int, what: str) -> str:
+    return f"{n} {what}" if n == 1 else f"{n} {_PLURALS.get(what, what + 's')}"
+
+
+def _counts(hits: int, misses: int) -> str:
+    return f"{_count(hits, 'hit')}, {_count(misses, 'miss')}"
+
+
+def _type_text(shape, dtype) -> str:
+    if dtype in ("bool", "int", "float", "complex"):
+        return dtype  # a Python number: compiled for its type, whatever its value
+    return f"{hlo_type_name(np.dtype(dtype))}[{','.join(map(str, shape))}]"
+
+
+def _signature_text(names, signature) -> str:
+    """A JitFunction signature, ((shape, dtype), ...), with the cell's input names."""
+    return ", ".join(f"{n}: {_type_text(shape, dtype)}" for n, (shape, dtype)
+                     in zip(names, signature))
+
+
+def _value_text(value) -> str:
+    if isinstance(value, (bool, int, float)) and not isinstance(value, np.generic):
+        return type(value).__name__
+    return _type_text(np.shape(value), np.asarray(value).dtype.str)
+
+
+# -- running a cell ---------------------------------------------------------------------------
+
+
+@dataclass
+class CellRun:
+    """One successful `%%xla` run: what `_xla` is bound to, and what was written back."""
+
+    plan: CellPlan
+    entry: CachedCell
+    exploration: object
+    hit: bool
+    bindings: dict
+    updated: tuple  # inputs changed in place
+    links: dict  # outputs that are an input or another output (`z = y`): name -> (kind, name)
+    check: object = None
+    bench: object = None
+    dumped: tuple = ()
+
+
+def run_cell(cell: str, namespace: dict, *, backend: str = "cpu", autocluster: bool = False,
+             cache: CellCache, check: bool = True, bench: bool = False, dump: str | None = None,
+             first_line: int = FIRST_LINE) -> CellRun:
+    """Analyse, compile (or find compiled), run, check, bench and dump a cell, then write its
+    results into `namespace`: only once all of that succeeded."""
+    entry = cache.lookup(analyse(cell, namespace, first_line=first_line), namespace, backend,
+                         autocluster)
+    plan, fn = entry.plan, entry.jit
+    args = plan.arguments(namespace)
+    hits = fn.cache_info().hits
+    try:
+        ex = fn.explore(*args)
+    except Exception:
+        cache.forget_failed(entry)
+        raise
+    hit = fn.cache_info().hits > hits
+    links = entry.links.setdefault(id(ex), dict(plan.links))
+    updated = tuple(p for _, p in ex.traced.aliases)
+    _check_updatable(plan, args, updated)
+    # In-place updates land in copies; the caller's arrays take them at the end.
+    run_args = [copy.deepcopy(a) if i in updated else a for i, a in enumerate(args)]
+    result = ex.run(*run_args)
+    bindings = plan.bindings(result, run_args, links)
+    done = CellRun(plan, entry, ex, hit, bindings, tuple(plan.inputs[p] for p in updated), links)
+    if check:
+        done.check = _named(ex.check(*_copies(args)), list(result))
+    if bench:
+        done.bench = ex.bench(*_copies(args))
+    if dump:
+        done.dumped = _dump(ex, dump)
+    # Everything succeeded: now, and only now, the namespace changes.
+    for p in updated:
+        np.copyto(args[p], run_args[p])
+    originals = {id(c): a for c, a in zip(run_args, args)}
+    for name, value in bindings.items():
+        namespace[name] = originals.get(id(value), value)
+    namespace["_xla"] = ex
+    return done
+
+
+def _copies(args) -> list:
+    return [copy.deepcopy(a) for a in args]
+
+
+def _check_updatable(plan: CellPlan, args, updated) -> None:
+    """NumPy would write into the caller's array; refuse what the copy-in, copy-out of the
+    compiled program cannot do the same way."""
+    for p in updated:
+        name, a = plan.inputs[p], args[p]
+        where = dict(op=f"{name} (in place)", source_file=plan.filename,
+                     source_line=plan.updated.get(name))
+        if not a.flags.writeable:
+            raise CellError(f"{name} is read-only; NumPy refuses to update it in place too",
+                            hint=f"Take a copy first: {name} = {name}.copy().", **where)
+        for q, other in enumerate(args):
+            if q != p and isinstance(other, np.ndarray) and np.may_share_memory(a, other):
+                raise CellError(
+                    f"{name} is updated in place and shares memory with {plan.inputs[q]} (one "
+                    "is a view of the other, or they are the same array); the compiled "
+                    "program takes them as separate inputs, so the update would not show "
+                    f"through {plan.inputs[q]} as it does in NumPy",
+                    hint=f"Use one name in the cell, or copy: {plan.inputs[q]} = "
+                         f"{plan.inputs[q]}.copy().", **where)
+
+
+def _named(result, names: list[str]):
+    """The check's outputs under the cell's names instead of "output 0", "output 1"."""
+    outputs = []
+    for c in result.outputs:
+        if c.name.startswith("output "):
+            i = int(c.name.split()[1])
+            if i < len(names):
+                c = dataclasses.replace(c, name=names[i])
+        outputs.append(c)
+    return dataclasses.replace(result, outputs=tuple(outputs))
+
+
+def _dump(ex, directory: str) -> tuple[str, ...]:
+    """ex.dump(directory): the paths of the files written."""
+    return tuple(str(p) for p in ex.dump(directory))
+
+
+# -- what the user sees -----------------------------------------------------------------------
+
+
+def summary(run: CellRun, cache_info) -> str:
+    """A compact text summary (until the graphical explorer exists)."""
+    ex, plan = run.exploration, run.plan
+    state = "hit" if run.hit else "miss"
+    lines = [f"%%xla {plan.name}: backend {ex.backend}, compile cache: {state} "
+             f"({_counts(cache_info.hits, cache_info.misses)})"]
+    args = ", ".join(f"{n} {_value_text(v)}" for n, v in zip(plan.inputs, ex.args))
+    lines.append(f"inputs:   {args or '(none)'}")
+    outs = []
+    for name, value in run.bindings.items():
+        link = run.links.get(name)
+        outs.append(f"{name} = {link[1]}" if link and name != link[1] else
+                    f"{name} {_value_text(value)}")
+    lines.append(f"outputs:  {', '.join(outs) or '(none)'}")
+    if run.updated:
+        lines.append(f"in place: {', '.join(run.updated)}")
+    if run.check is not None:
+        lines.append(f"check against eager NumPy: {'ok' if run.check.ok else 'MISMATCH'}")
+        lines += ["  " + str(c) for c in run.check.outputs]
+    fusions = ex.fusions
+    lines.append(f"fusions: {_count(len(fusions), 'kernel')}")
+    lines += [f"  {f}" for f in fusions]
+    buffers = ex.buffers
+    if buffers is not None:
+        lines.append(f"buffers: arena {_bytes(buffers.peak_bytes)} (lower bound "
+                     f"{_bytes(buffers.lower_bound_bytes)}), "
+                     f"{_count(len(buffers.temporaries), 'temporary')} in "
+                     f"{_count(len(buffers.allocations), 'allocation')}, "
+                     f"{_count(len(buffers.buffers), 'buffer')} in all")
+    if run.entry.autocluster:
+        clusters = ex.clusters
+        compiled, eager = list(clusters.compiled), list(clusters.eager)
+        lines.append(f"clusters: {len(compiled)} compiled, {len(eager)} run eagerly")
+        lines += [f"  compiled: {c}" for c in compiled]
+        lines += [f"  eager: {e}" for e in eager]
+    if run.bench is not None:
+        lines += ["bench (copies of the inputs):", run.bench.table()]
+    if run.dumped:
+        lines.append(f"dumped {_count(len(run.dumped), 'file')}:")
+        lines += [f"  {p}" for p in run.dumped]
+    # Without metadata: the source lines are in ex.hlo() and the explorer; here they would
+    # double every line's length.
+    lines += ["optimised HLO (with source lines: _xla.hlo()):",
+              ex.module.to_text(metadata=False).rstrip()]
+    return "\n".join(lines)
+
+
+def _bytes(n: int) -> str:
+    if n < 1024:
+        return f"{n} B"
+    return f"{n / 1024:.1f} KiB" if n < 1024 ** 2 else f"{n / 1024 ** 2:.1f} MiB"
+
+
+def short_error(e: BaseException, filename: str) -> list[str]:
+    """The class, the message, the cell's line quoted, the hint: no traceback through the
+    package. `filename` is the cell's (see `cell_names`)."""
+    message = getattr(e, "message", None) or str(e)
+    lines = [f"{type(e).__name__}: {message}"]
+    source_file, source_line = getattr(e, "source_file", None), getattr(e, "source_line", None)
+    if source_file == filename:
+        cell_line = source_line
+    else:  # where the cell was when it failed (a NameError, a helper function's error)
+        cell_line = next((f.lineno for f in reversed(traceback.extract_tb(e.__traceback__))
+                          if f.filename == filename), None)
+    if cell_line:
+        lines += [f"line {cell_line} of the cell:",
+                  f"    {linecache.getline(filename, cell_line).strip()}"]
+    if source_file and source_line and source_file != filename:
+        code = linecache.getline(source_file, source_line).strip()
+        lines.append(f"  at {source_file}:{source_line}" + (f": {code}" if code else ""))
+    hint = getattr(e, "hint", None)
+    if hint:
+        lines.append(hint)
+    elif isinstance(e, CompileError):
+        lines.append("Parts that cannot be compiled can run eagerly between compiled clusters: "
+                     "%%xla --autocluster.")
+    return lines
+
+
+@magics_class
+class XlaMagics(Magics):
+    """`%%xla` and `%xla_cache`; `cache` holds the session's compiled cells, `last` the last
+    successful run."""
+
+    def __init__(self, shell=None):
+        super().__init__(shell)
+        self.cache = CellCache()
+        self.last: CellRun | None = None
+
+    @magic_arguments()
+    @argument("--backend", default="cpu", choices=BACKENDS,
+              help="what runs the compiled program: Numba CPU kernels (default), the HLO "
+                   "interpreter, or Numba CUDA kernels (not built yet)")
+    @argument("--autocluster", action="store_true",
+              help="run what cannot be compiled (np.unique...) eagerly between compiled "
+                   "clusters, as TensorFlow's auto-clustering does")
+    @argument("--bench", action="store_true",
+              help="time eager NumPy against the compiled program, on copies of the inputs")
+    @argument("--dump", metavar="DIR", default=None,
+              help="write HLO, kernels and buffer reports to DIR, like --xla_dump_to")
+    @argument("--quiet", action="store_true", help="print nothing")
+    @argument("--debug", action="store_true", help="show the full traceback of an error")
+    @cell_magic
+    def xla(self, line: str, cell: str):
+        """Compile and run a cell of NumPy code through the XLA-style pipeline.
+
+        The cell's inputs are the names it reads that hold arrays or numbers; its outputs the
+        names it assigns, written back after the compiled run (in-place updates of inputs
+        reach the caller's arrays). If anything fails, no name changes. The Exploration is
+        bound to `_xla`."""
+        args = parse_argstring(self.xla, line)
+        if args.backend in NOT_BUILT:
+            raise UsageError(f"--backend {args.backend}: {NOT_BUILT[args.backend]}")
+        try:
+            run = run_cell(cell, self.shell.user_ns, backend=args.backend,
+                           autocluster=args.autocluster, cache=self.cache,
+                           check=not args.quiet, bench=args.bench, dump=args.dump,
+                           first_line=FIRST_LINE)
+        except Exception as e:
+            if args.debug:
+                raise
+            text = "\n".join(short_error(e, cell_names(cell, FIRST_LINE)[1]))
+            # IPython (and Jupyter) show what this returns instead of the traceback; the
+            # traceback stays on the exception for %debug and %tb.
+            e._render_traceback_ = lambda: [text]
+            raise
+        self.last = run
+        if not args.quiet:
+            print(summary(run, run.entry.jit.cache_info()))
+
+    @line_magic
+    def xla_cache(self, line: str = ""):
+        """What `%%xla` has compiled this session: per cell, its backend and the input
+        signatures it has executables for, with the hit and miss counts."""
+        print(self.cache.report())
+
+
+def load_ipython_extension(ip) -> None:
+    """`%load_ext xla_explorer`."""
+    ip.register_magics(XlaMagics(ip))
+
+
+def unload_ipython_extension(ip) -> None:
+    """`%unload_ext xla_explorer`: forget the compiled cells and the magics."""
+    magics = ip.magics_manager.registry.pop("XlaMagics", None)
+    if magics is not None:
+        magics.cache.clear()
+    ip.magics_manager.magics["cell"].pop("xla", None)
+    ip.magics_manager.magics["line"].pop("xla_cache", None)
+
+

@@ -1,0 +1,282 @@
+"""Auto-clustered programs: compiled clusters, with eager NumPy between them.
+
+This is how TensorFlow runs a graph that `--tf_xla_auto_jit` clustered: each cluster becomes
+an HLO module of its own, compiled once per concrete input shapes, and the ops left out
+(np.unique, NumPy functions the op table lacks, clusters too small to pay) run as NumPy in
+between. Values cross between segments as NumPy arrays.
+
+A cluster after a value-dependent shape (np.unique's length) was traced for the length seen
+at trace time. When an eager op gives another shape, `ShapeChanged` says so; the exploration
+then traces again for the new shapes, and the clusters that did not change come back from
+the process-wide cache below (by their HLO text) without compiling again.
+"""
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+
+from ..ir.module import Computation, Instruction, Module
+from ..ir.verify import verify
+from ..passes.autocluster import EAGER, cluster_of
+from ..passes.buffer_assignment import BufferAssignment, assign_buffers
+from .reference import evaluate_instruction
+
+
+class ShapeChanged(Exception):
+    """An eager op gave a shape other than the one traced: the program must be traced again.
+    `observed` maps every eager instruction run so far to the shape(s) it gave."""
+
+    def __init__(self, inst: Instruction, observed: dict[str, tuple]):
+        super().__init__(f"{inst.name} gave shape {observed[inst.name]}; it was traced as "
+                         f"{declared_shape(inst)}")
+        self.observed = observed
+
+
+@dataclass(frozen=True)
+class Segment:
+    """One step of the program: a compiled cluster, or one instruction run eagerly."""
+
+    name: str  # the cluster's name, or the eager instruction's
+    instructions: tuple[Instruction, ...]  # of the whole module's entry, in schedule order
+    inputs: tuple[Instruction, ...]  # values it reads that other segments (or parameters) make
+    outputs: tuple[Instruction, ...]  # values of its own that others read
+    module: Module | None = None  # a cluster's own module; None for an eager step
+    assignment: BufferAssignment | None = None
+
+    @property
+    def compiled(self) -> bool:
+        return self.module is not None
+
+
+# Cluster module fingerprint -> its compiled program, shared by every exploration in the
+# process (XLA's compilation cache plays this part for TensorFlow's clusters).
+_COMPILED: dict[tuple[str, str], object] = {}
+_LOCK = threading.Lock()
+CACHE_STATS = {"hits": 0, "misses": 0}
+
+
+class ClusteredProgram:
+    """`module` (auto-clustered, fused, scheduled) as segments run in dependency order."""
+
+    def __init__(self, module: Module, backend: str):
+        self.module = module
+        self.backend = backend
+        self.segments = plan(module)
+        self.programs = {s.name: _compiled(s, backend) for s in self.segments if s.compiled}
+
+    @property
+    def kernels(self) -> dict[str, str]:
+        """Every cluster's kernels (cpu backend), named `<cluster>/<kernel>`."""
+        return {f"{name}/{k}": src for name, p in self.programs.items()
+                for k, src in getattr(p, "kernels", {}).items()}
+
+    @property
+    def sources(self) -> dict[str, str]:
+        """Each compiled cluster's generated file (cpu backend), by cluster name."""
+        return {name: p.program.source for name, p in self.programs.items()
+                if hasattr(p, "program")}
+
+    @property
+    def compile_seconds(self) -> float | None:
+        times = [getattr(p, "compile_seconds", None) for p in self.programs.values()]
+        return None if any(t is None for t in times) else sum(times)
+
+    def __call__(self, *args) -> list:
+        env: dict[int, object] = {}
+        for p in self.module.entry.parameters:
+            env[id(p)] = np.asarray(args[p.parameter_number], dtype=p.dtype)
+        observed: dict[str, tuple] = {}
+        for seg in self.segments:
+            values = [_value(env, i) for i in seg.inputs]
+            if seg.compiled:
+                results = self.programs[seg.name](*values)
+                for inst, value in zip(seg.outputs, results):
+                    env[id(inst)] = value
+                continue
+            for inst in seg.instructions:
+                out = evaluate_instruction(self.module, inst,
+                                           [_value(env, o) for o in inst.operands])
+                env[id(inst)] = out
+                if inst.opcode == "custom-call":
+                    observed[inst.name] = _shape_of(out)
+                    if observed[inst.name] != declared_shape(inst):
+                        raise ShapeChanged(inst, observed)
+        root = self.module.entry.root
+        parts = root.operands if root.opcode == "tuple" else (root,)
+        return [_value(env, p) for p in parts]
+
+
+def _value(env, inst: Instruction):
+    if inst.opcode == "constant":
+        return inst.literal.reshape(inst.dims)
+    return env[id(inst)]
+
+
+def _shape_of(value) -> tuple:
+    if isinstance(value, tuple):
+        return tuple(np.shape(v) for v in value)
+    return np.shape(value)
+
+
+def declared_shape(inst: Instruction) -> tuple:
+    """An instruction's traced shape as np.shape gives it (a tuple of them for a tuple)."""
+    if inst.shape.is_tuple:
+        return tuple(e.dims for e in inst.shape.elements)
+    return inst.dims
+
+
+def _compiled(seg: Segment, backend: str):
+    key = (backend, seg.module.fingerprint())
+    with _LOCK:
+        program = _COMPILED.get(key)
+        if program is not None:
+            CACHE_STATS["hits"] += 1
+            return program
+        CACHE_STATS["misses"] += 1
+    if backend == "cpu":
+        from .executable import Executable
+
+        program = Executable(seg.module, seg.assignment)
+    else:
+        program = _Interpreted(seg.module, seg.assignment)
+    with _LOCK:
+        return _COMPILED.setdefault(key, program)
+
+
+class _Interpreted:
+    """A cluster run by the reference interpreter over its own arena."""
+
+    def __init__(self, module: Module, assignment: BufferAssignment):
+        self.module, self.assignment = module, assignment
+
+    def __call__(self, *args):
+        from .arena import run_in_arena
+
+        return run_in_arena(self.module, self.assignment, args)
+
+
+# -- planning -----------------------------------------------------------------------------------
+
+def plan(module: Module) -> list[Segment]:
+    """The module's segments in an order that runs every value's maker before its users."""
+    entry = module.entry
+    group: dict[Instruction, str] = {}
+    members: dict[str, list[Instruction]] = {}
+    clusters: set[str] = set()
+    for inst in entry.instructions:
+        if inst.opcode in ("parameter", "constant") or (inst is entry.root
+                                                        and inst.opcode == "tuple"):
+            continue
+        if inst.opcode == "get-tuple-element" and inst.operands[0] in group:
+            key = group[inst.operands[0]]  # an element goes with what made the tuple
+        else:
+            c = cluster_of(inst)
+            key = c if c not in (None, EAGER) else inst.name
+            if key == c:
+                clusters.add(c)
+        group[inst] = key
+        members.setdefault(key, []).append(inst)
+    users_outside: dict[Instruction, bool] = {}
+    for inst in entry.instructions:
+        for o in inst.operands:
+            if o in group and (inst not in group or group[inst] != group[o]):
+                users_outside[o] = True
+    segments = []
+    for key in _dependency_order(members, group):
+        insts = members[key]
+        inside = set(insts)
+        inputs = _unique([o for i in insts for o in i.operands
+                          if o not in inside and o.opcode != "constant"])
+        outputs = tuple(i for i in insts if users_outside.get(i))
+        if key not in clusters:  # one eager instruction (and the elements of its tuple)
+            segments.append(Segment(key, tuple(insts), inputs, outputs))
+            continue
+        m = extract(module, key, insts, inputs, outputs)
+        segments.append(Segment(key, tuple(insts), inputs, outputs, m, assign_buffers(m)))
+    return segments
+
+
+def _unique(insts) -> tuple[Instruction, ...]:
+    seen, out = set(), []
+    for i in insts:
+        if i not in seen:
+            seen.add(i)
+            out.append(i)
+    return tuple(out)
+
+
+def _dependency_order(members: dict[str, list[Instruction]],
+                      group: dict[Instruction, str]) -> list[str]:
+    """Segments topologically sorted, ties broken by schedule position (auto-clustering
+    made the segment graph acyclic, so this always finishes)."""
+    first = {k: n for n, k in enumerate(members)}
+    preds: dict[str, set[str]] = {k: set() for k in members}
+    for key, insts in members.items():
+        for i in insts:
+            for o in i.operands:
+                if o in group and group[o] != key:
+                    preds[key].add(group[o])
+    done: list[str] = []
+    ready = sorted((k for k, p in preds.items() if not p), key=first.get)
+    while ready:
+        k = ready.pop(0)
+        done.append(k)
+        for other, p in preds.items():
+            if k in p:
+                p.discard(k)
+                if not p and other not in done and other not in ready:
+                    ready.append(other)
+        ready.sort(key=first.get)
+    if len(done) != len(members):
+        raise ValueError("the clusters of this module depend on each other in a cycle; "
+                         "auto-clustering should have kept them apart")
+    return done
+
+
+def extract(module: Module, name: str, insts: Sequence[Instruction],
+            inputs: Sequence[Instruction], outputs: Sequence[Instruction]) -> Module:
+    """The cluster as a module of its own: a parameter per input, the constants it uses, its
+    instructions, and a root tuple of the values other segments read."""
+    new: dict[Instruction, Instruction] = {}
+    body: list[Instruction] = []
+    for n, i in enumerate(inputs):
+        new[i] = Instruction(i.name, "parameter", i.shape, parameter_number=n,
+                             metadata=i.metadata)
+        body.append(new[i])
+    for inst in insts:
+        for o in inst.operands:
+            if o.opcode == "constant" and o not in new:
+                new[o] = o
+                body.append(o)
+        new[inst] = inst.replace(operands=tuple(new[o] for o in inst.operands))
+        body.append(new[inst])
+    root = Instruction(f"{name}.root", "tuple", _tuple_shape(outputs),
+                       tuple(new[o] for o in outputs))
+    entry = Computation(name, tuple(body) + (root,))
+    called = _called_computations(module, insts)
+    m = Module(f"{module.name}.{name}", entry, called, is_scheduled=True)
+    verify(m)
+    return m
+
+
+def _tuple_shape(outputs):
+    from ..ir.shape import TupleShape
+
+    return TupleShape(tuple(o.shape for o in outputs))
+
+
+def _called_computations(module: Module, insts) -> tuple[Computation, ...]:
+    """The computations `insts` call, directly or through others, in module order."""
+    wanted: set[str] = set()
+    stack = list(insts)
+    while stack:
+        inst = stack.pop()
+        for key in ("calls", "to_apply"):
+            callee = inst.attr(key)
+            if callee and callee not in wanted:
+                wanted.add(callee)
+                stack.extend(module.computation(callee).instructions)
+    return tuple(c for c in module.computations if c.name in wanted)

@@ -5,9 +5,9 @@ STAMP  := $(VENV)/.installed
 # pytest-xdist workers: the machines here have 2 cores.
 JOBS   ?= 2
 
-.PHONY: setup test lab clean graphviz fuzz
+.PHONY: setup test lab clean graphviz chromium fuzz screenshot
 
-setup: $(STAMP) graphviz
+setup: $(STAMP) graphviz chromium
 
 # Reinstall only when the package metadata changes; `make setup` is cheap when nothing did.
 $(STAMP): pyproject.toml
@@ -26,6 +26,19 @@ graphviz:
 	  echo "Graphviz's 'dot' is missing. Install it as root, e.g. 'sudo apt-get install graphviz'" \
 	       "(Debian/Ubuntu), 'brew install graphviz' (macOS) or 'conda install graphviz', then re-run make." >&2; \
 	  exit 1; \
+	fi
+
+# Headless Chromium for scripts/screenshot.py and tests/test_screenshot.py, driven by Python
+# Playwright (`playwright install` cannot download browsers here, so the system one). Only
+# those need it: without apt it warns, and the test skips (except under CI=true).
+chromium:
+	@if [ -n "$$CHROMIUM" ] || command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	  echo "installing Chromium with apt-get"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	else \
+	  echo "warning: Chromium is missing, so 'make screenshot' and its test cannot run." \
+	       "Install it as root ('sudo apt-get install chromium') or set CHROMIUM=/path/to/chrome." >&2; \
 	fi
 
 test: setup
@@ -47,6 +60,13 @@ LAB_ARGS ?=
 
 lab: setup
 	$(VENV)/bin/jupyter lab --ip=127.0.0.1 --no-browser --notebook-dir=notebooks $(ROOT_FLAG) $(LAB_ARGS)
+
+# docs/explorer.png: notebooks/01_first_cell.ipynb run in a real JupyterLab in headless
+# Chromium. SCREENSHOT_ARGS passes more options (scripts/screenshot.py --help).
+SCREENSHOT_ARGS ?=
+
+screenshot: setup
+	$(PY) scripts/screenshot.py $(SCREENSHOT_ARGS)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis

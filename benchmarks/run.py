@@ -1,7 +1,7 @@
 """Speed and memory of xla-explorer's CPU backend against eager NumPy, numexpr and XLA (jax.jit
 on CPU), on the programs the README's table lists.
 
-    python benchmarks/run.py [--quick] [--json results.json]
+    python benchmarks/run.py [--quick] [--only PROGRAM] [--json results.json]
 
 Every runner gets the same float32 inputs. After a warm-up call each, the runners are timed
 interleaved (one call of each per round, so a slow moment hits all of them) and the median is
@@ -237,9 +237,13 @@ def main(argv=None):
     parser.add_argument("--quick", action="store_true", help="small sizes, a short run")
     parser.add_argument("--json", default="benchmarks/results.json")
     parser.add_argument("--budget", type=float, default=3.0, help="seconds of timing per case")
+    parser.add_argument("--only", action="append", metavar="PROGRAM",
+                        help="run only this program (repeatable): sum_xyz, gelu, ...")
     opts = parser.parse_args(argv)
     rows = []
     for program, label, shapes in cases(opts.quick):
+        if opts.only and program.__name__ not in opts.only:
+            continue
         rows.append(run_case(program, label, shapes, opts.budget))
         print(f"{program.__name__} {label}: {rows[-1]['speedup_vs_numpy']:.2f}x NumPy",
               file=sys.stderr)

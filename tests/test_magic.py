@@ -11,6 +11,7 @@ from IPython.core.interactiveshell import InteractiveShell
 from IPython.utils.capture import capture_output
 
 import xla_explorer as xe
+from xla_explorer.magic import summary
 
 IPYTHON_NAMES = {"In", "Out", "exit", "quit", "get_ipython"}
 
@@ -32,9 +33,15 @@ def magics(shell):
 
 def run(shell, cell: str):
     """Run a cell; (result, everything it printed)."""
+    result, out, _ = run_displaying(shell, cell)
+    return result, out
+
+
+def run_displaying(shell, cell: str):
+    """Run a cell; (result, everything it printed, the rich outputs it displayed)."""
     with capture_output() as cap:
         result = shell.run_cell(cell)
-    return result, cap.stdout + cap.stderr
+    return result, cap.stdout + cap.stderr, cap.outputs
 
 
 def numpy_run(body: str, **inputs) -> dict:
@@ -91,8 +98,8 @@ def test_inputs_are_read_and_outputs_written_back(shell, xy):
     assert "inputs:   x f32[64], y f32[64]" in out and "z f32[64]" in out and "m f32[]" in out
 
 
-def test_the_summary_shows_hlo_fusions_buffers_and_the_check(shell, xy):
-    result, out = run(shell, "%%xla\nz = np.tanh(x) * y + 1\ns = np.sum(z)\n")
+def test_the_summary_shows_fusions_buffers_and_the_check_then_the_explorer(shell, xy):
+    result, out, shown = run_displaying(shell, "%%xla\nz = np.tanh(x) * y + 1\ns = np.sum(z)\n")
     assert result.success, out
     ex = shell.user_ns["_xla"]
     assert "check against eager NumPy: ok" in out
@@ -101,7 +108,14 @@ def test_the_summary_shows_hlo_fusions_buffers_and_the_check(shell, xy):
         assert f"  {f}\n" in out
     b = ex.buffers
     assert f"buffers: arena {b.peak_bytes} B (lower bound {b.lower_bound_bytes} B)" in out
-    assert ex.module.to_text(metadata=False) in out
+    # The HLO is in the explorer widget displayed after the text, not in the text.
+    assert ex.module.to_text(metadata=False) not in out and "optimised HLO" not in out
+    views = [o.data for o in shown if "application/vnd.jupyter.widget-view+json" in o.data]
+    assert len(views) == 1 and views[0]["text/plain"].startswith("<Explorer of ")
+    # The text-only summary still has it, for front ends that want text.
+    magic_run = magics(shell).last
+    text = summary(magic_run, magic_run.entry.jit.cache_info())
+    assert ex.module.to_text(metadata=False).rstrip() in text
     # HLO metadata counts lines as the notebook does: %%xla is line 1.
     assert "source_line=3" in ex.hlo() and "source_line=2" in ex.hlo()
 

@@ -124,6 +124,12 @@ class Fusion:
 _CLONE = re.compile(r"(\.clone\.\d+)+$")
 
 
+def traced_name(name: str) -> str:
+    """The name an instruction was traced as: a cheap producer copied into several kernels
+    is named `<name>.clone.N` in each."""
+    return _CLONE.sub("", name)
+
+
 def _kind_of_op(inst: Instruction) -> str:
     return {"reduce": "kInput", "dot": "kOutput"}.get(inst.opcode, "kLoop")
 
@@ -144,7 +150,7 @@ def kernels_of(module: Module, decisions: Sequence[Decision] = ()) -> list[Fusio
                             tuple(o.name for o in outs), inst.attr("backend_config") == ROW_CONFIG)
         else:
             fusion = Fusion(inst.name, _kind_of_op(inst), (inst.name,), (), (inst.name,))
-        traced = {_CLONE.sub("", n) for n in fusion.instructions}
+        traced = {traced_name(n) for n in fusion.instructions}
         reasons = tuple(d.reason for d in decisions if _about(d, traced))
         out.append(Fusion(fusion.name, fusion.kind, fusion.instructions, reasons,
                           fusion.outputs, fusion.row))
@@ -170,6 +176,7 @@ class Exploration:
         self.backend = backend
         self.autocluster = autocluster
         self._executable = None
+        self.last_bench = None  # what `bench` measured last: the viewers show it
         # Auto-clustered programs traced again for other value-dependent shapes (np.unique's
         # length): each compiles the clusters that shape changes, as XLA compiles per shape.
         self.variants: list[Exploration] = []
@@ -194,6 +201,27 @@ class Exploration:
         from .viz.graphviz import graph
 
         return graph(self.stage(stage).module, **options)
+
+    def show(self):
+        """The step-through explorer (an ipywidgets widget): stages, decisions, buffers,
+        kernels and performance."""
+        from .viz.widgets import explorer
+
+        return explorer(self)
+
+    def save_html(self, path) -> None:
+        """One self-contained HTML file of everything `show` shows (the last `bench` too): no
+        kernel, no network."""
+        from .viz.html import save_html
+
+        save_html(self, path, self.last_bench)
+
+    def _repr_mimebundle_(self, include=None, exclude=None):
+        """The JupyterLab extension's JSON (application/vnd.xla-explorer.v1+json) and an HTML
+        fallback for every other front end."""
+        from .viz.mime import bundle
+
+        return bundle(self, self.last_bench)
 
     def dump(self, directory, pass_re: str | None = None) -> list:
         """Write this compilation's files as XLA's --xla_dump_to does; returns their paths."""
@@ -242,6 +270,12 @@ class Exploration:
     def kernels(self) -> dict[str, str]:
         """{kernel name: generated source}, for the cpu backend."""
         return self.executable.kernels if self.executable is not None else {}
+
+    def kernel_of(self, instruction: str) -> str | None:
+        """The `kernels` key of the kernel that computes an entry instruction (a fusion, or an
+        op that fused with nothing), or None (the interpreter, or not a kernel)."""
+        exe = self.executable
+        return getattr(exe, "kernel_of", {}).get(instruction) if exe is not None else None
 
     @property
     def buffers(self) -> BufferAssignment | None:
@@ -319,8 +353,9 @@ class Exploration:
         outputs = sum(b.size for b in a.buffers if b.category == OUTPUT) if a else 0
         arena = a.peak_bytes if a else 0
         exe = self.executable
-        return bench(self.module.name, self.function, self.run, args, repeat, arena,
-                     arena + outputs, exe.compile_seconds if exe else None)
+        self.last_bench = bench(self.module.name, self.function, self.run, args, repeat, arena,
+                                arena + outputs, exe.compile_seconds if exe else None)
+        return self.last_bench
 
     def check(self, *args) -> CheckResult:
         """Compiled against eager NumPy on the same inputs: error per output, within tolerance."""

@@ -236,8 +236,9 @@ def _dump(ex, directory: str) -> tuple[str, ...]:
 # -- what the user sees -----------------------------------------------------------------------
 
 
-def summary(run: CellRun, cache_info) -> str:
-    """A compact text summary (until the graphical explorer exists)."""
+def summary(run: CellRun, cache_info, hlo: bool = True) -> str:
+    """A compact text summary; with `hlo`, the optimised HLO after it (the explorer widget
+    shows the HLO of every stage, so the display leaves it out)."""
     ex, plan = run.exploration, run.plan
     state = "hit" if run.hit else "miss"
     lines = [f"%%xla {plan.name}: backend {ex.backend}, compile cache: {state} "
@@ -276,11 +277,20 @@ def summary(run: CellRun, cache_info) -> str:
     if run.dumped:
         lines.append(f"dumped {_count(len(run.dumped), 'file')}:")
         lines += [f"  {p}" for p in run.dumped]
-    # Without metadata: the source lines are in ex.hlo() and the explorer; here they would
-    # double every line's length.
-    lines += ["optimised HLO (with source lines: _xla.hlo()):",
-              ex.module.to_text(metadata=False).rstrip()]
+    if hlo:
+        # Without metadata: the source lines are in ex.hlo() and the explorer; here they would
+        # double every line's length.
+        lines += ["optimised HLO (with source lines: _xla.hlo()):",
+                  ex.module.to_text(metadata=False).rstrip()]
     return "\n".join(lines)
+
+
+def show(run: CellRun, cache_info) -> None:
+    """What a `%%xla` cell displays: the text summary, then the explorer widget."""
+    from IPython.display import display
+
+    print(summary(run, cache_info, hlo=False))
+    display(run.exploration.show())
 
 
 def _bytes(n: int) -> str:
@@ -364,7 +374,7 @@ class XlaMagics(Magics):
             raise
         self.last = run
         if not args.quiet:
-            print(summary(run, run.entry.jit.cache_info()))
+            show(run, run.entry.jit.cache_info())
 
     @line_magic
     def xla_cache(self, line: str = ""):

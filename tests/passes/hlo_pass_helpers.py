@@ -32,6 +32,23 @@ max {
   ROOT max.max = f32[] maximum(max.lhs, max.rhs)
 }"""
 
+# Two reductions of one f32[16] as separate kernels (a sum and a sum of squares), with ADD:
+# the computations for `fusion(x), calls=fused_sum` and `calls=fused_sumsq`.
+SUM_AND_SUMSQ = ADD + """
+
+fused_sum {
+  sum.x = f32[16] parameter(0)
+  sum.zero = f32[] constant(0)
+  ROOT sum.r = f32[] reduce(sum.x, sum.zero), dimensions={0}, to_apply=add
+}
+
+fused_sumsq {
+  sumsq.x = f32[16] parameter(0)
+  sumsq.zero = f32[] constant(0)
+  sumsq.sq = f32[16] multiply(sumsq.x, sumsq.x)
+  ROOT sumsq.r = f32[] reduce(sumsq.sq, sumsq.zero), dimensions={0}, to_apply=add
+}"""
+
 
 def hlo(entry: str, computations: str = "") -> str:
     """A module's text from an ENTRY body (and computations it calls)."""

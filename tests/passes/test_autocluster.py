@@ -16,7 +16,8 @@ from xla_explorer.passes.multi_output_fusion import MultiOutputFusion
 from xla_explorer.passes.pipeline import default_passes
 from xla_explorer.runtime.reference import run_module
 
-from .hlo_pass_helpers import ADD, MAX, assert_same_meaning, entry_body, hlo, run_pass
+from .hlo_pass_helpers import (ADD, MAX, SUM_AND_SUMSQ, assert_same_meaning, entry_body, hlo,
+                               run_pass)
 
 
 def C(n) -> str:  # noqa: N802 - reads like the attribute it stands for
@@ -394,31 +395,16 @@ ROOT out = f32[4,8] divide(e, sb), {C(1)}""", ADD + "\n\n" + MAX))
                         "compiles on its own")
 
 
-SUM_AND_SUMSQ = """\
+SIBLINGS_IN = """\
 x = f32[16] parameter(0)
 s = f32[] fusion(x), kind=kInput, calls=fused_sum, frontend_attributes={{_xla_cluster="{0}"}}
 ss = f32[] fusion(x), kind=kInput, calls=fused_sumsq, frontend_attributes={{_xla_cluster="{1}"}}
 ROOT t = (f32[], f32[]) tuple(s, ss)"""
 
-SUM_AND_SUMSQ_COMPUTATIONS = ADD + """
-
-fused_sum {
-  sum.x = f32[16] parameter(0)
-  sum.zero = f32[] constant(0)
-  ROOT sum.r = f32[] reduce(sum.x, sum.zero), dimensions={0}, to_apply=add
-}
-
-fused_sumsq {
-  sumsq.x = f32[16] parameter(0)
-  sumsq.zero = f32[] constant(0)
-  sumsq.sq = f32[16] multiply(sumsq.x, sumsq.x)
-  ROOT sumsq.r = f32[] reduce(sumsq.sq, sumsq.zero), dimensions={0}, to_apply=add
-}"""
-
 
 def test_multi_output_fusion_does_not_join_siblings_of_two_clusters():
     before, result = run_pass(MultiOutputFusion(), hlo(
-        SUM_AND_SUMSQ.format("cluster_0", "cluster_1"), SUM_AND_SUMSQ_COMPUTATIONS))
+        SIBLINGS_IN.format("cluster_0", "cluster_1"), SUM_AND_SUMSQ))
     assert not result.changed and result.module is before
     assert notes(result) == [("refused", (
         "not merged the fusion rooted at sum.r and the fusion rooted at sumsq.r (both read x): "
@@ -427,7 +413,7 @@ def test_multi_output_fusion_does_not_join_siblings_of_two_clusters():
 
 def test_multi_output_fusion_in_one_cluster_marks_the_fusion_and_its_elements():
     _, result = run_pass(MultiOutputFusion(), hlo(
-        SUM_AND_SUMSQ.format("cluster_0", "cluster_0"), SUM_AND_SUMSQ_COMPUTATIONS))
+        SIBLINGS_IN.format("cluster_0", "cluster_0"), SUM_AND_SUMSQ))
     assert module_text(result.module) == ADD + f"""
 
 fused_computation.2 {{

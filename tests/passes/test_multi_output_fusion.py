@@ -10,7 +10,7 @@ from __future__ import annotations
 from xla_explorer.passes.fusion import Fusion
 from xla_explorer.passes.multi_output_fusion import MultiOutputFusion
 
-from .hlo_pass_helpers import ADD, MAX, MIN, hlo, run_pass
+from .hlo_pass_helpers import ADD, MAX, MIN, SUM_AND_SUMSQ, hlo, run_pass
 
 MERGES = ("siblings", "producer-consumer")
 
@@ -34,20 +34,7 @@ def test_sum_and_sum_of_squares_become_one_kernel_with_two_results():
 x = f32[16] parameter(0)
 s = f32[] fusion(x), kind=kInput, calls=fused_sum
 ss = f32[] fusion(x), kind=kInput, calls=fused_sumsq
-ROOT t = (f32[], f32[]) tuple(s, ss)""", ADD + """
-
-fused_sum {
-  sum.x = f32[16] parameter(0)
-  sum.zero = f32[] constant(0)
-  ROOT sum.r = f32[] reduce(sum.x, sum.zero), dimensions={0}, to_apply=add
-}
-
-fused_sumsq {
-  sumsq.x = f32[16] parameter(0)
-  sumsq.zero = f32[] constant(0)
-  sumsq.sq = f32[16] multiply(sumsq.x, sumsq.x)
-  ROOT sumsq.r = f32[] reduce(sumsq.sq, sumsq.zero), dimensions={0}, to_apply=add
-}"""))
+ROOT t = (f32[], f32[]) tuple(s, ss)""", SUM_AND_SUMSQ))
     # x is read once; the two equal zero constants are one; the results come out of a tuple.
     assert module_text(result.module) == ADD + """
 

@@ -74,6 +74,12 @@ class ClusteredProgram:
                 for k, src in getattr(p, "kernels", {}).items()}
 
     @property
+    def kernel_of(self) -> dict[str, str]:
+        """{HLO instruction: its `kernels` key}, over every cluster (cpu backend)."""
+        return {inst: f"{name}/{k}" for name, p in self.programs.items()
+                for inst, k in getattr(p, "kernel_of", {}).items()}
+
+    @property
     def sources(self) -> dict[str, str]:
         """Each compiled cluster's generated file (cpu backend), by cluster name."""
         return {name: p.program.source for name, p in self.programs.items()

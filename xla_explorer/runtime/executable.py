@@ -53,6 +53,11 @@ class Executable:
         return dict(self.program.kernels)
 
     @property
+    def kernel_of(self) -> dict[str, str]:
+        """{HLO instruction (a fusion, or an op alone): the kernel that computes it}."""
+        return dict(self.program.kernel_of)
+
+    @property
     def sources(self) -> dict[str, str]:
         """The generated file's text (one file, so one entry, unnamed)."""
         return {"": self.program.source}

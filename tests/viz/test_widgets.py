@@ -1,0 +1,470 @@
+"""The explorer widget (`ex.show()`), driven as a user drives it: slider, buttons, dropdowns.
+
+What the widget shows is compared with the exploration's own data (its stages, viz.diff of two
+stages, ex.decisions, ex.buffers, ex.kernels, the BenchResult), read back from the HTML, DOT
+and SVG the widget holds.
+"""
+import dataclasses
+import html
+import re
+import shutil
+import xml.etree.ElementTree as ET
+
+import ipywidgets
+import numpy as np
+import pytest
+
+import xla_explorer as xe
+from xla_explorer.ir.printer import format_computation
+from xla_explorer.runtime.bench import BenchResult
+from xla_explorer.viz.diff import diff
+from xla_explorer.viz.widgets import TITLES, Explorer, allocations_html
+
+from tests.test_fusion_programs import PROGRAMS, f32
+
+needs_dot = pytest.mark.skipif(shutil.which("dot") is None,
+                               reason="Graphviz's dot is not installed")
+CLONE = re.compile(r"(\.clone\.\d+)+$")
+
+
+def explore(program, shapes, backend="interpreter", **options):
+    rng = np.random.default_rng(0)
+    return xe.explore(program, *[f32(rng, *s) for s in shapes], backend=backend, **options)
+
+
+def exp_then_dot(x, w):
+    e = np.exp(x)  # expensive with two consumers: its own kernel's output, read by the dot's
+    return np.tanh(e @ w), e.sum()
+
+
+def chain(x, w, v):
+    h = np.exp(x) @ w  # three kernels, two temporaries between them
+    return np.tanh(h) @ v
+
+
+def chain3(x, w, v, u):
+    return np.tanh(np.exp(x) @ w) @ v @ u  # its arena slots reuse space: peak < their sum
+
+
+def unique_scaled(x):
+    return np.unique(x) * 2.0, x + 1.0
+
+
+SMALL = {
+    "softmax": (PROGRAMS[2][0], [(4, 8)]),
+    "exp_then_dot": (exp_then_dot, [(32, 16), (16, 8)]),
+    "chain": (chain, [(16, 8), (8, 12), (12, 4)]),
+    "chain3": (chain3, [(16, 8), (8, 64), (64, 4), (4, 32)]),
+}
+CPU_CASES = ["softmax", "exp_then_dot", "chain"]
+
+
+@pytest.fixture(scope="module")
+def cpu():
+    """A few explorations on the cpu backend (kernels compiled once for the module)."""
+    return {name: explore(*SMALL[name], backend="cpu") for name in CPU_CASES}
+
+
+# -- reading back what is drawn ---------------------------------------------------------------
+
+_NODE = re.compile(r"^\s*n\d+ \[(.*)\]\s*$")
+_CLUSTER_ATTRS = re.compile(r"^\s*(?:graph \[)?.*label=<<b>([^<]*)</b>.*$")
+
+
+def thick_in_dot(dot: str) -> set[str]:
+    """Names drawn with the thick outline: nodes (tooltip's first line) and fusion clusters
+    (label's bold first line)."""
+    out = set()
+    for line in dot.splitlines():
+        if "penwidth=4" not in line:
+            continue
+        if m := _NODE.match(line):
+            out.add(re.search(r'tooltip="([^"\\]*)', m.group(1)).group(1))
+        elif m := _CLUSTER_ATTRS.match(line):
+            out.add(html.unescape(m.group(1)))
+    return out
+
+
+def thick_in_svg(shown: str) -> set[str]:
+    """The same, read from the SVG the widget shows: a node's or a fused computation's
+    tooltip names it; its outline's stroke-width is 4."""
+    root = ET.fromstring(shown[shown.index("<svg"):shown.rindex("</svg>") + 6])
+    ns = {"s": "http://www.w3.org/2000/svg", "x": "http://www.w3.org/1999/xlink"}
+    out = set()
+    for g in root.iter("{http://www.w3.org/2000/svg}g"):
+        if g.get("class") not in ("node", "cluster"):
+            continue
+        a = g.find(".//s:a", ns)
+        path = g.find(".//s:path", ns)
+        path = g.find(".//s:polygon", ns) if path is None else path
+        if a is None or path is None or path.get("stroke-width") != "4":
+            continue
+        lines = a.get(f"{{{ns['x']}}}title").split("\n")
+        out.add(lines[1] if lines[0].startswith("fused computation") else lines[0])
+    return out
+
+
+def marked_lines(hlo_html: str) -> set[str]:
+    return set(re.findall(r"data-inst='([^']*)' data-changed='true'", hlo_html))
+
+
+def text_of(fragment: str) -> str:
+    return html.unescape(re.sub(r"<[^>]+>", "", fragment))
+
+
+# -- structure --------------------------------------------------------------------------------
+
+
+def test_show_returns_a_tab_of_five_panels_built_when_opened():
+    ex = explore(*SMALL["softmax"])
+    w = ex.show()
+    assert isinstance(w, Explorer) and isinstance(w, ipywidgets.Tab)
+    assert tuple(w.titles) == TITLES == ("Stages", "Decisions", "Buffers", "Kernels",
+                                         "Performance")
+    assert w.children[0].children and not any(c.children for c in w.children[1:])
+    w.selected_index = TITLES.index("Buffers")
+    assert w.children[2].children == (w.buffers_panel.widget,)
+    assert not w.children[1].children  # still not built
+    assert repr(w).startswith("<Explorer of softmax:")
+
+
+# -- stages -----------------------------------------------------------------------------------
+
+
+def check_stage(w: Explorer, ex, i: int) -> None:
+    """Stage i is shown: its graph with diff(prev, cur).changed thick, its HLO with those lines
+    marked."""
+    stage = ex.stages[i]
+    want = diff(ex.stages[i - 1].module, stage.module).changed if i else frozenset()
+    panel = w.stages_panel
+    assert panel.index == i and panel.pass_select.value == i
+    assert panel.visible[w.stage_slider.value] == i
+    assert panel.highlighted == want
+    assert thick_in_dot(panel.graph_dot) == set(want)
+    if shutil.which("dot"):
+        assert thick_in_svg(w.graph_html.value) == set(want)
+    assert marked_lines(w.hlo_html.value) == set(want)
+    shown = text_of(w.hlo_html.value.replace("</div>", "\n"))
+    for line in stage.module.to_text(metadata=False).splitlines():
+        assert line in shown
+
+
+@pytest.mark.parametrize("program, shapes, kinds", PROGRAMS, ids=[p[0].__name__ for p in PROGRAMS])
+def test_every_stage_of_every_program_shows_its_graph_hlo_and_changes(program, shapes, kinds):
+    ex = explore(program, shapes)
+    w = ex.show()
+    for i in range(len(ex.stages)):
+        w.select_stage(i)
+        check_stage(w, ex, i)
+
+
+@needs_dot
+@pytest.mark.parametrize("name", CPU_CASES)
+def test_every_stage_on_the_cpu_backend(cpu, name):
+    ex = cpu[name]
+    w = ex.show()
+    for i in range(len(ex.stages)):
+        w.select_stage(i)
+        check_stage(w, ex, i)
+
+
+def test_the_slider_and_buttons_step_through_the_passes_that_changed_something():
+    ex = explore(*SMALL["softmax"])
+    w = ex.show()
+    panel = w.stages_panel
+    changed = [0] + [i for i, s in enumerate(ex.stages) if i and s.changed]
+    assert len(changed) < len(ex.stages)  # softmax has passes that change nothing
+    assert panel.visible == changed and [v for _, v in panel.pass_select.options] == changed
+    assert w.stage_slider.max == len(changed) - 1 and panel.index == 0
+    shown = []
+    for v in range(len(changed)):
+        w.stage_slider.value = v
+        check_stage(w, ex, changed[v])
+        shown.append((w.graph_html.value, w.hlo_html.value))
+    for before, after in zip(shown, shown[1:]):
+        assert before[0] != after[0] and before[1] != after[1]
+    panel.prev_button.click()
+    assert panel.index == changed[-2]
+    panel.next_button.click()
+    panel.next_button.click()  # past the end: stays
+    assert panel.index == changed[-1]
+    panel.pass_select.value = changed[1]
+    check_stage(w, ex, changed[1])
+
+
+def test_unchanged_passes_are_offered_only_when_asked():
+    ex = explore(*SMALL["softmax"])
+    w = ex.show()
+    panel = w.stages_panel
+    unchanged = next(i for i, s in enumerate(ex.stages) if i and not s.changed)
+    panel.show_unchanged.value = True
+    assert panel.visible == list(range(len(ex.stages)))
+    w.stage_slider.value = unchanged
+    check_stage(w, ex, unchanged)
+    assert panel.highlighted == frozenset()
+    panel.show_unchanged.value = False  # back to the changed stage before it
+    assert unchanged not in panel.visible
+    assert panel.index == max(i for i in panel.visible if i < unchanged)
+    w.select_stage(unchanged)  # asking for a hidden pass shows the hidden passes
+    assert panel.show_unchanged.value and panel.index == unchanged
+    check_stage(w, ex, unchanged)
+
+
+def test_the_summary_counts_what_the_pass_changed_and_lists_its_notes():
+    ex = explore(*SMALL["softmax"])
+    w = ex.show()
+    for i in range(1, len(ex.stages)):
+        w.select_stage(i)
+        d = diff(ex.stages[i - 1].module, ex.stages[i].module)
+        text = text_of(w.stages_panel.summary_html.value)
+        assert (f"{i}: {ex.stages[i].name}: {len(d.added)} added, {len(d.removed)} removed, "
+                f"{len(d.rewritten)} rewritten; {ex.stages[i].seconds * 1e3:.2f} ms") in text
+        for note in ex.stages[i].notes:
+            assert str(note) in text
+
+
+def test_hlo_lines_carry_their_source_line():
+    ex = explore(*SMALL["softmax"])
+    w = ex.show()
+    for c in ex.stages[0].module.all_computations:
+        for inst in c.instructions:
+            if inst.metadata.source_line:
+                row = re.search(rf"data-inst='{re.escape(inst.name)}'[^>]*>(.*?)</div>",
+                                w.hlo_html.value).group(1)
+                assert text_of(row).startswith(f"line {inst.metadata.source_line}")
+
+
+@needs_dot
+@pytest.mark.parametrize("name", ["exp_then_dot", "chain"])
+def test_an_instruction_shows_its_shape_source_fusion_buffer_and_kernel(cpu, name):
+    ex = cpu[name]
+    w = ex.show()
+    panel = w.stages_panel
+    w.select_stage(0)
+    seen_temporary = False
+    for inst in ex.stages[0].module.entry.instructions:
+        if inst.opcode in ("parameter", "tuple"):
+            continue
+        panel.instruction_select.value = inst.name
+        text = text_of(panel.instruction_html.value)
+        assert f"shape{inst.shape}" in text and f"dtype{inst.dtype}" in text
+        assert f":{inst.metadata.source_line}" in text
+        fusion = [f for f in ex.fusions
+                  if inst.name in {CLONE.sub("", n) for n in f.instructions}]
+        if not fusion:  # a constant folded away, or removed by a later pass
+            assert "not computed by a kernel" in text
+            continue
+        (fusion,) = fusion
+        assert f"fusion{fusion}" in text
+        kernel = re.sub(r"\W", "_", fusion.name)
+        assert kernel in ex.kernels and f"kernel{kernel}" in text
+        for b in ex.buffers.buffers:
+            if b.instruction == fusion.name:
+                slot = ex.buffers.allocation(b)
+                if slot is not None:
+                    seen_temporary = True
+                    assert (f"{b.name} ({b.shape}): allocation {slot.index}, offset "
+                            f"{slot.offset}, size {slot.size}") in text
+                else:
+                    assert f"{b.name} ({b.shape}): {b.category}, not in the arena" in text
+    assert seen_temporary
+    w.select_stage(-1)  # a kernel of the final program is its own fusion
+    for f in ex.fusions:
+        panel.instruction_select.value = f.name
+        assert f"fusion{f}" in text_of(panel.instruction_html.value)
+
+
+# -- decisions --------------------------------------------------------------------------------
+
+
+@needs_dot
+@pytest.mark.parametrize("program, shapes", [(p, s) for p, s, _ in PROGRAMS[:6]] + [SMALL["chain"]],
+                         ids=[p[0].__name__ for p in PROGRAMS[:6]] + ["chain"])
+def test_the_decision_stepper_highlights_producer_and_consumer(program, shapes):
+    ex = explore(program, shapes)
+    w = ex.show()
+    panel = w.decisions_panel
+    assert [n for _, n in panel.items] == ex.decisions
+    assert w.decision_slider.max == len(ex.decisions) - 1
+    for k, d in enumerate(ex.decisions):
+        w.decision_slider.value = k
+        assert panel.index == k
+        text = text_of(panel.decision_html.value)
+        assert d.reason in text and ("[taken]" if d.fused else "[refused]") in text
+        thick = {CLONE.sub("", n) for n in thick_in_dot(panel.graph_dot)}
+        assert thick == {d.producer, d.consumer}
+        assert {CLONE.sub("", n) for n in thick_in_svg(panel.graph_html.value)} == thick
+        current = re.findall(r"<li style='background[^>]*>(.*?)</li>", panel.list_html.value)
+        assert [text_of(c) for c in current] == [f"[{'taken' if d.fused else 'refused'}] {d}"]
+    w.select_decision(0)
+    panel.next_button.click()
+    assert panel.index == min(1, len(ex.decisions) - 1)
+
+
+@needs_dot
+def test_under_auto_clustering_the_cluster_notes_are_decisions_too():
+    ex = xe.explore(unique_scaled, np.array([3.0, 1.0, 3.0, 2.0], np.float32),
+                    backend="interpreter", autocluster=True)
+    w = ex.show()
+    panel = w.decisions_panel
+    notes = ex.stage("auto-cluster").notes
+    assert notes and all(n in [m for _, m in panel.items] for n in notes)
+    assert len(panel.items) == len(notes) + len(ex.decisions)
+    for k, (i, note) in enumerate(panel.items):
+        if ex.stages[i].name != "auto-cluster" or not note.instructions:
+            continue
+        w.select_decision(k)
+        assert {CLONE.sub("", n) for n in thick_in_dot(panel.graph_dot)} == set(note.instructions)
+
+
+# -- buffers, kernels -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["softmax", "exp_then_dot", "chain", "chain3"])
+def test_the_buffer_tab_states_the_assignments_numbers(name):
+    ex = explore(*SMALL[name])
+    a = ex.buffers
+    panel = ex.show().buffers_panel
+    text = text_of(panel.table_html.value)
+    m = re.search(r"arena peak (\d+) bytes; lower bound (\d+) bytes", text)
+    assert (int(m.group(1)), int(m.group(2))) == (a.peak_bytes, a.lower_bound_bytes)
+    rows = re.findall(r"<tr><td>(\d+)</td><td>(\d+)</td><td>(\d+)</td><td>\[(\d+), (\d+)\]</td>"
+                      r"<td>([^<]*)</td></tr>", panel.table_html.value)
+    assert rows == [(str(x.index), str(x.offset), str(x.size), str(x.start), str(x.end),
+                     ", ".join(v.name for v in x.values)) for x in a.allocations]
+    assert panel.plot_html.value.startswith("<svg")
+    if name == "chain3":
+        assert len(rows) == 3 and 0 < a.peak_bytes < a.temporary_bytes
+
+
+def test_the_peak_and_the_lower_bound_are_not_confused():
+    a = explore(*SMALL["chain3"]).buffers
+    wider = dataclasses.replace(a, peak_bytes=a.peak_bytes + 64)
+    text = text_of(allocations_html(wider))
+    assert (f"arena peak {a.peak_bytes + 64} bytes; lower bound {a.lower_bound_bytes} bytes "
+            f"(fragmentation {wider.fragmentation_bytes} bytes)") in text
+
+
+@pytest.mark.parametrize("name", CPU_CASES)
+def test_the_kernel_tab_shows_every_kernel_beside_its_fusion(cpu, name):
+    ex = cpu[name]
+    panel = ex.show().kernels_panel
+    assert ex.kernels and set(panel.source_html) == set(ex.kernels) == set(panel.hlo_html)
+    for kernel, source in ex.kernels.items():
+        value = panel.source_html[kernel].value
+        assert 'style="color' in value  # highlighted, with inline colours
+        assert source.strip() in text_of(value)
+    for f in ex.fusions:
+        kernel = re.sub(r"\W", "_", f.name)
+        inst = ex.module.entry.get(f.name)
+        hlo = text_of(panel.hlo_html[kernel].value)
+        if inst.opcode == "fusion":
+            assert format_computation(ex.module.computation(inst.attr("calls")),
+                                      metadata=False) in hlo
+        else:
+            assert hlo.startswith(f"{f.name} = ")
+
+
+def test_the_interpreter_has_no_kernels_and_says_so():
+    panel = explore(*SMALL["softmax"]).show().kernels_panel
+    assert not panel.source_html
+    assert 'backend="cpu"' in html.unescape(panel.widget.children[0].value)
+
+
+# -- performance ------------------------------------------------------------------------------
+
+
+def test_the_benchmark_button_fills_the_performance_tab(monkeypatch):
+    ex = explore(*SMALL["softmax"], backend="cpu")
+    panel = ex.show().performance_panel
+    assert panel.result is None and panel.result_html.value == ""
+    seen = {}
+    real = ex.bench
+
+    def bench(*args, **kw):
+        seen["while running"] = (panel.progress.value, panel.status.value,
+                                 panel.run_button.disabled)
+        seen["repeat"] = kw["repeat"]
+        seen["result"] = real(*args, **kw)
+        return seen["result"]
+
+    monkeypatch.setattr(ex, "bench", bench)
+    panel.repeat.value = 3
+    panel.run_button.click()
+    assert seen["repeat"] == 3
+    assert seen["while running"] == (0, "warming up and timing", True)
+    result = seen["result"]
+    assert isinstance(result, BenchResult) and panel.result is result
+    assert panel.progress.value == panel.progress.max and panel.status.value == "done"
+    assert not panel.run_button.disabled
+    shown = panel.result_html.value
+    assert "<svg" in shown and f"speed-up {result.speedup:.2f}x over 3" in html.unescape(shown)
+    assert html.escape(result.table()) in shown
+
+
+def test_the_benchmark_needs_the_cpu_backend():
+    panel = explore(*SMALL["softmax"]).show().performance_panel
+    assert panel.run_button.disabled and 'backend="cpu"' in panel.status.value
+
+
+def test_a_failing_benchmark_is_reported_in_the_panel(monkeypatch):
+    ex = explore(*SMALL["softmax"], backend="cpu")
+    panel = ex.show().performance_panel
+
+    def broken(**kw):
+        raise RuntimeError("no timer")
+
+    monkeypatch.setattr(ex, "bench", broken)
+    panel.run_button.click()
+    assert "RuntimeError: no timer" in panel.status.value and not panel.run_button.disabled
+
+
+# -- the issue's three programs, end to end ------------------------------------------------------
+
+def row_softmax(x):
+    e = np.exp(x - x.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
+
+
+def adam_step(w, g, m, v):
+    m = 0.9 * m + 0.1 * g
+    v = 0.999 * v + 0.001 * g * g
+    w = w - 0.001 * (m / 0.1) / (np.sqrt(v / 0.001) + 1e-8)
+    return w, m, v
+
+
+def attention(q, k, v):
+    s = q @ k.T / np.float32(4.0)
+    p = np.exp(s - s.max(axis=-1, keepdims=True))
+    p = p / p.sum(axis=-1, keepdims=True)
+    return p @ v
+
+
+@needs_dot
+@pytest.mark.parametrize("program, shapes", [
+    (row_softmax, [(16, 32)]), (adam_step, [(64,)] * 4), (attention, [(8, 16)] * 3)],
+    ids=["softmax", "adam", "attention"])
+def test_show_steps_through_every_stage_decision_and_buffer_and_export_agrees(
+        program, shapes, tmp_path):
+    ex = explore(program, shapes, backend="cpu")
+    w = ex.show()
+    for i in range(len(ex.stages)):
+        w.select_stage(i)
+        check_stage(w, ex, i)
+    panel = w.decisions_panel
+    for k, d in enumerate(ex.decisions):
+        w.select_decision(k)
+        assert {CLONE.sub("", n) for n in thick_in_dot(panel.graph_dot)} == {d.producer,
+                                                                             d.consumer}
+    a = ex.buffers
+    text = text_of(w.buffers_panel.table_html.value)
+    assert f"arena peak {a.peak_bytes} bytes; lower bound {a.lower_bound_bytes} bytes" in text
+    perf = w.performance_panel
+    perf.repeat.value = 3
+    perf.run_button.click()
+    result = perf.result
+    assert result is ex.last_bench
+    ex.save_html(tmp_path / "x.html")
+    page = html.unescape((tmp_path / "x.html").read_text())
+    assert f"{result.speedup:.2f}" in page and str(a.peak_bytes) in page
+    assert f"speed-up {result.speedup:.2f}x" in html.unescape(perf.result_html.value)

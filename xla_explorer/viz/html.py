@@ -1,0 +1,479 @@
+"""An Exploration as one self-contained HTML file: it opens with no kernel and no network.
+
+`page` is the whole export (`ex.save_html`): every stage's graph as inline SVG with what the
+pass changed outlined, its HLO text with the changed lines marked, the fusion decisions, the
+clusters, the kernels' source, the buffer timeline and allocation table, and the benchmark when
+one is given. A few lines of inline JavaScript step through the stages one at a time; without
+JavaScript every stage is shown, one after another.
+
+`fragment` is the compact form the mime bundle carries as its `text/html` fallback: the same
+builder, without the script (notebook front ends do not run it), with one graph (the final
+module) and without the charts, so a notebook does not grow by a page per display.
+
+Nothing in the output points outside the file: no `src=`, no `<link>`, no `@import`, no
+`url()` but `#fragment` references inside an SVG. Graphs need Graphviz's `dot`; without it
+each stage shows its DOT text and says how to install Graphviz.
+"""
+from __future__ import annotations
+
+import html
+import re
+import secrets
+from pathlib import Path
+
+from .charts import figure_svg
+from .graphviz import GraphvizNotInstalled, graph, render_svg
+from .mime import stage_diffs
+
+
+def page(ex, bench=None) -> str:
+    """The whole report of `ex` (and `bench`, a BenchResult) as an HTML document."""
+    title = f"xla-explorer: {ex.module.name} ({ex.backend})"
+    body = _Builder(ex, bench, compact=False, prefix="xe-").build()
+    return (f'<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+            f'<meta name="viewport" content="width=device-width, initial-scale=1">\n'
+            f"<title>{_e(title)}</title>\n<style>{CSS}</style>\n</head>\n<body>\n"
+            f"{body}\n<script>{SCRIPT}</script>\n</body>\n</html>\n")
+
+
+def save_html(ex, path, bench=None) -> Path:
+    """Write `page(ex, bench)` to `path` (UTF-8); returns the path."""
+    path = Path(path)
+    path.write_text(page(ex, bench), encoding="utf-8")
+    return path
+
+
+def fragment(ex, bench=None) -> str:
+    """The compact report, a `<div>` with its own scoped style: the mime bundle's HTML."""
+    # Several outputs share one notebook document: ids get a prefix of their own.
+    prefix = f"xe-{secrets.token_hex(4)}-"
+    return _Builder(ex, bench, compact=True, prefix=prefix).build(style=CSS)
+
+
+# -- building ----------------------------------------------------------------------------------
+
+
+class _Builder:
+    """The sections of the report; `compact` leaves out what only the file needs."""
+
+    def __init__(self, ex, bench, compact: bool, prefix: str):
+        self.ex, self.bench, self.compact, self.prefix = ex, bench, compact, prefix
+        self.diffs = stage_diffs(ex)
+
+    def build(self, style: str | None = None) -> str:
+        parts = [self.header(), self.stages(), self.decisions(), self.clusters(),
+                 self.kernels(), self.buffers(), self.performance()]
+        css = f"<style>{style}</style>\n" if style else ""
+        return f'<div class="xe-report">\n{css}' + "\n".join(p for p in parts if p) + "\n</div>"
+
+    def id(self, name: str) -> str:
+        return self.prefix + name
+
+    # -- header ---------------------------------------------------------------------------
+
+    def header(self) -> str:
+        ex = self.ex
+        changed = sum(1 for s in ex.stages if s.changed)
+        clustering = ", with auto-clustering" if ex.autocluster else ""
+        lines = [f"<header>\n<h1>xla-explorer: <code>{_e(ex.module.name)}</code></h1>",
+                 f'<p class="what">What the compiler did to <code>{_e(ex.module.name)}</code>: '
+                 f"the NumPy function traced into HLO and run through an XLA-style pass "
+                 f"pipeline for the <b>{_e(ex.backend)}</b> backend{clustering} "
+                 f"({len(ex.stages)} stages, {changed} of them changed the module), with the "
+                 f"fusion decisions, clusters, kernels and buffer assignment."
+                 + ("" if self.compact else " This file is self-contained: it needs no "
+                    "kernel and no network.") + "</p>"]
+        if not self.compact:
+            links = [("stages", "Stages"), ("decisions", "Fusion decisions"),
+                     ("clusters", "Clusters"), ("kernels", "Kernels"), ("buffers", "Buffers")]
+            if self.bench is not None:
+                links.append(("performance", "Performance"))
+            lines.append("<nav>" + " · ".join(f'<a href="#{self.id(k)}">{t}</a>'
+                                               for k, t in links) + "</nav>")
+        return "\n".join(lines) + "\n</header>"
+
+    # -- stages ---------------------------------------------------------------------------
+
+    def stages(self) -> str:
+        ex = self.ex
+        rows = []
+        for i, (s, d) in enumerate(zip(ex.stages, self.diffs)):
+            name = _e(s.name)
+            if not self.compact:  # the script shows the stage a link names
+                name = f'<a href="#{self.id(f"stage-{i}")}">{name}</a>'
+            rows.append(f'<tr class="{"changed" if s.changed else "unchanged"}"><td>{i}</td>'
+                        f"<td>{name}</td><td>{'yes' if s.changed else 'no'}</td>"
+                        f"<td>{_seconds(s.seconds)}</td><td>{_diff_summary(d)}</td></tr>")
+        table = ('<table class="stages"><thead><tr><th>#</th><th>stage</th><th>changed</th>'
+                 "<th>time</th><th>what changed</th></tr></thead><tbody>\n"
+                 + "\n".join(rows) + "\n</tbody></table>")
+        out = [f'<section id="{self.id("stages")}" class="xe-stages">', "<h2>Stages</h2>", table]
+        if self.compact:
+            last = len(ex.stages) - 1
+            out.append(f"<details open><summary>The final module ({_e(ex.stages[-1].name)})"
+                       f"</summary>\n{self.graph_svg(last, changed=frozenset())}\n"
+                       f"{self.hlo(last, None)}\n</details>")
+        else:
+            out.append(STEPPER)
+            out += [self.stage(i) for i in range(len(ex.stages))]
+        return "\n".join(out) + "\n</section>"
+
+    def stage(self, i: int) -> str:
+        s, d = self.ex.stages[i], self.diffs[i]
+        changed = d.changed if d is not None else frozenset()
+        badge = ('<span class="badge changed">changed</span>' if s.changed
+                 else '<span class="badge">no change</span>')
+        notes = ""
+        if s.notes:
+            items = "\n".join(f"<li>{_e(str(n))}</li>" for n in s.notes)
+            notes = (f"<details{' open' if len(s.notes) <= 12 else ''}><summary>{len(s.notes)} "
+                     f"note{'s' * (len(s.notes) != 1)}</summary>\n<ul class=\"notes\">\n{items}"
+                     "\n</ul></details>")
+        return (f'<section class="stage" id="{self.id(f"stage-{i}")}" data-index="{i}" '
+                f'data-name="{_e(s.name)}" data-changed="{str(bool(s.changed)).lower()}">\n'
+                f"<h3>{i} · {_e(s.name)} {badge} <small>{_seconds(s.seconds)}</small></h3>\n"
+                f'<p class="diff">{_diff_summary(d, long=True)}</p>\n{notes}\n'
+                f'<div class="stage-body">{self.graph_svg(i, changed)}\n{self.hlo(i, d)}</div>\n'
+                "</section>")
+
+    def graph_svg(self, i: int, changed) -> str:
+        module = self.ex.stages[i].module
+        g = graph(module, changed=changed)
+        try:
+            svg = render_svg(g)
+        except GraphvizNotInstalled as err:
+            return (f'<div class="graph missing"><p class="warn">{_e(str(err))}</p>'
+                    f'<pre class="dot">{_e(g.source)}</pre></div>')
+        return f'<div class="graph">{_inline_svg(svg, self.id(f"s{i}-"))}</div>'
+
+    def hlo(self, i: int, d) -> str:
+        """The stage's HLO text, each line of an added or rewritten instruction marked."""
+        added = d.added if d is not None else frozenset()
+        rewritten = d.rewritten if d is not None else frozenset()
+        lines = []
+        for line in self.ex.stages[i].module.to_text().splitlines():
+            m = _HLO_NAME.match(line)
+            name = m.group(1) if m else None
+            kind = "added" if name in added else "rewritten" if name in rewritten else None
+            if kind:
+                lines.append(f'<span class="line {kind}" data-name="{_e(name)}" '
+                             f'title="{kind} by this pass">{_e(line)}</span>')
+            else:
+                lines.append(_e(line))
+        legend = ""
+        if added or rewritten:
+            legend = ('<p class="legend"><span class="line added">added</span> '
+                      '<span class="line rewritten">rewritten</span> by this pass</p>')
+        return f'{legend}<pre class="hlo">' + "\n".join(lines) + "</pre>"
+
+    # -- decisions and clusters -----------------------------------------------------------
+
+    def decisions(self) -> str:
+        from .mime import decisions
+
+        ds = decisions(self.ex)
+        head = f'<section id="{self.id("decisions")}"><h2>Fusion decisions</h2>'
+        if not ds:
+            return head + "<p>No fusion decisions were recorded.</p></section>"
+        taken = sum(d["fused"] for d in ds)
+        rows = "\n".join(
+            f'<tr class="{"taken" if d["fused"] else "refused"}"><td>{d["index"]}</td>'
+            f'<td>{_e(d["stage"])}</td><td>{"fused" if d["fused"] else "not fused"}</td>'
+            f'<td><code>{_e(d["producer"])}</code> → <code>{_e(d["consumer"])}</code></td>'
+            f'<td>{_e(d["reason"])}</td></tr>' for d in ds)
+        return (f'{head}\n<p><span data-value="{taken}">{taken}</span> taken, '
+                f'<span data-value="{len(ds) - taken}">{len(ds) - taken}</span> refused.</p>\n'
+                '<table class="decisions"><thead><tr><th>#</th><th>pass</th><th>verdict</th>'
+                "<th>producer → consumer</th><th>reason</th></tr></thead><tbody>\n"
+                f"{rows}\n</tbody></table></section>")
+
+    def clusters(self) -> str:
+        c = self.ex.clusters
+        out = [f'<section id="{self.id("clusters")}"><h2>Clusters</h2>']
+        if not self.ex.autocluster:
+            out.append("<p>Must-compile (no auto-clustering): the whole function is one "
+                       "cluster.</p>")
+        out.append('<table class="clusters"><thead><tr><th>compiled cluster</th>'
+                   "<th>instructions</th></tr></thead><tbody>")
+        out += [f"<tr><td>{_e(k.name)}</td><td>{_codes(k.instructions)}</td></tr>"
+                for k in c.compiled]
+        out.append("</tbody></table>")
+        if c.eager:
+            out.append('<table class="eager"><thead><tr><th>runs eagerly</th><th>op</th>'
+                       "<th>line</th><th>why</th></tr></thead><tbody>")
+            out += [f"<tr><td><code>{_e(e.name)}</code></td><td>{_e(e.op)}</td>"
+                    f"<td>{e.source_line or ''}</td><td>{_e(e.reason)}</td></tr>"
+                    for e in c.eager]
+            out.append("</tbody></table>")
+        return "\n".join(out) + "\n</section>"
+
+    # -- kernels --------------------------------------------------------------------------
+
+    def kernels(self) -> str:
+        ex = self.ex
+        out = [f'<section id="{self.id("kernels")}"><h2>Kernels</h2>',
+               '<table class="fusions"><thead><tr><th>kernel</th><th>kind</th>'
+               "<th>instructions</th><th>outputs</th></tr></thead><tbody>"]
+        for f in ex.fusions:
+            kind = "row fusion" if f.row else f.kind
+            out.append(f"<tr><td><code>{_e(f.name)}</code></td><td>{_e(kind)}</td>"
+                       f"<td>{_codes(f.instructions)}</td><td>{_codes(f.outputs)}</td></tr>")
+        out.append("</tbody></table>")
+        sources = ex.kernels
+        if not sources:
+            out.append(f"<p>The {_e(ex.backend)} backend generates no kernel source: it "
+                       "evaluates the HLO with the reference interpreter.</p>")
+        for name, source in sources.items():
+            code = _e(source) if self.compact else _highlight(source)
+            block = (f'<pre class="kernel" data-kernel="{_e(name)}">{code}</pre>')
+            summary = f"<summary><code>{_e(name)}</code></summary>"
+            out.append(f"<details{'' if self.compact else ' open'}>{summary}\n{block}</details>")
+        return "\n".join(out) + "\n</section>"
+
+    # -- buffers --------------------------------------------------------------------------
+
+    def buffers(self) -> str:
+        a = self.ex.buffers
+        head = f'<section id="{self.id("buffers")}"><h2>Buffer assignment</h2>'
+        if a is None:
+            return head + "<p>The pipeline had no buffer-assignment pass.</p></section>"
+        summary = _numbers("buffer-summary", [
+            ("peak_bytes", "arena (peak)", a.peak_bytes, _bytes(a.peak_bytes)),
+            ("lower_bound_bytes", "lower bound (most bytes live at once)",
+             a.lower_bound_bytes, _bytes(a.lower_bound_bytes)),
+            ("fragmentation_bytes", "fragmentation", a.fragmentation_bytes,
+             _bytes(a.fragmentation_bytes)),
+            ("temporary_bytes", "temporaries end to end (no reuse)", a.temporary_bytes,
+             _bytes(a.temporary_bytes)),
+            ("allocations", "allocations", len(a.allocations), str(len(a.allocations))),
+            ("alignment", "alignment", a.alignment, f"{a.alignment} bytes"),
+            ("heap_order", "best-fit order kept", a.heap_order, a.heap_order),
+        ])
+        out = [head, summary]
+        if not self.compact:
+            out.append(f'<div class="chart">{_inline_svg(figure_svg(a.plot()), self.id("bt-"))}'
+                       "</div>")
+        rows = "\n".join(
+            f'<tr><td>{x.index}</td><td data-value="{x.offset}">{x.offset:,}</td>'
+            f'<td data-value="{x.size}">{x.size:,}</td><td>[{x.start}, {x.end}]</td>'
+            f"<td>{_codes(v.name for v in x.values)}</td></tr>" for x in a.allocations)
+        out.append('<table class="allocations"><thead><tr><th>allocation</th><th>offset</th>'
+                   "<th>size (bytes)</th><th>live range</th><th>values</th></tr></thead>"
+                   f"<tbody>\n{rows}\n</tbody></table>")
+        if a.sharings:
+            out.append('<ul class="sharings">' + "".join(f"<li>{_e(s.reason)}</li>"
+                                                         for s in a.sharings) + "</ul>")
+        if not self.compact:
+            out.append(f"<details><summary>XLA-style report</summary><pre>{_e(a.report())}"
+                       "</pre></details>")
+        return "\n".join(out) + "\n</section>"
+
+    # -- performance ----------------------------------------------------------------------
+
+    def performance(self) -> str:
+        b = self.bench
+        if b is None:
+            return ""
+        out = [f'<section id="{self.id("performance")}"><h2>Performance</h2>',
+               f'<p class="speedup">speed-up <b data-value="{b.speedup!r}">{b.speedup:.2f}×'
+               f"</b> over {b.repeat} interleaved rounds (medians).</p>"]
+        if not self.compact:
+            out.append(f'<div class="chart">{_inline_svg(figure_svg(b.plot()), self.id("bc-"))}'
+                       "</div>")
+        rows = []
+        for label, t in (("eager NumPy", b.eager), ("compiled", b.compiled)):
+            rows.append(f"<tr><td>{label}</td>"
+                        f'<td data-value="{t.median!r}">{_seconds(t.median)}</td>'
+                        f'<td data-value="{t.q3 - t.q1!r}">{_seconds(t.q3 - t.q1)}</td>'
+                        f'<td data-value="{t.peak_bytes}">{_bytes(t.peak_bytes)}</td></tr>')
+        out.append('<table class="bench"><thead><tr><th></th><th>time (median)</th>'
+                   "<th>IQR</th><th>peak memory</th></tr></thead><tbody>\n"
+                   + "\n".join(rows) + "\n</tbody></table>")
+        compile_s = ([("compile_seconds", "compile time", b.compile_seconds,
+                       _seconds(b.compile_seconds))] if b.compile_seconds is not None else [])
+        out.append(_numbers("bench-summary", [
+            ("arena_bytes", "arena (allocated once)", b.arena_bytes, _bytes(b.arena_bytes)),
+            ("predicted_peak_bytes", "predicted peak (arena + outputs)",
+             b.predicted_peak_bytes, _bytes(b.predicted_peak_bytes)),
+        ] + compile_s))
+        return "\n".join(out) + "\n</section>"
+
+
+# -- small pieces ------------------------------------------------------------------------------
+
+# `name = ...` or `ROOT name = ...`: the instruction an HLO line defines.
+_HLO_NAME = re.compile(r"^\s*(?:ROOT\s+)?([^\s=]+)\s*=\s")
+
+
+def _e(text) -> str:
+    return html.escape(str(text), quote=True)
+
+
+def _codes(names) -> str:
+    return ", ".join(f"<code>{_e(n)}</code>" for n in names)
+
+
+def _seconds(s: float) -> str:
+    if s < 1e-3:
+        return f"{s * 1e6:.1f} µs"
+    return f"{s * 1e3:.3f} ms" if s < 1 else f"{s:.3f} s"
+
+
+def _bytes(n: int) -> str:
+    """Exact bytes, and the size in KiB/MiB beside them when that reads better."""
+    exact = f"{n:,} bytes"
+    if n >= 2**20:
+        return f"{exact} ({n / 2**20:.2f} MiB)"
+    return f"{exact} ({n / 2**10:.1f} KiB)" if n >= 2**10 else exact
+
+
+def _numbers(cls: str, items) -> str:
+    """A definition list of named numbers; each value also as data-key/data-value for
+    readers that want the number rather than its text."""
+    rows = "\n".join(f'<dt>{_e(label)}</dt><dd data-key="{key}" data-value="{_e(value)}">'
+                     f"{_e(text)}</dd>" for key, label, value, text in items)
+    return f'<dl class="{cls}">\n{rows}\n</dl>'
+
+
+def _diff_summary(d, long: bool = False) -> str:
+    if d is None:
+        return "the traced module" if long else "traced"
+    if not d:
+        return "nothing changed" if long else ""
+    parts = []
+    for label, names in (("added", d.added), ("removed", d.removed), ("rewritten", d.rewritten)):
+        if names:
+            parts.append(f"{label} {_codes(sorted(names))}" if long
+                         else f"{len(names)} {label}")
+    return ("; " if long else ", ").join(parts)
+
+
+_SVG_ID = re.compile(r'\bid="([^"]+)"')
+
+
+def _inline_svg(svg: str, prefix: str) -> str:
+    """An SVG document as an element for an HTML page: the XML prologue and doctype dropped,
+    and its ids renamed `<prefix><n>` (with the `#id` references to them), so the many SVGs
+    of one page neither clash nor point into each other, and the page is the same every time
+    (matplotlib names clip paths at random)."""
+    svg = svg[svg.index("<svg"):]
+    ids = {}
+    for name in _SVG_ID.findall(svg):
+        ids.setdefault(name, f"{prefix}{len(ids)}")
+    svg = _SVG_ID.sub(lambda m: f'id="{ids[m.group(1)]}"', svg)
+
+    def ref(m):
+        return m.group(1) + ids.get(m.group(2), m.group(2))
+
+    svg = re.sub(r'(href="#)([^"]+)(?=")', ref, svg)
+    return re.sub(r"(url\(#)([^)]+)(?=\))", ref, svg)
+
+
+def _highlight(source: str) -> str:
+    """Python source as HTML with inline colours (no stylesheet to ship), or escaped."""
+    try:
+        from pygments import highlight
+        from pygments.formatters import HtmlFormatter
+        from pygments.lexers import PythonLexer
+    except ImportError:
+        return _e(source)
+    lexer = PythonLexer(stripnl=False, ensurenl=False)
+    return highlight(source, lexer, HtmlFormatter(noclasses=True, nowrap=True))
+
+
+# -- style and script --------------------------------------------------------------------------
+
+# Every rule is under .xe-report, so the compact form can sit inside a notebook page.
+CSS = """
+.xe-report { font-family: system-ui, -apple-system, "Segoe UI", Helvetica, Arial, sans-serif;
+  color: #212121; line-height: 1.4; max-width: 1400px; margin: 0 auto; padding: 0 1em; }
+.xe-report h1 { font-size: 1.5em; margin: .6em 0 .2em; }
+.xe-report h2 { font-size: 1.2em; border-bottom: 1px solid #ddd; margin-top: 1.6em; }
+.xe-report h3 { font-size: 1.05em; margin: .8em 0 .3em; }
+.xe-report .what { color: #424242; max-width: 60em; }
+.xe-report nav a { color: #1565c0; }
+.xe-report table { border-collapse: collapse; font-size: .9em; margin: .5em 0; }
+.xe-report th, .xe-report td { border: 1px solid #e0e0e0; padding: .2em .5em;
+  text-align: left; vertical-align: top; }
+.xe-report th { background: #f5f5f5; }
+.xe-report tr.unchanged { color: #9e9e9e; }
+.xe-report tr.taken td:nth-child(3) { color: #2e7d32; font-weight: bold; }
+.xe-report tr.refused td:nth-child(3) { color: #c62828; font-weight: bold; }
+.xe-report code, .xe-report pre { font-family: ui-monospace, Menlo, Consolas, monospace; }
+.xe-report pre { background: #fafafa; border: 1px solid #eee; padding: .6em; overflow: auto;
+  font-size: .82em; }
+.xe-report pre.hlo .line.added, .xe-report .legend .line.added { background: #e8f5e9; }
+.xe-report pre.hlo .line.rewritten, .xe-report .legend .line.rewritten { background: #fff8e1; }
+.xe-report pre.hlo .line { display: inline-block; width: 100%; font-weight: bold; }
+.xe-report .legend { font-size: .85em; }
+.xe-report .legend .line { padding: 0 .4em; }
+.xe-report .badge { font-size: .75em; font-weight: normal; border-radius: .6em;
+  padding: .05em .6em; background: #eceff1; color: #546e7a; }
+.xe-report .badge.changed { background: #1565c0; color: white; }
+.xe-report small { color: #757575; font-weight: normal; }
+.xe-report .stage { border-top: 1px dashed #ccc; padding-top: .3em; }
+.xe-report .stage-body { display: flex; flex-wrap: wrap; gap: 1em; align-items: flex-start; }
+.xe-report .stage-body > .graph { flex: 0 1 auto; }
+.xe-report .stage-body > pre { flex: 1 1 30em; margin: 0; }
+.xe-report .graph svg, .xe-report .chart svg { max-width: 100%; height: auto; }
+.xe-report .warn { color: #b71c1c; }
+.xe-report dl { display: grid; grid-template-columns: max-content auto; gap: .1em 1em; }
+.xe-report dt { color: #616161; }
+.xe-report dd { margin: 0; font-variant-numeric: tabular-nums; }
+.xe-report .stepper { position: sticky; top: 0; background: white; padding: .4em 0;
+  z-index: 1; border-bottom: 1px solid #eee; }
+.xe-report .stepper button { font-size: 1em; padding: .1em .8em; }
+.xe-report .speedup b { font-size: 1.3em; }
+"""
+
+# Controls for the script; hidden (and every stage shown) when scripts do not run.
+STEPPER = """<div class="stepper" hidden>
+<button type="button" data-step="-1" title="previous stage (←)">◀ prev</button>
+<button type="button" data-step="1" title="next stage (→)">next ▶</button>
+<span class="position"></span>
+<label><input type="checkbox" class="show-unchanged"> show passes that changed nothing</label>
+</div>"""
+
+SCRIPT = """
+(function () {
+  var root = document.querySelector('.xe-stages');
+  if (!root) return;
+  var bar = root.querySelector('.stepper');
+  var all = [].slice.call(root.querySelectorAll('section.stage'));
+  var box = bar.querySelector('.show-unchanged'), pos = bar.querySelector('.position');
+  var current = all[0];
+  function shown() {  // the stages stepping visits: those that changed, unless asked
+    return all.filter(function (s) {
+      return box.checked || s.dataset.changed === 'true' || s === current;
+    });
+  }
+  function show(s) {
+    current = s;
+    all.forEach(function (t) { t.hidden = t !== s; });
+    var list = shown();
+    pos.textContent = 'stage ' + s.dataset.index + ' of ' + (all.length - 1) + ': ' +
+      s.dataset.name + ' (' + (list.indexOf(s) + 1) + '/' + list.length + ' shown)';
+  }
+  function step(d) {
+    var list = shown(), i = list.indexOf(current) + d;
+    if (i >= 0 && i < list.length) show(list[i]);
+  }
+  bar.hidden = false;
+  bar.addEventListener('click', function (e) {
+    var b = e.target.closest('button');
+    if (b) step(+b.dataset.step);
+  });
+  box.addEventListener('change', function () { show(current); });
+  document.addEventListener('keydown', function (e) {
+    if (e.target.tagName === 'INPUT' || e.target.tagName === 'TEXTAREA') return;
+    if (e.key === 'ArrowLeft') step(-1); else if (e.key === 'ArrowRight') step(1);
+  });
+  function fromHash() {
+    var s = location.hash && document.getElementById(location.hash.slice(1));
+    if (s && all.indexOf(s) >= 0) show(s);
+  }
+  window.addEventListener('hashchange', fromHash);
+  show(all[0]);
+  fromHash();
+})();
+"""

@@ -16,25 +16,12 @@ import xla_explorer as xe
 from xla_explorer.viz import GraphvizNotInstalled, graph, render_svg, to_dot
 from xla_explorer.viz.graphviz import COLLAPSE_ABOVE, expanded_node_count
 
+from .programs import dense, layernorm, softmax
+
 needs_dot = pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz's dot is not installed")
 
 
 # -- programs ---------------------------------------------------------------------------------
-
-
-def softmax(x):
-    e = np.exp(x - x.max(axis=1, keepdims=True))
-    return e / e.sum(axis=1, keepdims=True)
-
-
-def layernorm(x):
-    m = x.mean(axis=-1, keepdims=True)
-    v = ((x - m) ** 2).mean(axis=-1, keepdims=True)
-    return (x - m) / np.sqrt(v + 1e-5)
-
-
-def dense(x, w, b):
-    return np.maximum(x @ w + b, 0) * 0.5
 
 
 def unique_scaled(x):
@@ -307,7 +294,7 @@ def test_tooltips_name_the_shape_dtype_and_source_line(programs):
     line = softmax.__code__.co_firstlineno + 1
     assert tip[0] == exp.name
     assert "f32[4,8]" in tip[1] and "float32" in tip[2]
-    assert f"{__file__}:{line}" in nodes[exp.name]["tooltip"]
+    assert f"{softmax.__code__.co_filename}:{line}" in nodes[exp.name]["tooltip"]
 
 
 def test_changed_instructions_get_a_thick_outline(programs):

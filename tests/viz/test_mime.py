@@ -17,22 +17,9 @@ from xla_explorer.viz import mime
 from xla_explorer.viz.diff import diff
 from xla_explorer.viz.graphviz import to_dot
 
+from .programs import dense, layernorm, softmax
+
 # -- programs ---------------------------------------------------------------------------------
-
-
-def softmax(x):
-    e = np.exp(x - x.max(axis=1, keepdims=True))
-    return e / e.sum(axis=1, keepdims=True)
-
-
-def layernorm(x):
-    m = x.mean(axis=-1, keepdims=True)
-    v = ((x - m) ** 2).mean(axis=-1, keepdims=True)
-    return (x - m) / np.sqrt(v + 1e-5)
-
-
-def dense(x, w, b):
-    return np.maximum(x @ w + b, 0) * 0.5
 
 
 def unique_scaled(x):

@@ -501,8 +501,8 @@ class JitFunction:
             self._misses += 1
             ex = explore(self.function, *args, backend=self.backend,
                          autocluster=self.autocluster)
-            if not self.autocluster:  # must-compile on the interpreter too
-                _must_compile(ex.traced.module)
+            if not self.autocluster and self.backend == "interpreter":
+                _must_compile(ex.traced.module)  # explore checked it for compiled backends
             self._compiled[key] = ex
         else:
             self._hits += 1

@@ -15,6 +15,7 @@ Ratios above 1 mean xla-explorer is faster.
 from __future__ import annotations
 
 import argparse
+import ctypes
 import json
 import os
 import platform
@@ -38,7 +39,7 @@ except ImportError:
     jax = jnp = None
 
 import xla_explorer as xe
-from xla_explorer.codegen import blas
+from xla_explorer.codegen import gemm
 
 F32 = np.float32
 
@@ -172,6 +173,28 @@ print(json.dumps({{"seconds": max(first - sorted(warm)[1], 0.0), "kernels": len(
 """
 
 
+def openblas_core() -> str | None:
+    """The kernels NumPy's OpenBLAS chose for this CPU ("Haswell", "SkylakeX", ...; the
+    environment variable OPENBLAS_CORETYPE overrides its choice), or None if not OpenBLAS."""
+    try:
+        from numpy._core import _multiarray_umath as core
+    except ImportError:  # NumPy 1.x
+        from numpy.core import _multiarray_umath as core
+    lib = ctypes.CDLL(core.__file__)
+    for name in ("scipy_openblas_get_corename64_", "openblas_get_corename64_",
+                 "openblas_get_corename"):
+        get = getattr(lib, name, None)
+        if get is not None:
+            get.restype = ctypes.c_char_p
+            return get().decode()
+    return None
+
+
+def cpu_name() -> str:
+    import llvmlite.binding as llvm
+    return f"{platform.machine()} ({llvm.get_host_cpu_name()})"
+
+
 def compile_times(program, shapes) -> tuple[float, float, int]:
     """(cold compile, load from the disk cache in a second process) seconds, and kernels:
     each the first call's time beyond a warm call's."""
@@ -247,9 +270,10 @@ def main(argv=None):
         rows.append(run_case(program, label, shapes, opts.budget))
         print(f"{program.__name__} {label}: {rows[-1]['speedup_vs_numpy']:.2f}x NumPy",
               file=sys.stderr)
-    machine = (f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
-               f"Python {platform.python_version()}, NumPy {np.__version__} (OpenBLAS kernels "
-               f"{blas.core()}), jax {getattr(jax, '__version__', 'absent')}")
+    machine = (f"{cpu_name()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
+               f"NumPy {np.__version__} (OpenBLAS kernels {openblas_core()}), jax "
+               f"{getattr(jax, '__version__', 'absent')}, xla-explorer's products in "
+               f"{gemm.VECTOR_BYTES * 8}-bit vectors")
     print(f"Machine: {machine}\n")
     print(table(rows))
     with open(opts.json, "w") as f:

@@ -1,4 +1,4 @@
-"""How the CPU kernels compute, checked against NumPy: dots in NumPy's own BLAS, values kept
+"""How the CPU kernels compute, checked against NumPy: dots by codegen/gemm.py, values kept
 across a row's passes, blocked float32 sums, and fusions whose outputs include a variadic
 reduce."""
 from __future__ import annotations
@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import xla_explorer as xe
-from xla_explorer.codegen import blas, numba_cpu
+from xla_explorer.codegen import numba_cpu
 
 
 @pytest.fixture(autouse=True)
@@ -21,22 +21,21 @@ def normal(rng, *shape, dtype=np.float32):
 
 # -- dots --------------------------------------------------------------------------------------
 
-needs_gemm = pytest.mark.skipif(not blas.GEMM, reason="NumPy's BLAS has no ILP64 cblas gemm")
-
-
-@needs_gemm
-@pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_a_dot_is_numpys_own_product_bit_for_bit(rng, dtype):
-    x, w = normal(rng, 96, 80, dtype=dtype), normal(rng, 80, 72, dtype=dtype)
-    b = normal(rng, 72, dtype=dtype)
+def test_a_dot_is_the_tiled_product_and_as_accurate_as_numpys(rng):
+    # float32, against the float64 product (tests/codegen/test_gemm.py bounds float64's error).
+    x, w, b = normal(rng, 96, 800), normal(rng, 800, 72), normal(rng, 72)
     ex = xe.explore(lambda x, w, b: np.maximum(x @ w + b, 0), x, w, b, backend="cpu")
     (source,) = ex.kernels.values()
-    assert f"gemm_{np.dtype(dtype).name}(" in source and "np.dot(" not in source
-    got = ex.run(x, w, b)
-    assert np.array_equal(got, np.maximum(x @ w + b, 0))
+    assert "product_rows(" in source and "np.dot(" not in source
+    exact = np.maximum(x.astype(np.float64) @ w + b, 0)
+    ours = np.abs(ex.run(x, w, b) - exact)
+    numpy = np.abs(np.maximum(x @ w + b, 0) - exact)
+    # Rounded in another order, so equal only in distribution: the root-mean-square errors
+    # of two correct float32 products of this size agree within a few percent.
+    assert np.sqrt(np.mean(ours ** 2)) <= 1.1 * np.sqrt(np.mean(numpy ** 2))
+    assert ours.max() <= 2 * numpy.max()
 
 
-@needs_gemm
 def test_a_dot_with_no_elements_to_sum_is_zero_and_empty_dots_run(rng):
     for (m, k, n) in [(3, 0, 4), (0, 5, 4), (3, 5, 0)]:
         x, w = normal(rng, m, k), normal(rng, k, n)
@@ -60,8 +59,8 @@ def test_batched_transposed_and_strided_dots(rng):
         np.testing.assert_allclose(got, f(*args), rtol=2e-5, atol=1e-5)
 
 
-def test_a_product_of_a_fresh_copy_survives_until_blas_returns(rng):
-    # A strided operand is copied inside the kernel; the copy must outlive the BLAS call.
+def test_a_product_of_a_strided_operand_runs_on_a_copy_every_call(rng):
+    # A strided operand is copied inside the kernel before it is packed.
     x, w = normal(rng, 256, 512)[:, ::2], normal(rng, 256, 128)
     ex = xe.explore(lambda x, w: np.maximum(x @ w, 0), x, w, backend="cpu")
     want = np.maximum(x @ w, 0)

@@ -38,12 +38,19 @@ from ..ir.module import Computation, Instruction, Module
 from ..ir.ops import Group, in_group, is_expensive
 from ..ir.printer import format_instruction
 from ..passes.fusion import fits_rows
-from . import blas, exprs
+from . import exprs, gemm
 
 # Element count from which a loop runs in parallel (prange). benchmarks/parallel_threshold.py
 # measured a parallel launch at about 50 us on 2 cores: compute-heavy loops pay from 2**18
 # elements, memory-bound sums from 2**21; this sits between.
 PARALLEL_THRESHOLD = 1 << 20
+
+# Multiply-adds from which a product runs one range of rows per thread: below it a product
+# takes under about 50 us on one core (240 GFLOP/s measured with 512-bit vectors), no more
+# than a parallel launch costs.
+GEMM_PARALLEL_MACS = 1 << 22
+# Threads a product can use (see _product_rows).
+GEMM_WORKERS = 64
 
 # A parallel row kernel that keeps values across its passes runs its rows in this many chunks,
 # each with row-sized arrays of its own (a few per thread, so threads finish together).
@@ -82,7 +89,8 @@ class KernelSource:
     num_inputs: int
     num_outputs: int
     parallel: bool
-    blas: bool = False  # calls NumPy's BLAS
+    gemm: bool = False  # calls codegen/gemm.py's product
+    workspace: int = 0  # bytes of scratch the kernel takes as its last argument, `work`
 
 
 @dataclass
@@ -132,7 +140,9 @@ class KernelEmitter:
         self.stored: dict[int, str] = {}
         self.row_scalars: dict[int, str] = {}
         self.parallel = False
-        self.uses_blas = False  # calls NumPy's BLAS (codegen/blas.py)
+        self.uses_gemm = False  # calls codegen/gemm.py
+        self.workspace = 0  # bytes of scratch (packed B) the kernel needs
+        self.epilogue_done = False  # the outputs were written inside the product's row loop
         # Row kernels: expensive values an earlier pass over the row computed, kept in a
         # row-sized array for the later passes ({id: array}); which are written so far; the
         # index of the current pass's element (row, then position in the row).
@@ -323,9 +333,10 @@ class KernelEmitter:
             self._emit_rows(*plan)
         else:
             self._emit_general()
+        work = ["work"] if self.workspace else []
         header = [f"@njit(cache=True, fastmath=FASTMATH, error_model=\"numpy\", "
                   f"parallel={self.parallel})",
-                  f"def {self.name}({', '.join(args + outs)}):"]
+                  f"def {self.name}({', '.join(args + outs + work)}):"]
         if plan is None:
             shape = "loop nests, phase by phase"
         elif plan[0]:
@@ -337,7 +348,8 @@ class KernelEmitter:
                f'{shape}."""')
         body = self.w.lines or ["    pass"]
         return KernelSource(self.name, self.comp.name, "\n".join(header + [doc] + body) + "\n",
-                            len(args), len(outs), self.parallel, self.uses_blas)
+                            len(args), len(outs), self.parallel, self.uses_gemm,
+                            self.workspace)
 
     def _reduces(self):
         return [i for i in self.comp.instructions if i.opcode in ("reduce", "dot")]
@@ -348,8 +360,8 @@ class KernelEmitter:
                 self._emit_dot(inst)
             else:
                 self._emit_reduce_general(inst)
-        self._emit_outputs(self.outputs, parallel_ok=not any(
-            i.opcode == "dot" for i in self.comp.instructions))
+        if not self.epilogue_done:
+            self._emit_outputs(self.outputs, parallel_ok=True)
 
     def _emit_outputs(self, outputs, parallel_ok: bool):
         """Write every output not already written by its own phase, one loop per shape."""
@@ -387,8 +399,8 @@ class KernelEmitter:
                                "nothing may be fused into them", op="dot")
         only = self.outputs[0] if len(self.outputs) == 1 else None
         if id(inst) not in self.out_names and only is not None and only.shape == inst.shape:
-            # The epilogue reads each product element once where it writes the result: BLAS
-            # writes into the output, and the epilogue runs over it in place.
+            # The epilogue reads each product element once where it writes the result: the
+            # product goes into the output, and the epilogue runs over it in place.
             out = self.out_names[id(only)]
         else:
             out = self._storage(inst)
@@ -403,71 +415,118 @@ class KernelEmitter:
         n = prod(b.dims[d] for d in rf)
         pa, pb = f"p{a.parameter_number}", f"p{b.parameter_number}"
         float_dot = np.dtype(inst.dtype).kind == "f" and np.dtype(a.dtype) == np.dtype(inst.dtype)
-        gemm = float_dot and np.dtype(inst.dtype).name in blas.GEMM
         plain = (not lb and not rb and len(a.dims) == 2 and len(b.dims) == 2
                  and list(lc) == [1] and list(rc) == [0])
+        la, rb_ = self.w.fresh("lhs"), self.w.fresh("rhs")
         # As (batch, m, k) and (batch, k, n) arrays, copied only where the layout needs it.
-        lhs_src = (f"np.ascontiguousarray(np.transpose({pa}, "
-                   f"{_dims(list(lb) + lf + list(lc))})).reshape(({batch}, {m}, {k}))")
-        rhs_src = (f"np.ascontiguousarray(np.transpose({pb}, "
-                   f"{_dims(list(rb) + list(rc) + rf)})).reshape(({batch}, {k}, {n}))")
-        if plain and (gemm or float_dot):  # no copy unless an operand is strided
-            lhs_src, rhs_src = f"np.ascontiguousarray({pa})", f"np.ascontiguousarray({pb})"
-        if gemm:
-            self._emit_gemm(inst, lhs_src, rhs_src, out, batch, m, n, k)
+        if plain:
+            self.w.line(f"{la} = np.ascontiguousarray({pa})")
+            self.w.line(f"{rb_} = np.ascontiguousarray({pb})")
+        else:
+            self.w.line(f"{la} = np.ascontiguousarray(np.transpose({pa}, "
+                        f"{_dims(list(lb) + lf + list(lc))})).reshape(({batch}, {m}, {k}))")
+            self.w.line(f"{rb_} = np.ascontiguousarray(np.transpose({pb}, "
+                        f"{_dims(list(rb) + list(rc) + rf)})).reshape(({batch}, {k}, {n}))")
+        if float_dot:
+            self._emit_tiled_product(inst, la, rb_, out, plain, batch, m, n, k)
             return
-        if float_dot and plain:
-            self.w.line(f"np.dot({lhs_src}, {rhs_src}, {out})  # BLAS")
-            return
-        la = self.w.fresh("lhs")
-        rb_ = self.w.fresh("rhs")
-        self.w.line(f"{la} = {lhs_src}")
-        self.w.line(f"{rb_} = {rhs_src}")
-        blas_dot = float_dot
         res = self.w.fresh("product")
-        self.w.line(f"{res} = {out}.reshape(({batch}, {m}, {n}))")
         t = self.w.fresh("t")
+        i, j, q = self.w.fresh("i"), self.w.fresh("j"), self.w.fresh("k")
+        acc = self.w.fresh("acc")
+        lhs, rhs = (f"{la}[{i}, {q}]", f"{rb_}[{q}, {j}]") if plain else \
+            (f"{la}[{t}, {i}, {q}]", f"{rb_}[{t}, {q}, {j}]")
+        self.w.line(f"{res} = {out}.reshape(({batch}, {m}, {n}))")
+        self.w.line(f"for {t} in range({batch}):")
+        self.w.line(f"    for {i} in range({m}):")
+        self.w.line(f"        for {j} in range({n}):")
+        self.w.line(f"            {acc} = {exprs.literal(0, inst.dtype)}")
+        self.w.line(f"            for {q} in range({k}):")
+        if inst.dtype == np.bool_:
+            self.w.line(f"                {acc} = {acc} or ({lhs} and {rhs})")
+        else:
+            self.w.line(f"                {acc} = {np_type(inst.dtype)}({acc} + {lhs} * {rhs})")
+        self.w.line(f"            {res}[{t}, {i}, {j}] = {acc}")
+
+    def _emit_tiled_product(self, inst, lhs, rhs, out, plain, batch, m, n, k):
+        """C = A @ B by codegen/gemm.py's register-tiled product: B packed into panels, then
+        C's rows in one range per thread when the product is big enough to share. A plain
+        product whose epilogue is element-wise runs the epilogue in the same loop, on the
+        rows the thread has just made, while they are in cache."""
+        self.uses_gemm = True
+        size = gemm.packed_b_size(k, n, inst.dtype)
+        self.workspace = max(self.workspace, 64, -(-size // 64) * 64)
+        packed = self.w.fresh("packed")
+        pack = "pack_b_parallel" if k * n >= PARALLEL_THRESHOLD else "pack_b"
+        parallel = m * n * k >= GEMM_PARALLEL_MACS and m > gemm.MR
+        if plain:
+            self.w.line(f"{packed} = packed_b({rhs}, work)")
+            self.w.line(f"{pack}({rhs}, {packed})  # B in panels of the register tile's width")
+            self._product_rows(lhs, packed, out, m, parallel,
+                               epilogue=self._epilogue_in_rows(inst))
+            return
+        res, t = self.w.fresh("product"), self.w.fresh("t")
+        self.w.line(f"{res} = {out}.reshape(({batch}, {m}, {n}))")
+        self.w.line(f"{packed} = packed_b({rhs}[0], work)")
         self.w.line(f"for {t} in range({batch}):")
         self.w.depth += 1
-        if blas_dot:
-            self.w.line(f"np.dot({la}[{t}], {rb_}[{t}], {res}[{t}])  # BLAS")
-        else:
-            i, j, q = self.w.fresh("i"), self.w.fresh("j"), self.w.fresh("k")
-            acc = self.w.fresh("acc")
-            self.w.line(f"for {i} in range({m}):")
-            self.w.line(f"    for {j} in range({n}):")
-            self.w.line(f"        {acc} = {exprs.literal(0, inst.dtype)}")
-            self.w.line(f"        for {q} in range({k}):")
-            mul = f"{la}[{t}, {i}, {q}] * {rb_}[{t}, {q}, {j}]"
-            if inst.dtype == np.bool_:
-                self.w.line(f"            {acc} = {acc} or ({la}[{t}, {i}, {q}] and "
-                            f"{rb_}[{t}, {q}, {j}])")
-            else:
-                self.w.line(f"            {acc} = {np_type(inst.dtype)}({acc} + {mul})")
-            self.w.line(f"        {res}[{t}, {i}, {j}] = {acc}")
+        self.w.line(f"{pack}({rhs}[{t}], {packed})")
+        self._product_rows(f"{lhs}[{t}]", packed, f"{res}[{t}]", m, parallel, epilogue=None)
         self.w.depth -= 1
 
-    def _emit_gemm(self, inst, lhs_src, rhs_src, out, batch, m, n, k):
-        """C = A @ B by NumPy's own BLAS (codegen/blas.py), one gemm per batch element, on
-        row-major operands; the leading dimensions are at least 1, as BLAS requires."""
-        self.uses_blas = True
-        la, rb_ = self.w.fresh("lhs"), self.w.fresh("rhs")
-        self.w.line(f"{la} = {lhs_src}")
-        self.w.line(f"{rb_} = {rhs_src}")
-        t = np_type(inst.dtype)
-        call = (f"gemm_{np.dtype(inst.dtype).name}(ROW_MAJOR, NO_TRANS, NO_TRANS, {m}, {n}, {k}, "
-                f"{t}(1), {la}.ctypes.data{{a}}, {max(k, 1)}, {rb_}.ctypes.data{{b}}, "
-                f"{max(n, 1)}, {t}(0), {out}.ctypes.data{{c}}, {max(n, 1)})  # BLAS")
-        if batch == 1:
-            self.w.line(call.format(a="", b="", c=""))
-        else:
-            size = np.dtype(inst.dtype).itemsize
-            i = self.w.fresh("t")
-            self.w.line(f"for {i} in range({batch}):")
-            self.w.line("    " + call.format(a=f" + {i} * {m * k * size}",
-                                             b=f" + {i} * {k * n * size}",
-                                             c=f" + {i} * {m * n * size}"))
-        self.w.line(f"keep_alive({la}, {rb_}, {out})")
+    def _product_rows(self, lhs, packed, out, m, parallel, epilogue):
+        if not parallel:
+            self.w.line(f"product_rows({lhs}, {packed}, {out}, 0, {m})")
+            return
+        # prange over more iterations than there are threads: each iteration claims blocks
+        # until none are left, so the first one on each thread does the work and the rest
+        # find nothing. The source stays the same whatever the thread count (reading it with
+        # numba.get_num_threads() would also keep Numba from caching the kernel).
+        claimed, s = self.w.fresh("claimed"), self.w.fresh("s")
+        r0, r1 = self.w.fresh("r0"), self.w.fresh("r1")
+        self.w.line(f"{claimed} = np.zeros(1, np.int64)  # blocks of C's rows handed out so far")
+        self.w.line(f"for {s} in prange({GEMM_WORKERS}):  # each thread takes blocks of rows "
+                    "until none are left")
+        self.w.depth += 1
+        self.scopes.append(_Scope())
+        self.parallel = True
+        self.w.line("while True:")
+        self.w.depth += 1
+        self.w.line(f"{r0}, {r1} = next_rows({claimed}, {m})")
+        self.w.line(f"if {r0} == {r1}:")
+        self.w.line("    break")
+        self.w.line(f"product_rows({lhs}, {packed}, {out}, {r0}, {r1})")
+        if epilogue:
+            dims = self.outputs[0].dims
+            i, j = self.w.fresh("i"), self.w.fresh("j")
+            self.w.line(f"for {i} in range({r0}, {r1}):  # the epilogue, on these rows")
+            self.w.line(f"    for {j} in range({dims[1]}):")
+            self.w.depth += 2
+            self.scopes += [_Scope(), _Scope()]
+            for o in epilogue:
+                self.w.comment(o)
+                self.w.line(f"{_index(self.out_names[id(o)], (i, j))} = {self.value(o, (i, j))}")
+            self.close(2)
+            self.epilogue_done = True
+        self.w.depth -= 1
+        self.close(1)
+
+    def _epilogue_in_rows(self, dot: Instruction) -> list[Instruction] | None:
+        """The outputs to write row by row right after the product, or None where that would
+        be wrong: every output must have the product's shape, and everything that reads the
+        product, directly or not, must be element-wise, so that an output's element reads
+        only the same element of the product."""
+        if any(o.shape.is_tuple or o.dims != dot.dims for o in self.outputs):
+            return None
+        after = {id(dot)}
+        for inst in self.comp.instructions:  # in order: operands come first
+            if inst.opcode == "tuple" or not any(id(o) in after for o in inst.operands):
+                continue
+            if inst.dims != dot.dims or not in_group(inst.opcode, Group.ELEMENTWISE,
+                                                     Group.COMPARE_SELECT):
+                return None
+            after.add(id(inst))
+        return [o for o in self.outputs if not self._written(o)]
 
     def _emit_reduce_general(self, inst: Instruction):
         """Fill the reduce's result array(s): accumulate in registers when the reduced
@@ -819,6 +878,9 @@ class Program:
     outputs: list[tuple[str, int]]  # per root element: ("output", k), ("parameter", n), ("constant", k)
     num_outputs: int  # arrays the caller allocates
     kernel_of: dict[str, str] = field(default_factory=dict)  # HLO instruction -> kernel name
+    # The arena: the buffer assignment's temporaries, then (64-byte aligned) the scratch space
+    # the kernels share, one at a time (a product's packed B).
+    arena_bytes: int = 0
 
 
 HEADER = '''"""Generated by xla-explorer from HLO module {module}: one Numba kernel per fusion, and
@@ -827,8 +889,8 @@ HEADER = '''"""Generated by xla-explorer from HLO module {module}: one Numba ker
 
 FASTMATH = {fastmath}
 '''
-BLAS_IMPORT = ("from xla_explorer.codegen.blas import (ROW_MAJOR, NO_TRANS, gemm_float32, "
-               "gemm_float64,\n    keep_alive)\n")
+GEMM_IMPORT = ("from xla_explorer.codegen.gemm import (pack_b, pack_b_parallel, packed_b, "
+               "product_rows,\n    next_rows)\n")
 
 
 def _kernel_computation(module: Module, inst: Instruction) -> tuple[Computation, str, bool]:
@@ -875,7 +937,9 @@ def generate_program(module: Module, assignment) -> Program:
                                  inst.metadata.source_line)
 
     lines = []
-    uses_blas = False
+    uses_gemm = False
+    scratch = -(-assignment.peak_bytes // 64) * 64  # where the kernels' scratch space starts
+    workspace = 0
     names: set[str] = set()
     kernels: dict[str, str] = {}
     kernel_of: dict[str, str] = {}
@@ -904,7 +968,7 @@ def generate_program(module: Module, assignment) -> Program:
         kernel_of[inst.name] = fname
         kernel = KernelEmitter(module, comp, fname, kind, row).emit()
         kernels[fname] = kernel.source
-        uses_blas |= kernel.blas
+        uses_gemm |= kernel.gemm
         lines.append(kernel.source)
         driver.append(f"    # {format_instruction(inst, metadata=False).strip()}")
         outs = []
@@ -921,7 +985,11 @@ def generate_program(module: Module, assignment) -> Program:
         for o in inst.operands:
             (key,) = flow.points_to[o.name].values()
             ins.append(buffer_expr(key))
-        driver.append(f"    {fname}({', '.join(ins + outs)})")
+        work = []
+        if kernel.workspace:
+            workspace = max(workspace, kernel.workspace)
+            work = [f"arena[{scratch}:{scratch + kernel.workspace}]"]
+        driver.append(f"    {fname}({', '.join(ins + outs + work)})")
 
     # What the root hands back, element by element.
     outputs = []
@@ -945,7 +1013,8 @@ def generate_program(module: Module, assignment) -> Program:
                   + ("\n".join(driver) or "    pass") + "\n")
     flags = "{" + ", ".join(repr(f) for f in sorted(FASTMATH)) + "}"
     header = HEADER.format(module=module.name, fastmath=flags)
-    if uses_blas:
-        header += BLAS_IMPORT
+    if uses_gemm:
+        header += GEMM_IMPORT
     source = header + "\n\n" + "\n\n".join(lines + [driver_src])
-    return Program(module, source, kernels, constants, outputs, len(out_index), kernel_of)
+    return Program(module, source, kernels, constants, outputs, len(out_index), kernel_of,
+                   scratch + workspace if workspace else assignment.peak_bytes)

@@ -41,7 +41,8 @@ class Executable:
         self._py = cache.load(self.path)
         self.generate_seconds = time.perf_counter() - start
         self.compile_seconds: float | None = None
-        self.arena = np.empty(assignment.peak_bytes, dtype=np.uint8)
+        # The buffer assignment's temporaries, then the kernels' scratch space (packed B).
+        self.arena = np.empty(self.program.arena_bytes, dtype=np.uint8)
         # (np.array, not np.ascontiguousarray: that makes a 0-d constant 1-d.)
         self.constants = [np.array(c.literal.reshape(c.dims), order="C")
                           for c in self.program.constants]

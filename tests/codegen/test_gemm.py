@@ -1,0 +1,138 @@
+"""codegen/gemm.py, the register-tiled product, against float64 NumPy: every edge of the tile
+and of the blocks, both float types, serial and shared between threads."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from numba import njit, prange
+
+import xla_explorer as xe
+from xla_explorer.codegen import gemm
+from xla_explorer.codegen.gemm import (next_rows, pack_b, pack_b_parallel, packed_b,
+                                       packed_b_size, product_rows)
+
+
+@pytest.fixture(autouse=True)
+def kernel_cache(tmp_path_factory, monkeypatch):
+    monkeypatch.setenv("XLA_EXPLORER_CACHE", str(tmp_path_factory.getbasetemp() / "kernels"))
+
+
+def scratch(b):
+    return np.empty(packed_b_size(*b.shape, b.dtype), np.uint8)
+
+
+@njit
+def serial_product(a, b, c, work):
+    bp = packed_b(b, work)
+    pack_b(b, bp)
+    product_rows(a, bp, c, 0, a.shape[0])
+
+
+@njit(parallel=True)
+def shared_product(a, b, c, work):
+    bp = packed_b(b, work)
+    pack_b_parallel(b, bp)
+    claimed = np.zeros(1, np.int64)
+    for _ in prange(8):
+        while True:
+            r0, r1 = next_rows(claimed, a.shape[0])
+            if r0 == r1:
+                break
+            product_rows(a, bp, c, r0, r1)
+
+
+def close_to_exact(got, a, b):
+    """Within float rounding of the exact product: |error| <= k * eps * sum |a_ik b_kj|."""
+    exact = a.astype(np.float64) @ b.astype(np.float64)
+    bound = np.abs(a).astype(np.float64) @ np.abs(b).astype(np.float64)
+    eps = np.finfo(a.dtype).eps
+    k = max(a.shape[1], 1)
+    return np.all(np.abs(got - exact) <= k * eps * bound + np.finfo(a.dtype).tiny)
+
+
+def sizes_around(*points):
+    return sorted({max(p + d, 0) for p in points for d in (-1, 0, 1)})
+
+
+NR32 = gemm.panel_width(np.float32)
+ROWS = sizes_around(1, gemm.MR, gemm.MR * gemm.MC_PANELS) + [0]
+COLS = sizes_around(1, NR32, 2 * NR32) + [0]
+DEPTHS = [0, 1, 7, gemm.KC - 1, gemm.KC, gemm.KC + 1]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("m", ROWS)
+def test_every_edge_of_tiles_and_blocks(rng, dtype, m):
+    for n in COLS:
+        for k in DEPTHS:
+            a = rng.standard_normal((m, k)).astype(dtype)
+            b = rng.standard_normal((k, n)).astype(dtype)
+            c = np.full((m, n), np.nan, dtype)  # every element must be written
+            serial_product(a, b, c, scratch(b))
+            assert close_to_exact(c, a, b), (m, k, n)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_threads_claiming_blocks_write_every_row_once(rng, dtype):
+    for m, k, n in [(1, 5, 3), (gemm.MR * gemm.MC_PANELS * 3 + 5, 300, 2 * NR32 + 3), (1000, 64, 70)]:
+        a = rng.standard_normal((m, k)).astype(dtype)
+        b = rng.standard_normal((k, n)).astype(dtype)
+        c = np.full((m, n), np.nan, dtype)
+        shared_product(a, b, c, scratch(b))
+        assert close_to_exact(c, a, b), (m, k, n)
+
+
+def test_claimed_blocks_cover_the_rows_in_order_and_shrink_towards_the_end():
+    claimed = np.zeros(1, np.int64)
+    m = gemm.MR * gemm.MC_PANELS * 6 + 7
+    ranges = []
+    while True:
+        r0, r1 = next_rows(claimed, m)
+        if r0 == r1:
+            break
+        ranges.append((r0, r1))
+    assert ranges[0] == (0, gemm.MR * gemm.MC_PANELS)
+    assert all(a[1] == b[0] for a, b in zip(ranges, ranges[1:])) and ranges[-1][1] == m
+    sizes = [r1 - r0 for r0, r1 in ranges]
+    assert sizes == sorted(sizes, reverse=True) and sizes[-1] <= gemm.MR
+    assert next_rows(claimed, m) == (m, m)
+
+
+def test_packing_lays_b_out_in_panels_of_the_tile_width(rng):
+    k, n = gemm.KC + 3, NR32 + 5
+    b = rng.standard_normal((k, n)).astype(np.float32)
+    bp = packed_b(b, scratch(b))
+    pack_b(b, bp)
+    panels = 2
+    assert bp.size == panels * NR32 * k
+    # Block 0 (KC rows), panel 1: columns NR..n, zero-padded to NR wide.
+    start = 1 * gemm.KC * NR32
+    panel = bp[start:start + gemm.KC * NR32].reshape(gemm.KC, NR32)
+    assert np.array_equal(panel[:, :5], b[:gemm.KC, NR32:])
+    assert not panel[:, 5:].any()
+    # Block 1 (the last 3 rows), panel 0.
+    start = gemm.KC * panels * NR32
+    assert np.array_equal(bp[start:start + 3 * NR32].reshape(3, NR32), b[gemm.KC:, :NR32])
+    parallel = packed_b(b, scratch(b))
+    pack_b_parallel(b, parallel)
+    assert np.array_equal(parallel, bp)
+
+
+def test_an_epilogue_that_reads_other_elements_of_the_product_runs_after_it(rng):
+    # The transpose reads element (j, i) of the product: it may not run on a thread's rows.
+    x, w = rng.standard_normal((300, 200)).astype(np.float32), \
+        rng.standard_normal((200, 300)).astype(np.float32)
+    ex = xe.explore(lambda x, w: np.tanh((x @ w).T) + 1, x, w, backend="cpu")
+    source = "\n".join(ex.kernels.values())
+    assert "the epilogue, on these rows" not in source
+    assert ex.check().ok
+
+
+def test_an_element_wise_epilogue_runs_on_each_threads_rows(rng):
+    x, w = rng.standard_normal((300, 200)).astype(np.float32), \
+        rng.standard_normal((200, 100)).astype(np.float32)
+    b = rng.standard_normal(100).astype(np.float32)
+    ex = xe.explore(lambda x, w, b: np.tanh(x @ w + b) * 2, x, w, b, backend="cpu")
+    (source,) = ex.kernels.values()
+    assert "the epilogue, on these rows" in source and "prange(" in source
+    assert ex.check().ok

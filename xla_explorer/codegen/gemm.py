@@ -5,9 +5,10 @@ tiled LLVM IR for them. This module does the same, in the classic layout of BLIS
 OpenBLAS's own kernels (Goto's algorithm):
 
   - B is packed once per product into panels NR columns wide, KC rows at a time, so the
-    innermost loop reads it contiguously (`pack_b`, `pack_b_parallel`);
+    innermost loop reads it contiguously (`pack_b`, `pack_b_parallel`), into scratch space
+    at the end of the executable's arena (`packed_b`);
   - A is packed per block of MC rows into panels MR rows tall, a column of a panel's MR
-    elements after another (`_pack_a`);
+    elements after another (`_pack_a`), on the thread's own stack;
   - the micro-kernel (`_tile`) keeps an MR x NR tile of C in vector registers for KC steps,
     each step one broadcast of A per row and one fused multiply-add per register. It is
     written as LLVM IR with explicit vectors of the machine's width, since Numba has no
@@ -17,7 +18,7 @@ OpenBLAS's own kernels (Goto's algorithm):
 Why not NumPy's BLAS: on the machines this project is measured on (AMD Zen 5, AVX-512), the
 environment sets OPENBLAS_CORETYPE=Haswell, which holds NumPy's OpenBLAS to its AVX2 kernels:
 a 1024^3 float32 product takes 10-11 ms there, where XLA takes 5-6 ms and this code about 5.
-The micro-kernel alone runs at 240 GFLOP/s on one core (benchmarks/gemm.py).
+The micro-kernel alone runs at 210-240 GFLOP/s on one core (benchmarks/gemm.py).
 
 `product_rows` computes a range of C's rows, so a kernel can run it in parallel, each thread
 claiming blocks of rows (`next_rows`), and apply its epilogue to the rows it has just made
@@ -29,7 +30,7 @@ from __future__ import annotations
 import llvmlite.binding as llvm
 import numpy as np
 from llvmlite import ir
-from numba import njit, prange, types
+from numba import carray, cfunc, njit, prange, types
 from numba.core import cgutils
 from numba.extending import intrinsic
 from numba.np.arrayobj import populate_array
@@ -235,14 +236,8 @@ def _pack_b_row(b, bp, k):
 
 
 @njit(**_JIT)
-def pack_b(b, bp):
+def _pack_b(b, bp):
     for k in range(b.shape[0]):
-        _pack_b_row(b, bp, k)
-
-
-@njit(parallel=True, **_JIT)
-def pack_b_parallel(b, bp):
-    for k in prange(b.shape[0]):
         _pack_b_row(b, bp, k)
 
 
@@ -294,7 +289,7 @@ def next_rows(counter, m):
 
 
 @njit(**_JIT)
-def product_rows(a, bp, c, r0, r1):
+def _product_rows(a, bp, c, r0, r1):
     """Rows r0..r1 of C = A @ B, with B packed by `pack_b`."""
     m, kk = a.shape
     n = c.shape[1]
@@ -334,3 +329,84 @@ def product_rows(a, bp, c, r0, r1):
                                     c[i + r, j0 + j] += edge[r * nr + j]
                                 else:
                                     c[i + r, j0 + j] = edge[r * nr + j]
+
+
+# -- entry points ------------------------------------------------------------------------------
+# The routines above are compiled once (and cached on disk) as C functions, and kernels call
+# them by symbol, as XLA's generated code calls its runtime's matmul. Called as Numba functions
+# they would be linked into every kernel and optimised and code-generated again each time: a
+# cold compile of 2.9 s instead of 0.5 for a dense layer.
+
+_P32, _P64, _N = types.CPointer(types.float32), types.CPointer(types.float64), types.intp
+_ENTRY = dict(cache=True, error_model="numpy", fastmath=True)
+
+
+@njit(inline="always")
+def _packed_elements(k, n, itemsize):
+    nr = NV * VECTOR_BYTES // itemsize
+    return (n + nr - 1) // nr * nr * k
+
+
+@cfunc(types.void(_P32, _N, _N, _P32, _P32, _N, _N, _N), **_ENTRY)
+def _rows_f32(a, m, k, bp, c, n, r0, r1):
+    _product_rows(carray(a, (m, k)), carray(bp, (_packed_elements(k, n, 4),)),
+                  carray(c, (m, n)), r0, r1)
+
+
+@cfunc(types.void(_P64, _N, _N, _P64, _P64, _N, _N, _N), **_ENTRY)
+def _rows_f64(a, m, k, bp, c, n, r0, r1):
+    _product_rows(carray(a, (m, k)), carray(bp, (_packed_elements(k, n, 8),)),
+                  carray(c, (m, n)), r0, r1)
+
+
+@cfunc(types.void(_P32, _N, _N, _P32), **_ENTRY)
+def _pack_f32(b, k, n, bp):
+    _pack_b(carray(b, (k, n)), carray(bp, (_packed_elements(k, n, 4),)))
+
+
+@cfunc(types.void(_P64, _N, _N, _P64), **_ENTRY)
+def _pack_f64(b, k, n, bp):
+    _pack_b(carray(b, (k, n)), carray(bp, (_packed_elements(k, n, 8),)))
+
+
+def _symbol(entry, name: str, *args) -> types.ExternalFunction:
+    """`entry` as an external symbol LLVM resolves by name when a kernel is linked, which keeps
+    the kernels cacheable (an address would be baked into their code)."""
+    llvm.add_symbol(name, entry.address)
+    return types.ExternalFunction(name, types.void(*args))
+
+
+_V = types.voidptr
+_ROWS32 = _symbol(_rows_f32, "xla_explorer_gemm_rows_f32", _V, _N, _N, _V, _V, _N, _N, _N)
+_ROWS64 = _symbol(_rows_f64, "xla_explorer_gemm_rows_f64", _V, _N, _N, _V, _V, _N, _N, _N)
+_PACK32 = _symbol(_pack_f32, "xla_explorer_gemm_pack_f32", _V, _N, _N, _V)
+_PACK64 = _symbol(_pack_f64, "xla_explorer_gemm_pack_f64", _V, _N, _N, _V)
+
+
+@njit(cache=True)
+def product_rows(a, bp, c, r0, r1):
+    """Rows r0..r1 of C = A @ B (C-contiguous arrays of one float type), with B packed by
+    `pack_b` into bp."""
+    m, k = a.shape
+    if a.itemsize == 4:
+        _ROWS32(a.ctypes.data, m, k, bp.ctypes.data, c.ctypes.data, c.shape[1], r0, r1)
+    else:
+        _ROWS64(a.ctypes.data, m, k, bp.ctypes.data, c.ctypes.data, c.shape[1], r0, r1)
+
+
+@njit(cache=True)
+def pack_b(b, bp):
+    """B (C-contiguous) into panels in bp (from `packed_b`), on this thread."""
+    k, n = b.shape
+    if b.itemsize == 4:
+        _PACK32(b.ctypes.data, k, n, bp.ctypes.data)
+    else:
+        _PACK64(b.ctypes.data, k, n, bp.ctypes.data)
+
+
+@njit(parallel=True, cache=True)
+def pack_b_parallel(b, bp):
+    """B into panels in bp, its rows shared among the threads. (A Numba function, not an
+    entry point: a C function cannot start Numba's threads.)"""
+    for k in prange(b.shape[0]):
+        _pack_b_row(b, bp, k)

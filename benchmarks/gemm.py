@@ -16,15 +16,13 @@ import time
 os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")  # see benchmarks/run.py
 
 import numpy as np  # noqa: E402
-from numba import njit, prange  # noqa: E402
+from numba import njit  # noqa: E402
 
 from xla_explorer.codegen import gemm  # noqa: E402
-from xla_explorer.codegen.gemm import (_tile, next_rows, pack_b_parallel, packed_b,  # noqa: E402
-                                       packed_b_size, product_rows)
+from xla_explorer.codegen.gemm import _tile, packed_b_size, product  # noqa: E402
 
 try:
     import jax
-    import jax.numpy as jnp
 except ImportError:  # the [bench] extra is not installed
     jax = None
 
@@ -49,19 +47,6 @@ def micro_kernel_gflops(seconds: float = 1.0) -> float:
         if elapsed > seconds / 4:
             return 2 * gemm.MR * nr * gemm.KC * reps / elapsed / 1e9
         reps *= 4
-
-
-@njit(parallel=True)
-def product(a, b, c, work):
-    bp = packed_b(b, work)
-    pack_b_parallel(b, bp)
-    claimed = np.zeros(1, np.int64)
-    for _ in prange(64):
-        while True:
-            r0, r1 = next_rows(claimed, a.shape[0])
-            if r0 == r1:
-                break
-            product_rows(a, bp, c, r0, r1)
 
 
 def main(argv=None) -> None:

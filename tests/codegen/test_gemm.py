@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from numba import njit, prange
+from numba import njit
 
 import xla_explorer as xe
 from xla_explorer.codegen import gemm
 from xla_explorer.codegen.gemm import (next_rows, pack_b, pack_b_parallel, packed_b,
-                                       packed_b_size, product_rows)
+                                       packed_b_size, product, product_rows)
 
 
 @pytest.fixture(autouse=True)
@@ -26,19 +26,6 @@ def serial_product(a, b, c, work):
     bp = packed_b(b, work)
     pack_b(b, bp)
     product_rows(a, bp, c, 0, a.shape[0])
-
-
-@njit(parallel=True)
-def shared_product(a, b, c, work):
-    bp = packed_b(b, work)
-    pack_b_parallel(b, bp)
-    claimed = np.zeros(1, np.int64)
-    for _ in prange(8):
-        while True:
-            r0, r1 = next_rows(claimed, a.shape[0])
-            if r0 == r1:
-                break
-            product_rows(a, bp, c, r0, r1)
 
 
 def close_to_exact(got, a, b):
@@ -78,7 +65,7 @@ def test_threads_claiming_blocks_write_every_row_once(rng, dtype):
         a = rng.standard_normal((m, k)).astype(dtype)
         b = rng.standard_normal((k, n)).astype(dtype)
         c = np.full((m, n), np.nan, dtype)
-        shared_product(a, b, c, scratch(b))
+        product(a, b, c, scratch(b))
         assert close_to_exact(c, a, b), (m, k, n)
 
 

@@ -36,7 +36,7 @@ from numba.extending import intrinsic
 from numba.np.arrayobj import populate_array
 
 __all__ = ["MR", "NV", "KC", "VECTOR_BYTES", "panel_width", "packed_b_size", "packed_b",
-           "pack_b", "pack_b_parallel", "product_rows", "next_rows"]
+           "pack_b", "pack_b_parallel", "product_rows", "next_rows", "product"]
 
 
 def _host_vectors() -> tuple[int, int]:
@@ -410,3 +410,18 @@ def pack_b_parallel(b, bp):
     entry point: a C function cannot start Numba's threads.)"""
     for k in prange(b.shape[0]):
         _pack_b_row(b, bp, k)
+
+
+@njit(parallel=True, cache=True)
+def product(a, b, c, work):
+    """C = A @ B on every thread, B packed into `work` (at least `packed_b_size` bytes): what
+    a dot kernel does, without its epilogue."""
+    bp = packed_b(b, work)
+    pack_b_parallel(b, bp)
+    claimed = np.zeros(1, np.int64)
+    for _ in prange(64):
+        while True:
+            r0, r1 = next_rows(claimed, a.shape[0])
+            if r0 == r1:
+                break
+            product_rows(a, bp, c, r0, r1)

@@ -45,9 +45,9 @@ from . import exprs, gemm
 # elements, memory-bound sums from 2**21; this sits between.
 PARALLEL_THRESHOLD = 1 << 20
 
-# Multiply-adds from which a product runs one range of rows per thread: below it a product
-# takes under about 50 us on one core (240 GFLOP/s measured with 512-bit vectors), no more
-# than a parallel launch costs.
+# Multiply-adds from which threads share a product's rows: below it a product takes under
+# about 50 us on one core (210-240 GFLOP/s measured with 512-bit vectors), no more than a
+# parallel launch costs.
 GEMM_PARALLEL_MACS = 1 << 22
 # Threads a product can use (see _product_rows).
 GEMM_WORKERS = 64
@@ -450,7 +450,7 @@ class KernelEmitter:
 
     def _emit_tiled_product(self, inst, lhs, rhs, out, plain, batch, m, n, k):
         """C = A @ B by codegen/gemm.py's register-tiled product: B packed into panels, then
-        C's rows in one range per thread when the product is big enough to share. A plain
+        C's rows in blocks the threads claim, when the product is big enough to share. A plain
         product whose epilogue is element-wise runs the epilogue in the same loop, on the
         rows the thread has just made, while they are in cache."""
         self.uses_gemm = True

@@ -17,7 +17,8 @@ OpenBLAS's own kernels (Goto's algorithm):
 
 Why not NumPy's BLAS: on the machines this project is measured on (AMD Zen 5, AVX-512), the
 environment sets OPENBLAS_CORETYPE=Haswell, which holds NumPy's OpenBLAS to its AVX2 kernels:
-a 1024^3 float32 product takes 10-11 ms there, where XLA takes 5-6 ms and this code about 5.
+a 1024^3 float32 product takes 10-11 ms there, where XLA takes 5.0-5.9 ms and this code
+5.3-5.8 ms.
 The micro-kernel alone runs at 210-240 GFLOP/s on one core (benchmarks/gemm.py).
 
 `product_rows` computes a range of C's rows, so a kernel can run it in parallel, each thread
@@ -208,7 +209,7 @@ def packed_b_size(k: int, n: int, dtype) -> int:
 
 @njit(**_JIT)
 def packed_b(b, work):
-    """Packed B's place at the start of `work` (bytes, 64-byte aligned)."""
+    """Packed B's place at the start of `work`, a byte array of at least `packed_b_size`."""
     k, n = b.shape
     nr = _nr(b)
     return work[:((n + nr - 1) // nr) * nr * k * b.itemsize].view(b.dtype)

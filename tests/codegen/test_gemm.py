@@ -123,3 +123,22 @@ def test_an_element_wise_epilogue_runs_on_each_threads_rows(rng):
     (source,) = ex.kernels.values()
     assert "the epilogue, on these rows" in source and "prange(" in source
     assert ex.check().ok
+
+
+def test_a_dense_layer_allocates_only_its_output(rng):
+    # Packed B lives in the arena's scratch space, each thread's A block on its stack.
+    import tracemalloc
+
+    x, w = rng.standard_normal((300, 200)).astype(np.float32), \
+        rng.standard_normal((200, 100)).astype(np.float32)
+    b = rng.standard_normal(100).astype(np.float32)
+    ex = xe.explore(lambda x, w, b: np.maximum(x @ w + b, 0), x, w, b, backend="cpu")
+    assert ex.executable.arena.nbytes >= packed_b_size(200, 100, np.float32)
+    ex.run(x, w, b)
+    tracemalloc.start()
+    try:
+        out = ex.run(x, w, b)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert out.nbytes <= peak < out.nbytes + 4096

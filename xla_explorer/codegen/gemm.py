@@ -195,8 +195,15 @@ def _stack_array(typingctx, like, size):
 
 
 @njit(inline="always")
-def _nr(x):
-    return NV * VECTOR_BYTES // x.itemsize
+def _nr(itemsize):
+    return NV * VECTOR_BYTES // itemsize
+
+
+@njit(inline="always")
+def _packed_elements(k, n, itemsize):
+    """Elements of B (k x n) packed by `pack_b` on this host."""
+    nr = _nr(itemsize)
+    return (n + nr - 1) // nr * nr * k
 
 
 def packed_b_size(k: int, n: int, dtype) -> int:
@@ -211,15 +218,14 @@ def packed_b_size(k: int, n: int, dtype) -> int:
 def packed_b(b, work):
     """Packed B's place at the start of `work`, a byte array of at least `packed_b_size`."""
     k, n = b.shape
-    nr = _nr(b)
-    return work[:((n + nr - 1) // nr) * nr * k * b.itemsize].view(b.dtype)
+    return work[:_packed_elements(k, n, b.itemsize) * b.itemsize].view(b.dtype)
 
 
 @njit(**_JIT)
 def _pack_b_row(b, bp, k):
     """Row k of B into its place: block k // KC, row k % KC of each panel of that block."""
     kk, n = b.shape
-    nr = _nr(b)
+    nr = _nr(b.itemsize)
     panels = (n + nr - 1) // nr
     pc = k - k % KC
     kc = min(KC, kk - pc)
@@ -299,7 +305,7 @@ def _product_rows(a, bp, c, r0, r1):
     if kk == 0:
         c[r0:r1] = 0
         return
-    nr = _nr(a)
+    nr = _nr(a.itemsize)
     panels = (n + nr - 1) // nr
     full = n // nr
     cf = c.reshape(-1)
@@ -340,12 +346,6 @@ def _product_rows(a, bp, c, r0, r1):
 
 _P32, _P64, _N = types.CPointer(types.float32), types.CPointer(types.float64), types.intp
 _ENTRY = dict(cache=True, error_model="numpy", fastmath=True)
-
-
-@njit(inline="always")
-def _packed_elements(k, n, itemsize):
-    nr = NV * VECTOR_BYTES // itemsize
-    return (n + nr - 1) // nr * nr * k
 
 
 @cfunc(types.void(_P32, _N, _N, _P32, _P32, _N, _N, _N), **_ENTRY)

@@ -463,7 +463,7 @@ class KernelEmitter:
             self.w.line(f"{packed} = packed_b({rhs}, work)")
             self.w.line(f"{pack}({rhs}, {packed})  # B in panels of the register tile's width")
             self._product_rows(lhs, packed, out, m, parallel,
-                               epilogue=self._epilogue_in_rows(inst))
+                               epilogue=self._epilogue_in_rows(inst) if parallel else None)
             return
         res, t = self.w.fresh("product"), self.w.fresh("t")
         self.w.line(f"{res} = {out}.reshape(({batch}, {m}, {n}))")

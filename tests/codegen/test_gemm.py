@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from numba import njit
+from numba import njit, prange
 
 import xla_explorer as xe
 from xla_explorer.codegen import gemm
-from xla_explorer.codegen.gemm import (next_rows, pack_b, pack_b_parallel, packed_b,
-                                       packed_b_size, product, product_rows)
+from xla_explorer.codegen.gemm import (claims, next_rows, pack_b, pack_b_parallel,
+                                       pack_b_shared, packed_b, packed_b_size, product,
+                                       product_rows)
 
 
 @pytest.fixture(autouse=True)
@@ -70,7 +71,7 @@ def test_threads_claiming_blocks_write_every_row_once(rng, dtype):
 
 
 def test_claimed_blocks_cover_the_rows_in_order_and_shrink_towards_the_end():
-    claimed = np.zeros(1, np.int64)
+    claimed = claims()
     m = gemm.MR * gemm.MC_PANELS * 6 + 7
     ranges = []
     while True:
@@ -103,6 +104,18 @@ def test_packing_lays_b_out_in_panels_of_the_tile_width(rng):
     parallel = packed_b(b, scratch(b))
     pack_b_parallel(b, parallel)
     assert np.array_equal(parallel, bp)
+    shared = packed_b(b, scratch(b))
+    counters = pack_shared(b, shared)
+    assert np.array_equal(shared, bp)
+    assert counters[gemm.B_PACKED] == k and counters[gemm.B_CLAIMED] >= k
+
+
+@njit(parallel=True)
+def pack_shared(b, bp):
+    counters = claims()
+    for _ in prange(8):  # more callers than threads: the late ones find B packed
+        pack_b_shared(b, bp, counters)
+    return counters
 
 
 def test_an_epilogue_that_reads_other_elements_of_the_product_runs_after_it(rng):

@@ -5,10 +5,12 @@ tiled LLVM IR for them. This module does the same, in the classic layout of BLIS
 OpenBLAS's own kernels (Goto's algorithm):
 
   - B is packed once per product into panels NR columns wide, KC rows at a time, so the
-    innermost loop reads it contiguously (`pack_b`, `pack_b_parallel`), into scratch space
-    at the end of the executable's arena (`packed_b`);
+    innermost loop reads it contiguously, into scratch space at the end of the executable's
+    arena (`packed_b`): by one thread (`pack_b`), or by all of them at the start of the
+    loop that shares the product (`pack_b_shared`);
   - A is packed per block of MC rows into panels MR rows tall, a column of a panel's MR
-    elements after another (`_pack_a`), on the thread's own stack;
+    elements after another, on the thread's own stack, by the first panel of B to use it
+    (`_tile_packing`);
   - the micro-kernel (`_tile`) keeps an MR x NR tile of C in vector registers for KC steps,
     each step one broadcast of A per row and one fused multiply-add per register. It is
     written as LLVM IR with explicit vectors of the machine's width, since Numba has no
@@ -22,8 +24,8 @@ a 1024^3 float32 product takes 10-11 ms there, where XLA takes 5.0-5.9 ms and th
 The micro-kernel alone runs at 210-240 GFLOP/s on one core (benchmarks/gemm.py).
 
 `product_rows` computes a range of C's rows, so a kernel can run it in parallel, each thread
-claiming blocks of rows (`next_rows`), and apply its epilogue to the rows it has just made
-while they are in cache.
+claiming blocks of rows (`next_rows`, with the counters from `claims`), and apply its
+epilogue to the rows it has just made while they are in cache.
 Arrays are C-contiguous; A is (m, k), B (k, n), C (m, n), all of one float dtype.
 """
 from __future__ import annotations
@@ -37,7 +39,8 @@ from numba.extending import intrinsic
 from numba.np.arrayobj import populate_array
 
 __all__ = ["MR", "NV", "KC", "VECTOR_BYTES", "panel_width", "packed_b_size", "packed_b",
-           "pack_b", "pack_b_parallel", "product_rows", "next_rows", "product"]
+           "pack_b", "pack_b_parallel", "pack_b_shared", "claims", "product_rows", "next_rows",
+           "product"]
 
 
 def _host_vectors() -> tuple[int, int]:
@@ -77,95 +80,141 @@ def panel_width(dtype) -> int:
     return NV * VECTOR_BYTES // np.dtype(dtype).itemsize
 
 
+def _float_arrays(*arrays) -> bool:
+    return (isinstance(arrays[0], types.Array) and arrays[0].dtype in (types.float32, types.float64)
+            and all(isinstance(x, types.Array) and x.dtype == arrays[0].dtype for x in arrays))
+
+
+def _data(context, builder, ty, value, offset):
+    """Pointer to element `offset` of array `value` (of type `ty`) counted in its memory."""
+    return builder.gep(context.make_array(ty)(context, builder, value).data, [offset])
+
+
+def _emit_tile(context, builder, dtype, load_a, b_ptr, c_ptr, ldc, kc, accumulate):
+    """The register tile's loop over k < kc, then its store to C (an add if `accumulate`).
+    load_a(k, r) emits the load of A's element in row r, column k."""
+    lanes = VECTOR_BYTES // (dtype.bitwidth // 8)
+    nr = NV * lanes
+    vec = ir.VectorType(context.get_value_type(dtype), lanes)
+    intp = context.get_value_type(types.intp)
+
+    def const(v):
+        return ir.Constant(intp, v)
+
+    fma = cgutils.get_or_insert_function(
+        builder.module, ir.FunctionType(vec, [vec] * 3), f"llvm.fma.v{lanes}f{dtype.bitwidth}")
+    zero = ir.Constant(vec, None)
+    undef = ir.Constant(vec, ir.Undefined)
+    splat = ir.Constant(ir.VectorType(ir.IntType(32), lanes), [0] * lanes)
+    align = dtype.bitwidth // 8
+
+    entry = builder.block
+    loop = builder.function.append_basic_block("tile.k")
+    done = builder.function.append_basic_block("tile.done")
+    builder.cbranch(builder.icmp_signed(">", kc, const(0)), loop, done)
+
+    # The loop over k: MR x NV accumulators live in registers as phi nodes.
+    builder.position_at_end(loop)
+    k = builder.phi(intp)
+    acc = [[builder.phi(vec) for _ in range(NV)] for _ in range(MR)]
+    b_row = builder.gep(b_ptr, [builder.mul(k, const(nr))])
+    b_vecs = [builder.load(builder.bitcast(builder.gep(b_row, [const(v * lanes)]),
+                                           vec.as_pointer()), align=align)
+              for v in range(NV)]
+    new = []
+    for r in range(MR):
+        x = load_a(k, r)
+        xs = builder.shuffle_vector(
+            builder.insert_element(undef, x, ir.Constant(ir.IntType(32), 0)), undef, splat)
+        new.append([builder.call(fma, [xs, b_vecs[v], acc[r][v]]) for v in range(NV)])
+    k_next = builder.add(k, const(1))
+    latch = builder.block
+    k.add_incoming(const(0), entry)
+    k.add_incoming(k_next, latch)
+    for r in range(MR):
+        for v in range(NV):
+            acc[r][v].add_incoming(zero, entry)
+            acc[r][v].add_incoming(new[r][v], latch)
+    builder.cbranch(builder.icmp_signed("<", k_next, kc), loop, done)
+
+    # Write the tile back once.
+    builder.position_at_end(done)
+    sums, ptrs = [], []
+    for r in range(MR):  # phi nodes first: LLVM wants them at the top of the block
+        for v in range(NV):
+            total = builder.phi(vec)
+            total.add_incoming(zero, entry)
+            total.add_incoming(new[r][v], latch)
+            sums.append(total)
+    for r in range(MR):
+        row = builder.gep(c_ptr, [builder.mul(const(r), ldc)])
+        for v in range(NV):
+            ptrs.append(builder.bitcast(builder.gep(row, [const(v * lanes)]), vec.as_pointer()))
+    flag = builder.icmp_unsigned("!=", accumulate, ir.Constant(accumulate.type, 0))
+    with builder.if_else(flag) as (add, store):
+        with add:
+            for total, p in zip(sums, ptrs):
+                builder.store(builder.fadd(builder.load(p, align=align), total), p, align=align)
+        with store:
+            for total, p in zip(sums, ptrs):
+                builder.store(total, p, align=align)
+
+
 @intrinsic
 def _tile(typingctx, a, a_off, b, b_off, c, c_off, ldc, kc, accumulate):
     """C[c_off + r*ldc + j] (+)= sum over k < kc of A[a_off + k*MR + r] * B[b_off + k*NR + j],
-    for r < MR, j < NR: one register tile. Stores when `accumulate` is false."""
-    if not (isinstance(a, types.Array) and a.dtype in (types.float32, types.float64)
-            and b.dtype == a.dtype and c.dtype == a.dtype):
+    for r < MR, j < NR: one register tile, A packed. Stores when `accumulate` is false."""
+    if not _float_arrays(a, b, c):
         return None
     sig = types.void(a, types.intp, b, types.intp, c, types.intp, types.intp, types.intp,
                      types.boolean)
-    lanes = VECTOR_BYTES // (a.dtype.bitwidth // 8)
-    nr = NV * lanes
 
     def codegen(context, builder, signature, args):
-        a_arr, a_off_, b_arr, b_off_, c_arr, c_off_, ldc_, kc_, accumulate_ = args
+        a_, a_off_, b_, b_off_, c_, c_off_, ldc_, kc_, accumulate_ = args
         aty, bty, cty = signature.args[0], signature.args[2], signature.args[4]
-        element = context.get_value_type(aty.dtype)
-        vec = ir.VectorType(element, lanes)
-        intp = context.get_value_type(types.intp)
+        a_ptr = _data(context, builder, aty, a_, a_off_)
+        mr = ir.Constant(a_off_.type, MR)
 
-        def const(v):
-            return ir.Constant(intp, v)
+        def load_a(k, r):
+            return builder.load(builder.gep(a_ptr, [builder.add(builder.mul(k, mr),
+                                                                ir.Constant(k.type, r))]))
 
-        def data(ty, value):
-            return context.make_array(ty)(context, builder, value).data
+        _emit_tile(context, builder, aty.dtype, load_a, _data(context, builder, bty, b_, b_off_),
+                   _data(context, builder, cty, c_, c_off_), ldc_, kc_, accumulate_)
+        return context.get_dummy_value()
 
-        fma = cgutils.get_or_insert_function(
-            builder.module, ir.FunctionType(vec, [vec] * 3),
-            f"llvm.fma.v{lanes}f{aty.dtype.bitwidth}")
-        a_ptr = builder.gep(data(aty, a_arr), [a_off_])
-        b_ptr = builder.gep(data(bty, b_arr), [b_off_])
-        c_ptr = builder.gep(data(cty, c_arr), [c_off_])
-        zero = ir.Constant(vec, None)
-        undef = ir.Constant(vec, ir.Undefined)
-        splat = ir.Constant(ir.VectorType(ir.IntType(32), lanes), [0] * lanes)
+    return sig, codegen
 
-        entry = builder.block
-        loop = builder.function.append_basic_block("tile.k")
-        done = builder.function.append_basic_block("tile.done")
-        builder.cbranch(builder.icmp_signed(">", kc_, const(0)), loop, done)
 
-        # The loop over k: MR x NV accumulators live in registers as phi nodes.
-        builder.position_at_end(loop)
-        k = builder.phi(intp)
-        acc = [[builder.phi(vec) for _ in range(NV)] for _ in range(MR)]
-        b_row = builder.gep(b_ptr, [builder.mul(k, const(nr))])
-        b_vecs = [builder.load(builder.bitcast(builder.gep(b_row, [const(v * lanes)]),
-                                               vec.as_pointer()), align=aty.dtype.bitwidth // 8)
-                  for v in range(NV)]
-        a_col = builder.gep(a_ptr, [builder.mul(k, const(MR))])
-        new = []
-        for r in range(MR):
-            x = builder.load(builder.gep(a_col, [const(r)]))
-            xs = builder.shuffle_vector(
-                builder.insert_element(undef, x, ir.Constant(ir.IntType(32), 0)), undef, splat)
-            new.append([builder.call(fma, [xs, b_vecs[v], acc[r][v]]) for v in range(NV)])
-        k_next = builder.add(k, const(1))
-        latch = builder.block
-        k.add_incoming(const(0), entry)
-        k.add_incoming(k_next, latch)
-        for r in range(MR):
-            for v in range(NV):
-                acc[r][v].add_incoming(zero, entry)
-                acc[r][v].add_incoming(new[r][v], latch)
-        builder.cbranch(builder.icmp_signed("<", k_next, kc_), loop, done)
+@intrinsic
+def _tile_packing(typingctx, a, a_off, lda, ap, ap_off, b, b_off, c, c_off, ldc, kc,
+                  accumulate):
+    """`_tile` reading A unpacked (row r, column k at A[a_off + r*lda + k]) and packing it on
+    the way: it writes each element it reads to ap[ap_off + k*MR + r], where `_tile` reads it
+    for the next panels of B. The packing stores ride along with the multiply-adds instead of
+    costing a pass over A of their own."""
+    if not _float_arrays(a, ap, b, c):
+        return None
+    sig = types.void(a, types.intp, types.intp, ap, types.intp, b, types.intp, c, types.intp,
+                     types.intp, types.intp, types.boolean)
 
-        # Write the tile back once.
-        builder.position_at_end(done)
-        align = aty.dtype.bitwidth // 8
-        sums, ptrs = [], []
-        for r in range(MR):  # phi nodes first: LLVM wants them at the top of the block
-            for v in range(NV):
-                total = builder.phi(vec)
-                total.add_incoming(zero, entry)
-                total.add_incoming(new[r][v], latch)
-                sums.append(total)
-        for r in range(MR):
-            row = builder.gep(c_ptr, [builder.mul(const(r), ldc_)])
-            for v in range(NV):
-                ptrs.append(builder.bitcast(builder.gep(row, [const(v * lanes)]),
-                                            vec.as_pointer()))
-        flag = builder.icmp_unsigned("!=", accumulate_, ir.Constant(accumulate_.type, 0))
-        with builder.if_else(flag) as (add, store):
-            with add:
-                for total, p in zip(sums, ptrs):
-                    builder.store(builder.fadd(builder.load(p, align=align), total), p,
-                                  align=align)
-            with store:
-                for total, p in zip(sums, ptrs):
-                    builder.store(total, p, align=align)
+    def codegen(context, builder, signature, args):
+        a_, a_off_, lda_, ap_, ap_off_, b_, b_off_, c_, c_off_, ldc_, kc_, accumulate_ = args
+        aty, apty, bty, cty = (signature.args[i] for i in (0, 3, 5, 7))
+        a_ptr = _data(context, builder, aty, a_, a_off_)
+        ap_ptr = _data(context, builder, apty, ap_, ap_off_)
+        rows = [builder.gep(a_ptr, [builder.mul(ir.Constant(lda_.type, r), lda_)])
+                for r in range(MR)]
+        mr = ir.Constant(a_off_.type, MR)
+
+        def load_a(k, r):
+            x = builder.load(builder.gep(rows[r], [k]))
+            builder.store(x, builder.gep(ap_ptr, [builder.add(builder.mul(k, mr),
+                                                              ir.Constant(k.type, r))]))
+            return x
+
+        _emit_tile(context, builder, aty.dtype, load_a, _data(context, builder, bty, b_, b_off_),
+                   _data(context, builder, cty, c_, c_off_), ldc_, kc_, accumulate_)
         return context.get_dummy_value()
 
     return sig, codegen
@@ -243,55 +292,77 @@ def _pack_b_row(b, bp, k):
 
 
 @njit(**_JIT)
-def _pack_b(b, bp):
-    for k in range(b.shape[0]):
+def _pack_b_rows(b, bp, r0, r1):
+    for k in range(r0, r1):
         _pack_b_row(b, bp, k)
 
 
 @njit(**_JIT)
-def _pack_a(a, i0, tiles, pc, kc, ap):
-    """A[i0:i0+tiles*MR, pc:pc+kc] into ap, one panel of MR rows after another, each column of
-    a panel's MR elements contiguous: the order in which the micro-kernel reads them. Rows past
-    A's end are zeros."""
+def _pack_a(a, i, pc, kc, ap, base):
+    """A[i:i+MR, pc:pc+kc] into ap[base:], each column's MR elements contiguous: the order in
+    which `_tile` reads them. Rows past A's end are zeros. (Panels of whole rows are packed by
+    `_tile_packing` instead, as it computes with them.)"""
     m = a.shape[0]
-    for q in range(tiles):
-        i = i0 + q * MR
-        base = q * kc * MR
-        if i + MR <= m:
-            for k in range(kc):
-                for r in range(MR):
-                    ap[base + k * MR + r] = a[i + r, pc + k]
-        else:
-            for k in range(kc):
-                for r in range(MR):
-                    ap[base + k * MR + r] = a[i + r, pc + k] if i + r < m else 0
+    for k in range(kc):
+        for r in range(MR):
+            ap[base + k * MR + r] = a[i + r, pc + k] if i + r < m else 0
+
+
+# The counters that the threads of one parallel product share (`claims`): C's row panels
+# handed out, B's rows handed out for packing, and B's rows packed.
+ROWS_CLAIMED, B_CLAIMED, B_PACKED = 0, 1, 2
+# Rows of B a thread packs per claim: few enough that the last claims end close together.
+PACK_ROWS = 16
 
 
 @intrinsic
-def _fetch_add(typingctx, counter, step):
-    """counter[0] += step, atomically; the value before."""
-    if not (isinstance(counter, types.Array) and counter.dtype == types.int64):
+def _fetch_add(typingctx, counters, index, step):
+    """counters[index] += step, atomically; the value before. (Acquire and release: what one
+    thread wrote before counting is seen by a thread that reads the count.)"""
+    if not (isinstance(counters, types.Array) and counters.dtype == types.int64):
         return None
 
     def codegen(context, builder, signature, args):
-        ptr = context.make_array(signature.args[0])(context, builder, args[0]).data
-        step_ = context.cast(builder, args[1], signature.args[1], types.int64)
-        return builder.atomic_rmw("add", ptr, step_, "monotonic")
+        arr = context.make_array(signature.args[0])(context, builder, args[0])
+        ptr = builder.gep(arr.data, [args[1]])
+        step_ = context.cast(builder, args[2], signature.args[2], types.int64)
+        return builder.atomic_rmw("add", ptr, step_, "acq_rel")
 
-    return types.int64(counter, step), codegen
+    return types.int64(counters, types.intp, step), codegen
+
+
+@intrinsic
+def _load_acquire(typingctx, counters, index):
+    """counters[index], read atomically: after it, what was written before it was counted."""
+    if not (isinstance(counters, types.Array) and counters.dtype == types.int64):
+        return None
+
+    def codegen(context, builder, signature, args):
+        arr = context.make_array(signature.args[0])(context, builder, args[0])
+        return builder.load_atomic(builder.gep(arr.data, [args[1]]), "acquire", 8)
+
+    return types.int64(counters, types.intp), codegen
+
+
+@njit(cache=True)
+def claims():
+    """Fresh counters for the threads of one parallel product (ROWS_CLAIMED, B_CLAIMED,
+    B_PACKED). (Made here, not in the kernel: there Numba would turn np.zeros into a parallel
+    loop of its own, compiled and launched for three numbers.)"""
+    return np.zeros(3, np.int64)
 
 
 @njit(**_JIT)
-def next_rows(counter, m):
+def next_rows(counters, m):
     """The next block of C's rows that no thread has claimed, [r0, r1), or an empty range when
-    all are claimed (counter[0] counts the row panels handed out). Threads claim blocks as
-    they finish their last one, so a thread the machine slows down does fewer blocks instead
-    of holding up the others; and blocks shrink towards the end (a quarter of what is left,
-    at most MC_PANELS panels), so the threads finish close together."""
+    all are claimed (counters[ROWS_CLAIMED] counts the row panels handed out). Threads claim
+    blocks as they finish their last one, so a thread the machine slows down does fewer
+    blocks instead of holding up the others; and blocks shrink towards the end (a quarter of
+    what is left, at most MC_PANELS panels), so the threads finish close together."""
     panels = (m + MR - 1) // MR
-    left = panels - counter[0]  # a stale read only changes the size asked for
+    left = panels - counters[ROWS_CLAIMED]  # a stale read only changes the size asked for
     take = min(MC_PANELS, max(1, left // 4))
-    q = _fetch_add(counter, take)
+    q = _fetch_add(counters, ROWS_CLAIMED, take)
     return min(q * MR, m), min((q + take) * MR, m)
 
 
@@ -317,7 +388,6 @@ def _product_rows(a, bp, c, r0, r1):
         for pc in range(0, kk, KC):
             kc = min(KC, kk - pc)
             later = pc > 0
-            _pack_a(a, i0, tiles, pc, kc, ap)
             b_block = pc * panels * nr
             for jp in range(panels):
                 j0 = jp * nr
@@ -325,17 +395,30 @@ def _product_rows(a, bp, c, r0, r1):
                 for q in range(tiles):
                     i = i0 + q * MR
                     a_off = q * kc * MR
-                    if i + MR <= m and jp < full:
-                        _tile(ap, a_off, bp, b_off, cf, i * n + j0, n, kc, later)
+                    whole = i + MR <= m
+                    # The first panel of B packs A's panel as it goes; the others read it.
+                    packing = jp == 0 and whole
+                    if jp == 0 and not whole:
+                        _pack_a(a, i, pc, kc, ap, a_off)
+                    if whole and jp < full:
+                        if packing:
+                            _tile_packing(a, i * kk + pc, kk, ap, a_off, bp, b_off,
+                                          cf, i * n + j0, n, kc, later)
+                        else:
+                            _tile(ap, a_off, bp, b_off, cf, i * n + j0, n, kc, later)
+                        continue
+                    # A tile over C's edge: computed whole, then its part inside C kept.
+                    if packing:
+                        _tile_packing(a, i * kk + pc, kk, ap, a_off, bp, b_off, edge, 0, nr,
+                                      kc, False)
                     else:
-                        # A tile over C's edge: computed whole, then its part inside C kept.
                         _tile(ap, a_off, bp, b_off, edge, 0, nr, kc, False)
-                        for r in range(min(MR, m - i)):
-                            for j in range(min(nr, n - j0)):
-                                if later:
-                                    c[i + r, j0 + j] += edge[r * nr + j]
-                                else:
-                                    c[i + r, j0 + j] = edge[r * nr + j]
+                    for r in range(min(MR, m - i)):
+                        for j in range(min(nr, n - j0)):
+                            if later:
+                                c[i + r, j0 + j] += edge[r * nr + j]
+                            else:
+                                c[i + r, j0 + j] = edge[r * nr + j]
 
 
 # -- entry points ------------------------------------------------------------------------------
@@ -360,14 +443,14 @@ def _rows_f64(a, m, k, bp, c, n, r0, r1):
                   carray(c, (m, n)), r0, r1)
 
 
-@cfunc(types.void(_P32, _N, _N, _P32), **_ENTRY)
-def _pack_f32(b, k, n, bp):
-    _pack_b(carray(b, (k, n)), carray(bp, (_packed_elements(k, n, 4),)))
+@cfunc(types.void(_P32, _N, _N, _P32, _N, _N), **_ENTRY)
+def _pack_f32(b, k, n, bp, r0, r1):
+    _pack_b_rows(carray(b, (k, n)), carray(bp, (_packed_elements(k, n, 4),)), r0, r1)
 
 
-@cfunc(types.void(_P64, _N, _N, _P64), **_ENTRY)
-def _pack_f64(b, k, n, bp):
-    _pack_b(carray(b, (k, n)), carray(bp, (_packed_elements(k, n, 8),)))
+@cfunc(types.void(_P64, _N, _N, _P64, _N, _N), **_ENTRY)
+def _pack_f64(b, k, n, bp, r0, r1):
+    _pack_b_rows(carray(b, (k, n)), carray(bp, (_packed_elements(k, n, 8),)), r0, r1)
 
 
 def _symbol(entry, name: str, *args) -> types.ExternalFunction:
@@ -380,8 +463,8 @@ def _symbol(entry, name: str, *args) -> types.ExternalFunction:
 _V = types.voidptr
 _ROWS32 = _symbol(_rows_f32, "xla_explorer_gemm_rows_f32", _V, _N, _N, _V, _V, _N, _N, _N)
 _ROWS64 = _symbol(_rows_f64, "xla_explorer_gemm_rows_f64", _V, _N, _N, _V, _V, _N, _N, _N)
-_PACK32 = _symbol(_pack_f32, "xla_explorer_gemm_pack_f32", _V, _N, _N, _V)
-_PACK64 = _symbol(_pack_f64, "xla_explorer_gemm_pack_f64", _V, _N, _N, _V)
+_PACK32 = _symbol(_pack_f32, "xla_explorer_gemm_pack_f32", _V, _N, _N, _V, _N, _N)
+_PACK64 = _symbol(_pack_f64, "xla_explorer_gemm_pack_f64", _V, _N, _N, _V, _N, _N)
 
 
 @njit(cache=True)
@@ -396,13 +479,18 @@ def product_rows(a, bp, c, r0, r1):
 
 
 @njit(cache=True)
-def pack_b(b, bp):
-    """B (C-contiguous) into panels in bp (from `packed_b`), on this thread."""
+def _pack_rows(b, bp, r0, r1):
     k, n = b.shape
     if b.itemsize == 4:
-        _PACK32(b.ctypes.data, k, n, bp.ctypes.data)
+        _PACK32(b.ctypes.data, k, n, bp.ctypes.data, r0, r1)
     else:
-        _PACK64(b.ctypes.data, k, n, bp.ctypes.data)
+        _PACK64(b.ctypes.data, k, n, bp.ctypes.data, r0, r1)
+
+
+@njit(cache=True)
+def pack_b(b, bp):
+    """B (C-contiguous) into panels in bp (from `packed_b`), on this thread."""
+    _pack_rows(b, bp, 0, b.shape[0])
 
 
 @njit(parallel=True, cache=True)
@@ -413,16 +501,35 @@ def pack_b_parallel(b, bp):
         _pack_b_row(b, bp, k)
 
 
+@njit(cache=True)
+def pack_b_shared(b, bp, counters):
+    """B into panels in bp, by every thread of a parallel loop that calls this (counters from
+    `claims`): each claims PACK_ROWS of B's rows at a time and counts them once packed. Returns
+    when every row is packed, so that the product can start. A thread only waits for rows
+    another thread is packing, never for one yet to start: with one thread it packs them
+    all."""
+    k = b.shape[0]
+    while True:
+        r0 = _fetch_add(counters, B_CLAIMED, PACK_ROWS)
+        if r0 >= k:
+            break
+        r1 = min(k, r0 + PACK_ROWS)
+        _pack_rows(b, bp, r0, r1)
+        _fetch_add(counters, B_PACKED, r1 - r0)
+    while _load_acquire(counters, B_PACKED) < k:
+        pass
+
+
 @njit(parallel=True, cache=True)
 def product(a, b, c, work):
     """C = A @ B on every thread, B packed into `work` (at least `packed_b_size` bytes): what
     a dot kernel does, without its epilogue."""
     bp = packed_b(b, work)
-    pack_b_parallel(b, bp)
-    claimed = np.zeros(1, np.int64)
+    counters = claims()
     for _ in prange(64):
+        pack_b_shared(b, bp, counters)
         while True:
-            r0, r1 = next_rows(claimed, a.shape[0])
+            r0, r1 = next_rows(counters, a.shape[0])
             if r0 == r1:
                 break
             product_rows(a, bp, c, r0, r1)

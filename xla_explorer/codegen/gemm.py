@@ -19,9 +19,9 @@ OpenBLAS's own kernels (Goto's algorithm):
 
 Why not NumPy's BLAS: on the machines this project is measured on (AMD Zen 5, AVX-512), the
 environment sets OPENBLAS_CORETYPE=Haswell, which holds NumPy's OpenBLAS to its AVX2 kernels:
-a 1024^3 float32 product takes 10-11 ms there, where XLA takes 5.0-5.9 ms and this code
-5.3-5.8 ms.
-The micro-kernel alone runs at 210-240 GFLOP/s on one core (benchmarks/gemm.py).
+a 1024^3 float32 product takes 8.7-11 ms there, where XLA and this code each take 4.6-5.9 ms
+(benchmarks/gemm.py; the machine's speed drifts from day to day, the two move together).
+The micro-kernel alone runs at 210-263 GFLOP/s on one core.
 
 `product_rows` computes a range of C's rows, so a kernel can run it in parallel, each thread
 claiming blocks of rows (`next_rows`, with the counters from `claims`), and apply its

@@ -59,6 +59,15 @@ def test_batched_transposed_and_strided_dots(rng):
         np.testing.assert_allclose(got, f(*args), rtol=2e-5, atol=1e-5)
 
 
+def test_a_batched_product_shared_by_the_threads_packs_each_b_anew(rng):
+    # Big enough that each batch's product is shared: the threads pack that batch's B.
+    a, b = normal(rng, 3, 160, 128), normal(rng, 3, 128, 256)
+    ex = xe.explore(lambda a, b: a @ b, a, b, backend="cpu")
+    (source,) = ex.kernels.values()
+    assert "pack_b_shared(" in source and "prange(" in source
+    np.testing.assert_allclose(ex.run(a, b), a @ b, rtol=2e-5, atol=1e-4)
+
+
 def test_a_product_of_a_strided_operand_runs_on_a_copy_every_call(rng):
     # A strided operand is copied inside the kernel before it is packed.
     x, w = normal(rng, 256, 512)[:, ::2], normal(rng, 256, 128)

@@ -461,26 +461,23 @@ class KernelEmitter:
         parallel = m * n * k >= GEMM_PARALLEL_MACS and m > gemm.MR
         if plain:
             self.w.line(f"{packed} = packed_b({rhs}, work)")
-            if parallel:  # the threads pack B first, in the loop that shares the product
-                self._product_rows(lhs, packed, out, m, parallel,
-                                   epilogue=self._epilogue_in_rows(inst), pack_from=rhs)
-                return
-            self.w.line(f"{pack}({rhs}, {packed})  # B in panels of the register tile's width")
-            self._product_rows(lhs, packed, out, m, parallel, epilogue=None)
+            self._product_rows(lhs, rhs, packed, out, m, parallel, pack,
+                               epilogue=self._epilogue_in_rows(inst) if parallel else None)
             return
         res, t = self.w.fresh("product"), self.w.fresh("t")
         self.w.line(f"{res} = {out}.reshape(({batch}, {m}, {n}))")
         self.w.line(f"{packed} = packed_b({rhs}[0], work)")
         self.w.line(f"for {t} in range({batch}):")
         self.w.depth += 1
-        self.w.line(f"{pack}({rhs}[{t}], {packed})")
-        self._product_rows(f"{lhs}[{t}]", packed, f"{res}[{t}]", m, parallel, epilogue=None)
+        self._product_rows(f"{lhs}[{t}]", f"{rhs}[{t}]", packed, f"{res}[{t}]", m, parallel,
+                           pack, epilogue=None)
         self.w.depth -= 1
 
-    def _product_rows(self, lhs, packed, out, m, parallel, epilogue, pack_from=None):
-        """C's rows from A (lhs) and packed B, on every thread if `parallel`; the threads pack
-        B themselves first if it is given as `pack_from`."""
+    def _product_rows(self, lhs, rhs, packed, out, m, parallel, pack, epilogue):
+        """C = A @ B: B packed into `packed` (by `pack` on this thread, or by every thread at
+        the start of the loop that shares the product if `parallel`), then C's rows."""
         if not parallel:
+            self.w.line(f"{pack}({rhs}, {packed})  # B in panels of the register tile's width")
             self.w.line(f"product_rows({lhs}, {packed}, {out}, 0, {m})")
             return
         # prange over more iterations than there are threads: each iteration claims blocks
@@ -495,9 +492,8 @@ class KernelEmitter:
         self.w.depth += 1
         self.scopes.append(_Scope())
         self.parallel = True
-        if pack_from is not None:
-            self.w.line(f"pack_b_shared({pack_from}, {packed}, {claimed})  # B in panels, "
-                        "by every thread; returns once all of B is packed")
+        self.w.line(f"pack_b_shared({rhs}, {packed}, {claimed})  # B in panels, by every "
+                    "thread; returns once all of B is packed")
         self.w.line("while True:")
         self.w.depth += 1
         self.w.line(f"{r0}, {r1} = next_rows({claimed}, {m})")

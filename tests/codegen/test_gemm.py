@@ -43,7 +43,10 @@ def sizes_around(*points):
 
 
 NR32 = gemm.panel_width(np.float32)
-ROWS = sizes_around(1, gemm.MR, gemm.MR * gemm.MC_PANELS) + [0]
+# ... and a last row panel of each height the short tiles cover (a third of MR or less, two
+# thirds or less, more).
+ROWS = sizes_around(1, gemm.MR, gemm.MR * gemm.MC_PANELS) + [0] + [
+    gemm.MR + t for t in (gemm.MR // 3, gemm.MR // 3 + 1, 2 * gemm.MR // 3, 2 * gemm.MR // 3 + 1)]
 COLS = sizes_around(1, NR32, 2 * NR32) + [0]
 DEPTHS = [0, 1, 7, gemm.KC - 1, gemm.KC, gemm.KC + 1]
 

@@ -2,14 +2,15 @@
 and of the blocks, both float types, serial and shared between threads."""
 from __future__ import annotations
 
+import numba
 import numpy as np
 import pytest
 from numba import njit, prange
 
 import xla_explorer as xe
 from xla_explorer.codegen import gemm
-from xla_explorer.codegen.gemm import (claims, next_rows, pack_b, pack_b_parallel,
-                                       pack_b_shared, packed_b, packed_b_size, product,
+from xla_explorer.codegen.gemm import (claims, group_columns, next_block, next_rows, pack_b,
+                                       pack_b_parallel, packed_b, packed_b_size, product,
                                        product_rows)
 
 
@@ -74,19 +75,33 @@ def test_threads_claiming_blocks_write_every_row_once(rng, dtype):
 
 
 def test_claimed_blocks_cover_the_rows_in_order_and_shrink_towards_the_end():
-    claimed = claims()
+    claimed = claims(np.empty((1, 5 * NR32), np.float32))
     m = gemm.MR * gemm.MC_PANELS * 6 + 7
-    ranges = []
-    while True:
-        r0, r1 = next_rows(claimed, m)
-        if r0 == r1:
-            break
-        ranges.append((r0, r1))
-    assert ranges[0] == (0, gemm.MR * gemm.MC_PANELS)
-    assert all(a[1] == b[0] for a, b in zip(ranges, ranges[1:])) and ranges[-1][1] == m
-    sizes = [r1 - r0 for r0, r1 in ranges]
-    assert sizes == sorted(sizes, reverse=True) and sizes[-1] <= gemm.MR
-    assert next_rows(claimed, m) == (m, m)
+    for g in range(claimed[gemm.GROUPS]):
+        ranges = []
+        while True:
+            r0, r1 = next_rows(claimed, g, m)
+            if r0 == r1:
+                break
+            ranges.append((r0, r1))
+        assert ranges[0] == (0, gemm.MR * gemm.MC_PANELS)
+        assert all(a[1] == b[0] for a, b in zip(ranges, ranges[1:])) and ranges[-1][1] == m
+        sizes = [r1 - r0 for r0, r1 in ranges]
+        assert sizes == sorted(sizes, reverse=True) and sizes[-1] <= gemm.MR
+        assert next_rows(claimed, g, m) == (m, m)
+
+
+@pytest.mark.parametrize("panels", [1, 2, 3, 7])
+def test_the_groups_split_b_into_whole_panels_one_group_for_each_thread(panels):
+    n = panels * NR32 - 3
+    claimed = claims(np.empty((1, n), np.float32))
+    groups = claimed[gemm.GROUPS]
+    assert groups == max(1, min(numba.get_num_threads(), panels))
+    bounds = [group_columns(claimed, g, n, 4) for g in range(groups)]
+    assert bounds[0][0] == 0 and bounds[-1][1] == n
+    assert all(a[1] == b[0] and a[1] % NR32 == 0 for a, b in zip(bounds, bounds[1:]))
+    widths = [c1 - c0 for c0, c1 in bounds]
+    assert max(widths) - min(widths) <= NR32
 
 
 def test_packing_lays_b_out_in_panels_of_the_tile_width(rng):
@@ -107,17 +122,25 @@ def test_packing_lays_b_out_in_panels_of_the_tile_width(rng):
     parallel = packed_b(b, scratch(b))
     pack_b_parallel(b, parallel)
     assert np.array_equal(parallel, bp)
-    shared = packed_b(b, scratch(b))
-    counters = pack_shared(b, shared)
-    assert np.array_equal(shared, bp)
-    assert counters[gemm.B_PACKED] == k and counters[gemm.B_CLAIMED] >= k
+    by_threads = packed_b(b, scratch(b))
+    cover = np.zeros((50, n), np.int64)
+    counters = claim_every_block(b, by_threads, cover)
+    assert np.array_equal(by_threads, bp)
+    assert (cover == 1).all()  # every element of C in one block
+    for g in range(counters[gemm.GROUPS]):
+        at = (g + 1) * gemm._LINE
+        assert counters[at + gemm.B_PACKED] == k and counters[at + gemm.B_CLAIMED] >= k
 
 
 @njit(parallel=True)
-def pack_shared(b, bp):
-    counters = claims()
-    for _ in prange(8):  # more callers than threads: the late ones find B packed
-        pack_b_shared(b, bp, counters)
+def claim_every_block(b, bp, cover):
+    counters = claims(b)
+    for _ in prange(8):  # more callers than threads: the late ones find every block claimed
+        while True:
+            r0, r1, c0, c1 = next_block(b, bp, counters, cover.shape[0])
+            if r0 == r1:
+                break
+            cover[r0:r1, c0:c1] += 1
     return counters
 
 
@@ -127,17 +150,17 @@ def test_an_epilogue_that_reads_other_elements_of_the_product_runs_after_it(rng)
         rng.standard_normal((200, 300)).astype(np.float32)
     ex = xe.explore(lambda x, w: np.tanh((x @ w).T) + 1, x, w, backend="cpu")
     source = "\n".join(ex.kernels.values())
-    assert "the epilogue, on these rows" not in source
+    assert "the epilogue, on this block" not in source
     assert ex.check().ok
 
 
-def test_an_element_wise_epilogue_runs_on_each_threads_rows(rng):
+def test_an_element_wise_epilogue_runs_on_each_threads_blocks(rng):
     x, w = rng.standard_normal((300, 200)).astype(np.float32), \
         rng.standard_normal((200, 100)).astype(np.float32)
     b = rng.standard_normal(100).astype(np.float32)
     ex = xe.explore(lambda x, w, b: np.tanh(x @ w + b) * 2, x, w, b, backend="cpu")
     (source,) = ex.kernels.values()
-    assert "the epilogue, on these rows" in source and "prange(" in source
+    assert "the epilogue, on this block" in source and "prange(" in source
     assert ex.check().ok
 
 

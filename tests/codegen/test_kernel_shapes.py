@@ -26,7 +26,7 @@ def test_a_dot_is_the_tiled_product_and_as_accurate_as_numpys(rng):
     x, w, b = normal(rng, 96, 800), normal(rng, 800, 72), normal(rng, 72)
     ex = xe.explore(lambda x, w, b: np.maximum(x @ w + b, 0), x, w, b, backend="cpu")
     (source,) = ex.kernels.values()
-    assert "product_rows(" in source and "np.dot(" not in source
+    assert "product_block(" in source and "np.dot(" not in source
     exact = np.maximum(x.astype(np.float64) @ w + b, 0)
     ours = np.abs(ex.run(x, w, b) - exact)
     numpy = np.abs(np.maximum(x @ w + b, 0) - exact)
@@ -60,11 +60,12 @@ def test_batched_transposed_and_strided_dots(rng):
 
 
 def test_a_batched_product_shared_by_the_threads_packs_each_b_anew(rng):
-    # Big enough that each batch's product is shared: the threads pack that batch's B.
+    # Big enough that each batch's product is shared: the threads pack that batch's B, each
+    # its own columns.
     a, b = normal(rng, 3, 160, 128), normal(rng, 3, 128, 256)
     ex = xe.explore(lambda a, b: a @ b, a, b, backend="cpu")
     (source,) = ex.kernels.values()
-    assert "pack_b_shared(" in source and "prange(" in source
+    assert "next_block(" in source and "prange(" in source
     np.testing.assert_allclose(ex.run(a, b), a @ b, rtol=2e-5, atol=1e-4)
 
 

@@ -6,8 +6,8 @@ OpenBLAS's own kernels (Goto's algorithm):
 
   - B is packed once per product into panels NR columns wide, KC rows at a time, so the
     innermost loop reads it contiguously, into scratch space at the end of the executable's
-    arena (`packed_b`): by one thread (`pack_b`), or by all of them at the start of the
-    loop that shares the product (`pack_b_shared`);
+    arena (`packed_b`): by one thread (`pack_b`), or, in the loop that shares the product,
+    each group of panels by the thread whose columns of C they make (`next_block`);
   - A is packed per block of MC rows into panels MR rows tall, a column of a panel's MR
     elements after another, on the thread's own stack, by the first panel of B to use it
     (`_tile_packing`);
@@ -23,24 +23,32 @@ a 1024^3 float32 product takes 8.7-11 ms there, where XLA and this code each tak
 (benchmarks/gemm.py; the machine's speed drifts from day to day, the two move together).
 The micro-kernel alone runs at 210-263 GFLOP/s on one core.
 
-`product_rows` computes a range of C's rows, so a kernel can run it in parallel, each thread
-claiming blocks of rows (`next_rows`, with the counters from `claims`), and apply its
-epilogue to the rows it has just made while they are in cache.
+`product_block` computes a block of C, so a kernel can run it in parallel: each thread makes
+its own group of C's columns (`claims`), claiming blocks of rows from an atomic counter
+(`next_block`) and moving on to another group's rows when its own are done, and applies the
+kernel's epilogue to each block it has just made, while it is in cache.
 Arrays are C-contiguous; A is (m, k), B (k, n), C (m, n), all of one float dtype.
 """
 from __future__ import annotations
 
-import llvmlite.binding as llvm
-import numpy as np
-from llvmlite import ir
-from numba import carray, cfunc, njit, prange, types
-from numba.core import cgutils
-from numba.extending import intrinsic
-from numba.np.arrayobj import populate_array
+import os
+
+# A parallel kernel after idle must not wait milliseconds for OpenMP threads to wake
+# (TOOLCHAIN.md): set before Numba loads its threading layer, which happens below.
+os.environ.setdefault("OMP_WAIT_POLICY", "passive")
+
+import llvmlite.binding as llvm  # noqa: E402
+import numba  # noqa: E402
+import numpy as np  # noqa: E402
+from llvmlite import ir  # noqa: E402
+from numba import carray, cfunc, njit, prange, types  # noqa: E402
+from numba.core import cgutils  # noqa: E402
+from numba.extending import intrinsic  # noqa: E402
+from numba.np.arrayobj import populate_array  # noqa: E402
 
 __all__ = ["MR", "NV", "KC", "VECTOR_BYTES", "panel_width", "packed_b_size", "packed_b",
-           "pack_b", "pack_b_parallel", "pack_b_shared", "claims", "product_rows", "next_rows",
-           "product"]
+           "pack_b", "pack_b_parallel", "claims", "next_rows", "group_columns", "next_block",
+           "product_block", "product_rows", "product"]
 
 
 def _host_vectors() -> tuple[int, int]:
@@ -333,9 +341,9 @@ def _copy_panel_row(typingctx, src, src_off, dst, dst_off):
 
 
 @njit(**_JIT)
-def _pack_b_rows(b, bp, r0, r1):
-    """Rows r0..r1 of B into their places (block k // KC, row k % KC of each panel of that
-    block), PACK_ROWS rows at a time, a panel at a time: the rows of one panel are contiguous
+def _pack_b_rows(b, bp, r0, r1, jp0, jp1):
+    """Rows r0..r1 of panels jp0..jp1 of B into their places (block k // KC, row k % KC of
+    each panel of that block), PACK_ROWS rows at a time, a panel at a time: the rows of one panel are contiguous
     in bp, so the stores stream, and few enough rows of B are read at once for the loads to
     stream too. (Row by row, each row's stores land a panel apart, KC * NR elements, 32 KiB;
     a whole block of rows a panel at a time reads KC rows 4 KiB apart. Packing a 1024 x
@@ -352,12 +360,12 @@ def _pack_b_rows(b, bp, r0, r1):
         kc = min(KC, kk - pc)
         k1 = min(r1, pc + kc, k0 + PACK_ROWS)
         first = pc * panels * nr + (k0 - pc) * nr  # row k0 in the block's first panel
-        for jp in range(full):
+        for jp in range(jp0, min(jp1, full)):
             dst = first + jp * kc * nr
             for k in range(k0, k1):
                 _copy_panel_row(flat, k * n + jp * nr, bp, dst)
                 dst += nr
-        if full < panels:  # the last panel, past B's last column: zeros
+        if full < jp1:  # the last panel, past B's last column: zeros
             dst = first + full * kc * nr
             for k in range(k0, k1):
                 for j in range(nr):
@@ -378,9 +386,12 @@ def _pack_a(a, i, pc, kc, ap, base):
             ap[base + k * MR + r] = a[i + r, pc + k] if i + r < m else 0
 
 
-# The counters that the threads of one parallel product share (`claims`): C's row panels
+# The counters that the threads of one parallel product share (`claims`): at GROUPS, how many
+# groups B's columns are split into; then a cache line for each group, with C's row panels
 # handed out, B's rows handed out for packing, and B's rows packed.
+GROUPS = 0
 ROWS_CLAIMED, B_CLAIMED, B_PACKED = 0, 1, 2
+_LINE = 8  # int64 counters in a cache line: a group's claims never contend with another's
 
 
 @intrinsic
@@ -412,26 +423,85 @@ def _load_acquire(typingctx, counters, index):
     return types.int64(counters, types.intp), codegen
 
 
+# Kernels call two functions of Numba's threading layer by name (`_threads`, `_thread`): the
+# names are defined once the layer is loaded, which must come before a kernel that calls them
+# is loaded from the disk cache and linked.
+numba.get_num_threads()
+
+
+def _thread_call(symbol):
+    """Code calling Numba's threading-layer function `symbol` (int(void)) by name, as Numba's
+    own code does, which keeps the kernel cacheable (numba.get_num_threads and
+    numba.get_thread_id in a kernel reach it through an address, and Numba will not cache
+    that)."""
+    def codegen(context, builder, signature, args):
+        fn = cgutils.get_or_insert_function(
+            builder.module, ir.FunctionType(context.get_value_type(types.intp), []), symbol)
+        return builder.call(fn, [])
+
+    return types.intp(), codegen
+
+
+@intrinsic
+def _threads(typingctx):
+    """The number of threads parallel loops run on."""
+    return _thread_call("get_num_threads")
+
+
+@intrinsic
+def _thread(typingctx):
+    """This thread's number in the parallel loop it runs, 0 on the calling thread."""
+    return _thread_call("get_thread_id")
+
+
 @njit(cache=True)
-def claims():
-    """Fresh counters for the threads of one parallel product (ROWS_CLAIMED, B_CLAIMED,
-    B_PACKED). (Made here, not in the kernel: there Numba would turn np.zeros into a parallel
-    loop of its own, compiled and launched for three numbers.)"""
-    return np.zeros(3, np.int64)
+def claims(b):
+    """Fresh counters for the threads of one parallel product C = A @ B. B's columns are split
+    into groups of whole panels, one for each thread (fewer if B has fewer panels): a thread
+    packs its group's panels of B and makes its columns of C, for all of C's rows, and moves
+    on to another group's rows only when its own are done. What one thread writes, packed B
+    and C, is then read and written by that thread alone, call after call, unless a thread
+    falls behind: when the machine puts the two cores of a two-thread product on different
+    L3 caches, a product that shares packed B between threads takes 30% longer, every line
+    the other thread packed crossing between the caches (5.9-6.1 ms against 4.7-4.8 for a
+    1024^3 float32 product, and 5.06 for this split). (Made here, not in the kernel: there
+    Numba would turn np.zeros into a parallel loop of its own, compiled and launched for a
+    few numbers.)"""
+    nr = _nr(b.itemsize)
+    panels = (b.shape[1] + nr - 1) // nr
+    groups = max(1, min(_threads(), panels))
+    counters = np.zeros((groups + 1) * _LINE, np.int64)
+    counters[GROUPS] = groups
+    return counters
+
+
+@njit(inline="always")
+def _counter(g, which):
+    return (g + 1) * _LINE + which
 
 
 @njit(**_JIT)
-def next_rows(counters, m):
-    """The next block of C's rows that no thread has claimed, [r0, r1), or an empty range when
-    all are claimed (counters[ROWS_CLAIMED] counts the row panels handed out). Threads claim
-    blocks as they finish their last one, so a thread the machine slows down does fewer
-    blocks instead of holding up the others; and blocks shrink towards the end (a quarter of
-    what is left, at most MC_PANELS panels), so the threads finish close together."""
+def next_rows(counters, g, m):
+    """The next block of C's rows that no thread has claimed in group g, [r0, r1), or an
+    empty range when all are claimed. Threads claim blocks as they finish their last one,
+    so a thread the machine slows down does fewer blocks instead of holding up the others;
+    and blocks shrink towards the end (a quarter of what is left, at most MC_PANELS
+    panels), so the threads finish close together."""
     panels = (m + MR - 1) // MR
-    left = panels - counters[ROWS_CLAIMED]  # a stale read only changes the size asked for
+    at = _counter(g, ROWS_CLAIMED)
+    left = panels - counters[at]  # a stale read only changes the size asked for
     take = min(MC_PANELS, max(1, left // 4))
-    q = _fetch_add(counters, ROWS_CLAIMED, take)
+    q = _fetch_add(counters, at, take)
     return min(q * MR, m), min((q + take) * MR, m)
+
+
+@njit(**_JIT)
+def group_columns(counters, g, n, itemsize):
+    """Group g's columns of C, [c0, c1): whole panels, the groups as even as they can be."""
+    nr = _nr(itemsize)
+    panels = (n + nr - 1) // nr
+    groups = counters[GROUPS]
+    return min(n, g * panels // groups * nr), min(n, (g + 1) * panels // groups * nr)
 
 
 # The tiles A's last rows use when fewer than MR are left, by how many: a third of the tile,
@@ -452,18 +522,20 @@ def _last_rows_tile(ap, a_off, bp, b_off, c, c_off, ldc, kc, accumulate, left):
 
 
 @njit(**_JIT)
-def _product_rows(a, bp, c, r0, r1):
-    """Rows r0..r1 of C = A @ B, with B packed by `pack_b`."""
+def _product_block(a, bp, c, r0, r1, c0, c1):
+    """C[r0:r1, c0:c1] of C = A @ B, with B packed by `pack_b`; c0 and c1 are where panels
+    begin (or C's width)."""
     m, kk = a.shape
     n = c.shape[1]
-    if r0 >= r1 or n == 0:
+    if r0 >= r1 or c0 >= c1:
         return
     if kk == 0:
-        c[r0:r1] = 0
+        c[r0:r1, c0:c1] = 0
         return
     nr = _nr(a.itemsize)
     panels = (n + nr - 1) // nr
     full = n // nr
+    jp0, jp1 = c0 // nr, (c1 + nr - 1) // nr
     cf = c.reshape(-1)
     ap = _stack_array(a, _A_BLOCK)
     edge = _stack_array(a, _EDGE_TILE)
@@ -474,7 +546,7 @@ def _product_rows(a, bp, c, r0, r1):
             kc = min(KC, kk - pc)
             later = pc > 0
             b_block = pc * panels * nr
-            for jp in range(panels):
+            for jp in range(jp0, jp1):
                 j0 = jp * nr
                 b_off = b_block + jp * kc * nr
                 for q in range(tiles):
@@ -482,8 +554,8 @@ def _product_rows(a, bp, c, r0, r1):
                     a_off = q * kc * MR
                     whole = i + MR <= m
                     # The first panel of B packs A's panel as it goes; the others read it.
-                    packing = jp == 0 and whole
-                    if jp == 0 and not whole:
+                    packing = jp == jp0 and whole
+                    if jp == jp0 and not whole:
                         _pack_a(a, i, pc, kc, ap, a_off)
                     if whole and jp < full:
                         if packing:
@@ -520,26 +592,28 @@ _P32, _P64, _N = types.CPointer(types.float32), types.CPointer(types.float64), t
 _ENTRY = dict(cache=True, error_model="numpy", fastmath=True)
 
 
-@cfunc(types.void(_P32, _N, _N, _P32, _P32, _N, _N, _N), **_ENTRY)
-def _rows_f32(a, m, k, bp, c, n, r0, r1):
-    _product_rows(carray(a, (m, k)), carray(bp, (_packed_elements(k, n, 4),)),
-                  carray(c, (m, n)), r0, r1)
+@cfunc(types.void(_P32, _N, _N, _P32, _P32, _N, _N, _N, _N, _N), **_ENTRY)
+def _block_f32(a, m, k, bp, c, n, r0, r1, c0, c1):
+    _product_block(carray(a, (m, k)), carray(bp, (_packed_elements(k, n, 4),)),
+                   carray(c, (m, n)), r0, r1, c0, c1)
 
 
-@cfunc(types.void(_P64, _N, _N, _P64, _P64, _N, _N, _N), **_ENTRY)
-def _rows_f64(a, m, k, bp, c, n, r0, r1):
-    _product_rows(carray(a, (m, k)), carray(bp, (_packed_elements(k, n, 8),)),
-                  carray(c, (m, n)), r0, r1)
+@cfunc(types.void(_P64, _N, _N, _P64, _P64, _N, _N, _N, _N, _N), **_ENTRY)
+def _block_f64(a, m, k, bp, c, n, r0, r1, c0, c1):
+    _product_block(carray(a, (m, k)), carray(bp, (_packed_elements(k, n, 8),)),
+                   carray(c, (m, n)), r0, r1, c0, c1)
 
 
-@cfunc(types.void(_P32, _N, _N, _P32, _N, _N), **_ENTRY)
-def _pack_f32(b, k, n, bp, r0, r1):
-    _pack_b_rows(carray(b, (k, n)), carray(bp, (_packed_elements(k, n, 4),)), r0, r1)
+@cfunc(types.void(_P32, _N, _N, _P32, _N, _N, _N, _N), **_ENTRY)
+def _pack_f32(b, k, n, bp, r0, r1, jp0, jp1):
+    _pack_b_rows(carray(b, (k, n)), carray(bp, (_packed_elements(k, n, 4),)), r0, r1, jp0,
+                 jp1)
 
 
-@cfunc(types.void(_P64, _N, _N, _P64, _N, _N), **_ENTRY)
-def _pack_f64(b, k, n, bp, r0, r1):
-    _pack_b_rows(carray(b, (k, n)), carray(bp, (_packed_elements(k, n, 8),)), r0, r1)
+@cfunc(types.void(_P64, _N, _N, _P64, _N, _N, _N, _N), **_ENTRY)
+def _pack_f64(b, k, n, bp, r0, r1, jp0, jp1):
+    _pack_b_rows(carray(b, (k, n)), carray(bp, (_packed_elements(k, n, 8),)), r0, r1, jp0,
+                 jp1)
 
 
 def _symbol(entry, name: str, *args) -> types.ExternalFunction:
@@ -550,36 +624,49 @@ def _symbol(entry, name: str, *args) -> types.ExternalFunction:
 
 
 _V = types.voidptr
-_ROWS32 = _symbol(_rows_f32, "xla_explorer_gemm_rows_f32", _V, _N, _N, _V, _V, _N, _N, _N)
-_ROWS64 = _symbol(_rows_f64, "xla_explorer_gemm_rows_f64", _V, _N, _N, _V, _V, _N, _N, _N)
-_PACK32 = _symbol(_pack_f32, "xla_explorer_gemm_pack_f32", _V, _N, _N, _V, _N, _N)
-_PACK64 = _symbol(_pack_f64, "xla_explorer_gemm_pack_f64", _V, _N, _N, _V, _N, _N)
+_BLOCK32 = _symbol(_block_f32, "xla_explorer_gemm_block_f32", _V, _N, _N, _V, _V, *[_N] * 5)
+_BLOCK64 = _symbol(_block_f64, "xla_explorer_gemm_block_f64", _V, _N, _N, _V, _V, *[_N] * 5)
+_PACK32 = _symbol(_pack_f32, "xla_explorer_gemm_pack_f32", _V, _N, _N, _V, _N, _N, _N, _N)
+_PACK64 = _symbol(_pack_f64, "xla_explorer_gemm_pack_f64", _V, _N, _N, _V, _N, _N, _N, _N)
+
+
+@njit(cache=True)
+def product_block(a, bp, c, r0, r1, c0, c1):
+    """C[r0:r1, c0:c1] of C = A @ B (C-contiguous arrays of one float type), with B packed by
+    `pack_b` into bp; c0 and c1 are where panels begin (or C's width)."""
+    m, k = a.shape
+    n = c.shape[1]
+    if a.itemsize == 4:
+        _BLOCK32(a.ctypes.data, m, k, bp.ctypes.data, c.ctypes.data, n, r0, r1, c0, c1)
+    else:
+        _BLOCK64(a.ctypes.data, m, k, bp.ctypes.data, c.ctypes.data, n, r0, r1, c0, c1)
 
 
 @njit(cache=True)
 def product_rows(a, bp, c, r0, r1):
-    """Rows r0..r1 of C = A @ B (C-contiguous arrays of one float type), with B packed by
-    `pack_b` into bp."""
-    m, k = a.shape
-    if a.itemsize == 4:
-        _ROWS32(a.ctypes.data, m, k, bp.ctypes.data, c.ctypes.data, c.shape[1], r0, r1)
-    else:
-        _ROWS64(a.ctypes.data, m, k, bp.ctypes.data, c.ctypes.data, c.shape[1], r0, r1)
+    """Rows r0..r1 of C = A @ B, with B packed by `pack_b` into bp."""
+    product_block(a, bp, c, r0, r1, 0, c.shape[1])
 
 
 @njit(cache=True)
-def _pack_rows(b, bp, r0, r1):
+def _pack_rows(b, bp, r0, r1, jp0, jp1):
     k, n = b.shape
     if b.itemsize == 4:
-        _PACK32(b.ctypes.data, k, n, bp.ctypes.data, r0, r1)
+        _PACK32(b.ctypes.data, k, n, bp.ctypes.data, r0, r1, jp0, jp1)
     else:
-        _PACK64(b.ctypes.data, k, n, bp.ctypes.data, r0, r1)
+        _PACK64(b.ctypes.data, k, n, bp.ctypes.data, r0, r1, jp0, jp1)
+
+
+@njit(inline="always")
+def _panels(b):
+    nr = _nr(b.itemsize)
+    return (b.shape[1] + nr - 1) // nr
 
 
 @njit(cache=True)
 def pack_b(b, bp):
     """B (C-contiguous) into panels in bp (from `packed_b`), on this thread."""
-    _pack_rows(b, bp, 0, b.shape[0])
+    _pack_rows(b, bp, 0, b.shape[0], 0, _panels(b))
 
 
 @njit(parallel=True, cache=True)
@@ -588,26 +675,47 @@ def pack_b_parallel(b, bp):
     entry point: a C function cannot start Numba's threads.)"""
     k = b.shape[0]
     for r in prange((k + PACK_ROWS - 1) // PACK_ROWS):
-        _pack_b_rows(b, bp, r * PACK_ROWS, min(k, (r + 1) * PACK_ROWS))
+        _pack_b_rows(b, bp, r * PACK_ROWS, min(k, (r + 1) * PACK_ROWS), 0, _panels(b))
 
 
 @njit(cache=True)
-def pack_b_shared(b, bp, counters):
-    """B into panels in bp, by every thread of a parallel loop that calls this (counters from
-    `claims`): each claims PACK_ROWS of B's rows at a time and counts them once packed. Returns
+def _pack_group(b, bp, counters, g, c0, c1):
+    """Group g's panels of B (columns c0..c1) into bp, by every thread that comes to the
+    group: each claims PACK_ROWS of B's rows at a time and counts them once packed. Returns
     when every row is packed, so that the product can start. A thread only waits for rows
-    another thread is packing, never for one yet to start: with one thread it packs them
-    all."""
+    another thread is packing, never for one yet to start: alone, it packs them all."""
     k = b.shape[0]
+    nr = _nr(b.itemsize)
+    claimed, packed = _counter(g, B_CLAIMED), _counter(g, B_PACKED)
     while True:
-        r0 = _fetch_add(counters, B_CLAIMED, PACK_ROWS)
+        r0 = _fetch_add(counters, claimed, PACK_ROWS)
         if r0 >= k:
             break
         r1 = min(k, r0 + PACK_ROWS)
-        _pack_rows(b, bp, r0, r1)
-        _fetch_add(counters, B_PACKED, r1 - r0)
-    while _load_acquire(counters, B_PACKED) < k:
+        _pack_rows(b, bp, r0, r1, c0 // nr, (c1 + nr - 1) // nr)
+        _fetch_add(counters, packed, r1 - r0)
+    while _load_acquire(counters, packed) < k:
         pass
+
+
+@njit(cache=True)
+def next_block(b, bp, counters, m):
+    """The next block of C = A @ B (m rows) that no thread has claimed, (r0, r1, c0, c1), or
+    an empty one when every block is claimed: from this thread's own group of columns first
+    (`claims`), packing its panels of B when it first comes to them, then from the other
+    groups, helping to pack theirs if they are not yet packed. Called by every thread of
+    a parallel loop, as long as it returns blocks."""
+    n = b.shape[1]
+    groups = counters[GROUPS]
+    first = _thread() % groups
+    for step in range(groups):
+        g = (first + step) % groups
+        c0, c1 = group_columns(counters, g, n, b.itemsize)
+        _pack_group(b, bp, counters, g, c0, c1)
+        r0, r1 = next_rows(counters, g, m)
+        if r0 < r1:
+            return r0, r1, c0, c1
+    return m, m, n, n
 
 
 @njit(parallel=True, cache=True)
@@ -615,11 +723,10 @@ def product(a, b, c, work):
     """C = A @ B on every thread, B packed into `work` (at least `packed_b_size` bytes): what
     a dot kernel does, without its epilogue."""
     bp = packed_b(b, work)
-    counters = claims()
+    counters = claims(b)
     for _ in prange(64):
-        pack_b_shared(b, bp, counters)
         while True:
-            r0, r1 = next_rows(counters, a.shape[0])
+            r0, r1, c0, c1 = next_block(b, bp, counters, a.shape[0])
             if r0 == r1:
                 break
-            product_rows(a, bp, c, r0, r1)
+            product_block(a, bp, c, r0, r1, c0, c1)

@@ -7,7 +7,6 @@ calls every kernel in schedule order.
 """
 from __future__ import annotations
 
-import os
 import re
 import time
 from typing import Sequence
@@ -21,10 +20,6 @@ from ..codegen.numba_cpu import Program, generate_program, identifier
 from ..ir.module import Module
 from ..ir.printer import format_instruction
 from ..passes.buffer_assignment import OUTPUT, BufferAssignment
-
-# A parallel kernel after idle must not wait milliseconds for OpenMP threads to wake
-# (TOOLCHAIN.md); this has to be set before Numba starts its threads.
-os.environ.setdefault("OMP_WAIT_POLICY", "passive")
 
 
 class Executable:

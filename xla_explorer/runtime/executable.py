@@ -22,6 +22,24 @@ from ..ir.printer import format_instruction
 from ..passes.buffer_assignment import OUTPUT, BufferAssignment
 
 
+# Outputs this big start on a cache line: the threads of a kernel that writes one split it
+# into blocks, and a line holding the end of one thread's block and the start of another's
+# would pass between their cores at every write (NumPy aligns to 16 bytes). Smaller outputs
+# keep np.empty, which costs less to call.
+CACHE_LINE = 64
+ALIGNED_OUTPUT_BYTES = 1 << 20
+
+
+def aligned_empty(shape, dtype) -> np.ndarray:
+    """np.empty(shape, dtype) with its data at a multiple of CACHE_LINE bytes: a view into a
+    byte array CACHE_LINE bytes longer."""
+    dtype = np.dtype(dtype)
+    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    raw = np.empty(nbytes + CACHE_LINE, np.uint8)
+    start = -raw.ctypes.data % CACHE_LINE
+    return raw[start:start + nbytes].view(dtype).reshape(shape)
+
+
 class Executable:
     """`module` compiled for the CPU with its buffer assignment."""
 
@@ -37,7 +55,7 @@ class Executable:
         self.generate_seconds = time.perf_counter() - start
         self.compile_seconds: float | None = None
         # The buffer assignment's temporaries, then the kernels' scratch space (packed B).
-        self.arena = np.empty(self.program.arena_bytes, dtype=np.uint8)
+        self.arena = aligned_empty(self.program.arena_bytes, np.uint8)
         # (np.array, not np.ascontiguousarray: that makes a 0-d constant 1-d.)
         self.constants = [np.array(c.literal.reshape(c.dims), order="C")
                           for c in self.program.constants]
@@ -110,7 +128,8 @@ class Executable:
 
     def __call__(self, *args) -> list[np.ndarray]:
         arrays = self._arguments(args)
-        outs = [np.empty(s.dims, dtype=s.dtype) for s in self.output_shapes]
+        outs = [aligned_empty(s.dims, s.dtype) if s.nbytes >= ALIGNED_OUTPUT_BYTES
+                else np.empty(s.dims, dtype=s.dtype) for s in self.output_shapes]
         if self.compile_seconds is None:  # Numba compiles (or loads from disk) on first call
             start = time.perf_counter()
             try:

@@ -75,22 +75,15 @@ def test_outputs_are_fresh_arrays_not_views_of_the_arena(rng):
     np.testing.assert_array_equal(first[0], second[0])
 
 
-def test_big_outputs_and_the_arena_start_on_a_cache_line(rng):
-    from xla_explorer.runtime.executable import ALIGNED_OUTPUT_BYTES, CACHE_LINE
+def test_the_arena_starts_on_a_cache_line(rng):
+    from xla_explorer.runtime.executable import CACHE_LINE
 
-    x = f32(rng, ALIGNED_OUTPUT_BYTES // 4 // 64 + 1, 64)
-    ex = xe.explore(lambda x: (np.exp(x) * 2 + 1, (x * 3).sum()), x, backend="cpu")
-    for _ in range(3):  # wherever the allocator puts them
-        big, small = ex.run(x)
-        assert big.ctypes.data % CACHE_LINE == 0 and big.flags.c_contiguous
-        assert not np.shares_memory(big, ex.executable.arena)
-        np.testing.assert_allclose(big, np.exp(x) * 2 + 1, rtol=1e-6)
-        np.testing.assert_allclose(small, (x * 3).sum(), rtol=1e-5)
     # A product's arena holds packed B, split between the threads.
-    w = f32(rng, 64, 64)
+    x, w = f32(rng, 64, 64), f32(rng, 64, 64)
     product = xe.explore(lambda x, w: x @ w, x, w, backend="cpu")
     assert product.executable.arena.size > 0
     assert product.executable.arena.ctypes.data % CACHE_LINE == 0
+    np.testing.assert_allclose(product.run(x, w), x @ w, rtol=1e-4, atol=1e-4)
 
 
 def test_jit_compiles_once_per_signature(rng):

@@ -6,7 +6,7 @@ size from which parallel stays ahead. `numba_cpu.PARALLEL_THRESHOLD` is set from
 
 Two kernels: an element-wise one (gelu, float32: compute-heavy per element) and a sum
 (`sum(x + y*z)`: memory-bound). Both are timed interleaved, median of rounds, after a
-warm-up; `OMP_WAIT_POLICY=passive` as the runtime sets it.
+warm-up; `OMP_WAIT_POLICY=passive` as codegen/gemm.py sets it.
 """
 from __future__ import annotations
 

@@ -295,10 +295,16 @@ def _nr(itemsize):
 
 
 @njit(inline="always")
+def _panels(n, itemsize):
+    """Panels of B (or of C) n columns wide: the last one padded."""
+    nr = _nr(itemsize)
+    return (n + nr - 1) // nr
+
+
+@njit(inline="always")
 def _packed_elements(k, n, itemsize):
     """Elements of B (k x n) packed by `pack_b` on this host."""
-    nr = _nr(itemsize)
-    return (n + nr - 1) // nr * nr * k
+    return _panels(n, itemsize) * _nr(itemsize) * k
 
 
 def packed_b_size(k: int, n: int, dtype) -> int:
@@ -343,15 +349,15 @@ def _copy_panel_row(typingctx, src, src_off, dst, dst_off):
 @njit(**_JIT)
 def _pack_b_rows(b, bp, r0, r1, jp0, jp1):
     """Rows r0..r1 of panels jp0..jp1 of B into their places (block k // KC, row k % KC of
-    each panel of that block), PACK_ROWS rows at a time, a panel at a time: the rows of one panel are contiguous
-    in bp, so the stores stream, and few enough rows of B are read at once for the loads to
-    stream too. (Row by row, each row's stores land a panel apart, KC * NR elements, 32 KiB;
-    a whole block of rows a panel at a time reads KC rows 4 KiB apart. Packing a 1024 x
-    1024 float32 B on one thread: 0.37 and 0.21 ms, against 0.10 ms this way and 0.08 for a
-    plain copy.)"""
+    each panel of that block), PACK_ROWS rows at a time, a panel at a time: the rows of one
+    panel are contiguous in bp, so the stores stream, and few enough rows of B are read at
+    once for the loads to stream too. (Row by row, each row's stores land a panel apart, KC *
+    NR elements, 32 KiB; a whole block of rows a panel at a time reads KC rows 4 KiB apart.
+    Packing a 1024 x 1024 float32 B on one thread: 0.37 and 0.21 ms, against 0.10 ms this way
+    and 0.08 for a plain copy.)"""
     kk, n = b.shape
     nr = _nr(b.itemsize)
-    panels = (n + nr - 1) // nr
+    panels = _panels(n, b.itemsize)
     full = n // nr
     flat = b.reshape(-1)
     k0 = r0
@@ -467,9 +473,7 @@ def claims(b):
     1024^3 float32 product, and 5.06 for this split). (Made here, not in the kernel: there
     Numba would turn np.zeros into a parallel loop of its own, compiled and launched for a
     few numbers.)"""
-    nr = _nr(b.itemsize)
-    panels = (b.shape[1] + nr - 1) // nr
-    groups = max(1, min(_threads(), panels))
+    groups = max(1, min(_threads(), _panels(b.shape[1], b.itemsize)))
     counters = np.zeros((groups + 1) * _LINE, np.int64)
     counters[GROUPS] = groups
     return counters
@@ -498,9 +502,7 @@ def next_rows(counters, g, m):
 @njit(**_JIT)
 def group_columns(counters, g, n, itemsize):
     """Group g's columns of C, [c0, c1): whole panels, the groups as even as they can be."""
-    nr = _nr(itemsize)
-    panels = (n + nr - 1) // nr
-    groups = counters[GROUPS]
+    nr, panels, groups = _nr(itemsize), _panels(n, itemsize), counters[GROUPS]
     return min(n, g * panels // groups * nr), min(n, (g + 1) * panels // groups * nr)
 
 
@@ -533,9 +535,9 @@ def _product_block(a, bp, c, r0, r1, c0, c1):
         c[r0:r1, c0:c1] = 0
         return
     nr = _nr(a.itemsize)
-    panels = (n + nr - 1) // nr
+    panels = _panels(n, a.itemsize)
     full = n // nr
-    jp0, jp1 = c0 // nr, (c1 + nr - 1) // nr
+    jp0, jp1 = c0 // nr, _panels(c1, a.itemsize)
     cf = c.reshape(-1)
     ap = _stack_array(a, _A_BLOCK)
     edge = _stack_array(a, _EDGE_TILE)
@@ -657,16 +659,10 @@ def _pack_rows(b, bp, r0, r1, jp0, jp1):
         _PACK64(b.ctypes.data, k, n, bp.ctypes.data, r0, r1, jp0, jp1)
 
 
-@njit(inline="always")
-def _panels(b):
-    nr = _nr(b.itemsize)
-    return (b.shape[1] + nr - 1) // nr
-
-
 @njit(cache=True)
 def pack_b(b, bp):
     """B (C-contiguous) into panels in bp (from `packed_b`), on this thread."""
-    _pack_rows(b, bp, 0, b.shape[0], 0, _panels(b))
+    _pack_rows(b, bp, 0, b.shape[0], 0, _panels(b.shape[1], b.itemsize))
 
 
 @njit(parallel=True, cache=True)
@@ -675,7 +671,8 @@ def pack_b_parallel(b, bp):
     entry point: a C function cannot start Numba's threads.)"""
     k = b.shape[0]
     for r in prange((k + PACK_ROWS - 1) // PACK_ROWS):
-        _pack_b_rows(b, bp, r * PACK_ROWS, min(k, (r + 1) * PACK_ROWS), 0, _panels(b))
+        _pack_b_rows(b, bp, r * PACK_ROWS, min(k, (r + 1) * PACK_ROWS), 0,
+                     _panels(b.shape[1], b.itemsize))
 
 
 @njit(cache=True)
@@ -692,7 +689,7 @@ def _pack_group(b, bp, counters, g, c0, c1):
         if r0 >= k:
             break
         r1 = min(k, r0 + PACK_ROWS)
-        _pack_rows(b, bp, r0, r1, c0 // nr, (c1 + nr - 1) // nr)
+        _pack_rows(b, bp, r0, r1, c0 // nr, _panels(c1, b.itemsize))
         _fetch_add(counters, packed, r1 - r0)
     while _load_acquire(counters, packed) < k:
         pass

@@ -29,14 +29,12 @@ from ..passes.buffer_assignment import OUTPUT, BufferAssignment
 CACHE_LINE = 64
 
 
-def aligned_empty(shape, dtype) -> np.ndarray:
-    """np.empty(shape, dtype) with its data at a multiple of CACHE_LINE bytes: a view into a
+def _aligned_bytes(nbytes: int) -> np.ndarray:
+    """np.empty(nbytes, np.uint8) starting at a multiple of CACHE_LINE bytes: a view into a
     byte array CACHE_LINE bytes longer."""
-    dtype = np.dtype(dtype)
-    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
     raw = np.empty(nbytes + CACHE_LINE, np.uint8)
     start = -raw.ctypes.data % CACHE_LINE
-    return raw[start:start + nbytes].view(dtype).reshape(shape)
+    return raw[start:start + nbytes]
 
 
 class Executable:
@@ -54,7 +52,7 @@ class Executable:
         self.generate_seconds = time.perf_counter() - start
         self.compile_seconds: float | None = None
         # The buffer assignment's temporaries, then the kernels' scratch space (packed B).
-        self.arena = aligned_empty(self.program.arena_bytes, np.uint8)
+        self.arena = _aligned_bytes(self.program.arena_bytes)
         # (np.array, not np.ascontiguousarray: that makes a 0-d constant 1-d.)
         self.constants = [np.array(c.literal.reshape(c.dims), order="C")
                           for c in self.program.constants]

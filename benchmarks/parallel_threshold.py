@@ -6,7 +6,9 @@ size from which parallel stays ahead. `numba_cpu.PARALLEL_THRESHOLD` is set from
 
 Two kernels: an element-wise one (gelu, float32: compute-heavy per element) and a sum
 (`sum(x + y*z)`: memory-bound). Both are timed interleaved, median of rounds, after a
-warm-up; `OMP_WAIT_POLICY=passive` as codegen/gemm.py sets it.
+warm-up; `OMP_WAIT_POLICY=passive` as codegen/gemm.py sets it, but with no spin before the
+threads sleep (`GOMP_SPINCOUNT=0`, where gemm.py sets 5000): each parallel call pays a full
+wake-up, as a call after idle does, so the threshold holds for those too.
 """
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ import os
 import sys
 
 os.environ.setdefault("OMP_WAIT_POLICY", "passive")
+os.environ.setdefault("GOMP_SPINCOUNT", "0")
 
 import numpy as np  # noqa: E402
 from numba import njit, prange  # noqa: E402

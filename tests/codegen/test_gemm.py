@@ -2,6 +2,10 @@
 and of the blocks, both float types, serial and shared between threads."""
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import numba
 import numpy as np
 import pytest
@@ -181,3 +185,16 @@ def test_a_dense_layer_allocates_only_its_output(rng):
     finally:
         tracemalloc.stop()
     assert out.nbytes <= peak < out.nbytes + 4096
+
+
+@pytest.mark.parametrize("given, policy, spins", [({}, "PASSIVE", "5000"),
+                                                  ({"GOMP_SPINCOUNT": "0"}, "PASSIVE", "0")])
+def test_openmp_threads_spin_briefly_then_sleep_unless_told_otherwise(given, policy, spins):
+    # What GNU OpenMP itself read when Numba loaded it (OMP_DISPLAY_ENV prints it): gemm.py's
+    # settings must come before that load, and a user's own setting wins.
+    env = {k: v for k, v in os.environ.items() if k not in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")}
+    env.update(given, OMP_DISPLAY_ENV="verbose")
+    shown = subprocess.run([sys.executable, "-c", "import xla_explorer.codegen.gemm"], env=env,
+                           capture_output=True, text=True, check=True).stderr
+    assert f"OMP_WAIT_POLICY = '{policy}'" in shown
+    assert f"GOMP_SPINCOUNT = '{spins}'" in shown

@@ -70,7 +70,8 @@ def test_every_edge_of_tiles_and_blocks(rng, dtype, m):
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_threads_claiming_blocks_write_every_row_once(rng, dtype):
-    for m, k, n in [(1, 5, 3), (gemm.MR * gemm.MC_PANELS * 3 + 5, 300, 2 * NR32 + 3), (1000, 64, 70)]:
+    for m, k, n in [(1, 5, 3), (gemm.MR * gemm.MC_PANELS * 3 + 5, 300, 2 * NR32 + 3),
+                    (1000, 64, 70)]:
         a = rng.standard_normal((m, k)).astype(dtype)
         b = rng.standard_normal((k, n)).astype(dtype)
         c = np.full((m, n), np.nan, dtype)

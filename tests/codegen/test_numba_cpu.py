@@ -193,6 +193,28 @@ def test_a_second_process_loads_the_kernels_from_the_disk_cache(tmp_path):
         assert second[name]["misses"] == 0 and second[name]["hits"] >= 1
 
 
+def test_compile_seconds_count_what_numba_compiled_in_the_first_call(rng):
+    from xla_explorer.runtime.executable import Executable
+
+    def centre(x):  # two kernels and a driver
+        m = x.mean(axis=0)
+        return x - m, m
+
+    x = f32(rng, 48, 40)
+    ex = xe.explore(centre, x, backend="cpu")
+    exe = ex.executable
+    assert exe.compile_seconds is None  # nothing compiled before the first call
+    ex.run(x)
+    assert exe.compile_seconds > 0
+    # A second executable of the same module shares the generated file and Numba's compiled
+    # driver in this process: its first call compiles nothing and counts nothing, though it
+    # runs (and its outputs are right).
+    again = Executable(ex.module, ex.buffers)
+    out = again(x)
+    assert again.compile_seconds == 0.0
+    np.testing.assert_allclose(out[1], x.mean(axis=0), rtol=1e-6)
+
+
 def test_bench_measures_both_and_a_one_kernel_program_allocates_only_its_outputs(rng):
     from matplotlib.figure import Figure
 

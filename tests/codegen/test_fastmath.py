@@ -4,6 +4,11 @@ special values, and the same bits inside a parallel kernel compiled with the gen
 kernels' own flags as from the function called alone."""
 from __future__ import annotations
 
+import os
+import platform
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 from numba import njit, prange, types
@@ -241,3 +246,33 @@ def test_each_computes_in_its_own_dtype():
 
 def test_flags_leave_nan_inf_and_reassociation_out():
     assert not {"nnan", "ninf", "reassoc", "arcp", "fast"} & fm.FLAGS
+
+
+def test_exp_scales_by_one_vector_instruction_where_it_can():
+    """Where fastmath.py finds a vector ldexp to be one instruction (AVX-512 here), the
+    compiled loop holds it packed (not scalarized into libm calls, 5x slower), for both
+    dtypes; elsewhere it holds no ldexp at all."""
+    run(np.ones(64, F32)), run(np.ones(64, F64))
+    for kernel in (kernel_f32, kernel_f64):
+        asm = kernel.inspect_asm(kernel.signatures[0])
+        assert "ldexp" not in asm
+        if fm._LDEXP_IS_ONE_INSTRUCTION:
+            assert "vscalefp" in asm
+
+
+# What Numba targets for a laptop's AVX2 CPU, where exp scales by two multiplies instead.
+AVX2 = {"NUMBA_CPU_NAME": "haswell",
+        "NUMBA_CPU_FEATURES": "+avx,+avx2,+fma,+f16c,+bmi,+bmi2,+lzcnt,+movbe,+popcnt,+sse4.2"}
+
+
+@pytest.mark.skipif(platform.machine().lower() not in ("x86_64", "amd64"),
+                    reason="the AVX2 CPU named is an x86-64 one")
+def test_the_same_bounds_compiled_for_a_cpu_without_avx512(tmp_path):
+    """This file's tests again, in a process where Numba compiles for an AVX2 CPU."""
+    code = ("import sys, pytest; from xla_explorer.codegen import fastmath as fm; "
+            "assert not fm._LDEXP_IS_ONE_INSTRUCTION; "
+            f"sys.exit(pytest.main(['-q', '-p', 'no:cacheprovider', {__file__!r}, "
+            "'-k', 'not without_avx512']))")
+    env = dict(os.environ, **AVX2, NUMBA_CACHE_DIR=str(tmp_path))
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]

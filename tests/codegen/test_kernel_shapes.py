@@ -104,6 +104,31 @@ def test_softmax_computes_each_exponential_once(rng, shape, dtype):
     assert ex.check(x).ok, str(ex.check(x))
 
 
+@pytest.mark.parametrize("shape, transposed", [((64, 200), False), ((3, 70, 512), False),
+                                               ((200, 64), True)])
+def test_row_kernels_past_the_last_level_cache_fetch_the_next_row_ahead(
+        rng, monkeypatch, shape, transposed):
+    # The threshold lowered to these small arrays: the next row of the input (the last
+    # leading index plus one, inside its dimension) and this row of the output.
+    default = numba_cpu.PREFETCH_MIN_BYTES
+    monkeypatch.setattr(numba_cpu, "PREFETCH_MIN_BYTES", 1024)
+    x = normal(rng, *shape)
+    x = x.T if transposed else x
+    ex = xe.explore(softmax, x, backend="cpu")
+    (source,) = ex.kernels.values()
+    *lead, row = ("row_2",) if "row_2" in source else ("i_2", "i_3")[:len(shape) - 1]
+    last = x.shape[-2]
+    assert f"if {row} + 1 < {last}:" in source, source
+    assert f"prefetch_read(p0, ({', '.join(lead + [f'{row} + 1'])}, line_" in source, source
+    assert f"prefetch_write(out0, ({', '.join(lead + [row])}, line_" in source, source
+    assert ex.check(x).ok, str(ex.check(x))
+    # Rows longer than PREFETCH_ROW_BYTES, and arrays within the cache, are left alone.
+    monkeypatch.setattr(numba_cpu, "PREFETCH_ROW_BYTES", 4 * x.shape[-1] - 4)
+    assert "prefetch" not in next(iter(xe.explore(softmax, x, backend="cpu").kernels.values()))
+    monkeypatch.setattr(numba_cpu, "PREFETCH_MIN_BYTES", default)
+    assert "prefetch" not in next(iter(xe.explore(softmax, x, backend="cpu").kernels.values()))
+
+
 def test_only_values_read_at_the_element_the_pass_is_on_can_be_kept():
     # exp is read by the divide at the same element, and through a reverse at another one:
     # only what the roots reach through element-wise ops (the subtract, the exp, the divide)

@@ -63,6 +63,14 @@ ROW_CHUNKS = 64
 # Elements per float32 block of a row's float32 sum (see _blocked_sum).
 SUM_BLOCK = 128
 
+# A row kernel fetches the next row ahead (see _prefetch_rows) when the arrays it streams
+# through exceed this, the last-level cache here (below it they come from L3 on every call
+# but the first, and the prefetches only cost: 4-8% on 2048x1024 and 1024x1024 softmax and
+# layernorm), and its rows are no longer than PREFETCH_ROW_BYTES, so that this row and the next
+# of each array fit in L1 together (4096x4096: 3-5% slower with them).
+PREFETCH_MIN_BYTES = 32 << 20
+PREFETCH_ROW_BYTES = 4096
+
 # fastmath flags without nnan/ninf, so NaN and Inf still behave as in NumPy, and without arcp,
 # which turns a float32 x / sqrt(y) into a hardware estimate (3 ulp off, NaN at 0 and Inf).
 # reassoc lets reductions vectorise; contract allows fused multiply-adds.
@@ -644,6 +652,8 @@ class KernelEmitter:
         inner_parallel = rows == 1 and per_row >= PARALLEL_THRESHOLD
         keep = [] if inner_parallel else self._values_to_keep(lead, trail)
         ridx, opened = self._row_loops(lead, trail, keep, outer_parallel)
+        if self._reduces() and lead and len(trail) == 1:
+            self._prefetch_rows(lead, trail, ridx)
         for inst in self._reduces():
             self.w.comment(inst)
             n = len(inst.operands) // 2
@@ -684,6 +694,41 @@ class KernelEmitter:
                 self.w.line(f"{_index(self.out_names[id(o)], ridx + tidx)} = {v}")
             self._end_row_pass(trail)
         self.close(opened)
+
+    def _prefetch_rows(self, lead, trail, ridx):
+        """Ask for the next row of each input that the row's passes read element by element,
+        and for this row of each full output, before the passes start. The passes run over a
+        row held in L1, and while they compute, nothing is in flight from memory: the
+        hardware prefetchers follow the stream of addresses, which stands still. Asked for
+        ahead, the next row arrives while this one computes (softmax 4096x1024 from memory:
+        1.19 ms without, 0.91 ms with). Only for arrays past the last-level cache, in rows
+        of at most PREFETCH_ROW_BYTES."""
+        full = lead + trail
+        roots = [o for r in self._reduces() for o in r.operands[:len(r.operands) // 2]]
+        roots += [o for o in self.outputs if o.dims == full]
+        reads = {i.parameter_number: i for r in roots + _elementwise_closure(roots, full)
+                 for i in (r, *r.operands) if i.opcode == "parameter" and i.dims == full}
+        writes = [o for o in self.outputs if o.dims == full]
+        arrays = [*reads.values(), *writes]
+        if (sum(a.shape.nbytes for a in arrays) < PREFETCH_MIN_BYTES
+                or max(trail[0] * np.dtype(a.dtype).itemsize for a in arrays) > PREFETCH_ROW_BYTES):
+            return
+        self.w.line("# Fetch ahead: the next row of each input, this row of each output.")
+
+        def lines(array, dtype, idx, helper):
+            j = self.w.fresh("line")
+            step = max(1, CACHE_LINE // np.dtype(dtype).itemsize)
+            self.w.line(f"for {j} in range(0, {trail[0]}, {step}):")
+            self.w.line(f"    {helper}({array}, ({', '.join(idx + (j,))}))")
+
+        if reads:
+            self.w.line(f"if {ridx[-1]} + 1 < {lead[-1]}:")
+            self.w.depth += 1
+            for k, param in sorted(reads.items()):
+                lines(f"p{k}", param.dtype, ridx[:-1] + (f"{ridx[-1]} + 1",), "prefetch_read")
+            self.w.depth -= 1
+        for o in writes:
+            lines(self.out_names[id(o)], o.dtype, ridx, "prefetch_write")
 
     def _blocked_sum(self, inst, reducer, acc, operand, ridx, trail):
         """A float32 sum over the row in blocks of SUM_BLOCK: each block in float32 (which

@@ -252,7 +252,8 @@ def test_exp_scales_by_one_vector_instruction_where_it_can():
     """Where fastmath.py finds a vector ldexp to be one instruction (AVX-512 here), the
     compiled loop holds it packed (not scalarized into libm calls, 5x slower), for both
     dtypes; elsewhere it holds no ldexp at all."""
-    run(np.ones(64, F32)), run(np.ones(64, F64))
+    run(np.ones(64, F32))
+    run(np.ones(64, F64))
     for kernel in (kernel_f32, kernel_f64):
         asm = kernel.inspect_asm(kernel.signatures[0])
         assert "ldexp" not in asm

@@ -706,8 +706,9 @@ class KernelEmitter:
         full = lead + trail
         roots = [o for r in self._reduces() for o in r.operands[:len(r.operands) // 2]]
         roots += [o for o in self.outputs if o.dims == full]
-        reads = {i.parameter_number: i for r in roots + _elementwise_closure(roots, full)
-                 for i in (r, *r.operands) if i.opcode == "parameter" and i.dims == full}
+        at_element = roots + [o for e in _elementwise_closure(roots, full) for o in e.operands]
+        reads = {i.parameter_number: i for i in at_element
+                 if i.opcode == "parameter" and i.dims == full}
         writes = [o for o in self.outputs if o.dims == full]
         arrays = [*reads.values(), *writes]
         if (sum(a.shape.nbytes for a in arrays) < PREFETCH_MIN_BYTES

@@ -96,8 +96,10 @@ import llvmlite.binding as ll
 import llvmlite.ir as lir
 import numpy as np
 from numba import njit, types
-from numba.core import cgutils, config
+from numba.core import cgutils
 from numba.extending import intrinsic
+
+from .target import cpu_features
 
 FLAGS = frozenset({"nsz", "contract", "afn"})
 _JIT = dict(fastmath=set(FLAGS), error_model="numpy", forceinline=True, cache=True)
@@ -148,11 +150,8 @@ def _ldexp(typingctx, y, k):
 def _vector_ldexp_is_one_instruction() -> bool:
     """Whether LLVM compiles a vectorized `llvm.ldexp` to one instruction for the CPU Numba
     compiles for: AVX-512's vscalef on x86-64. Elsewhere (AVX2, NEON) it becomes a libm call
-    per element, and the exp below runs 5x slower than with two multiplies instead. Numba's
-    own choice of CPU (NUMBA_CPU_FEATURES, else the host's), which its cache is keyed on."""
-    features = config.CPU_FEATURES or ll.get_host_cpu_features().flatten()
-    return (ll.get_process_triple().startswith("x86_64")
-            and "+avx512f" in features.split(","))
+    per element, and the exp below runs 5x slower than with two multiplies instead."""
+    return ll.get_process_triple().startswith("x86_64") and "avx512f" in cpu_features()
 
 
 _LDEXP_IS_ONE_INSTRUCTION = _vector_ldexp_is_one_instruction()

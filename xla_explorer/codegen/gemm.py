@@ -50,24 +50,27 @@ from numba.core import cgutils  # noqa: E402
 from numba.extending import intrinsic  # noqa: E402
 from numba.np.arrayobj import populate_array  # noqa: E402
 
+from .target import cpu_features  # noqa: E402
+
 __all__ = ["MR", "NV", "KC", "VECTOR_BYTES", "panel_width", "packed_b_size", "packed_b",
            "pack_b", "pack_b_parallel", "claims", "next_rows", "group_columns", "next_block",
            "product_block", "product_rows", "product"]
 
 
-def _host_vectors() -> tuple[int, int]:
-    """(bytes per vector register, number of vector registers) of this CPU."""
-    features = llvm.get_host_cpu_features()
-    if features.get("avx512f"):
+def _target_vectors() -> tuple[int, int]:
+    """(bytes per vector register, number of vector registers) of the CPU Numba compiles
+    for."""
+    features = cpu_features()
+    if "avx512f" in features:
         return 64, 32
-    if features.get("avx2") or features.get("avx"):
+    if {"avx2", "avx"} & features:
         return 32, 16
-    if features.get("neon") or llvm.get_host_cpu_name().startswith("apple"):
+    if "neon" in features or llvm.get_host_cpu_name().startswith("apple"):
         return 16, 32
     return 16, 16
 
 
-VECTOR_BYTES, _REGISTERS = _host_vectors()
+VECTOR_BYTES, _REGISTERS = _target_vectors()
 # The register tile: MR rows of C, NV vector registers per row. MR * NV accumulators, NV
 # registers for B's row and one broadcast must fit in the register file: 12 x 2 with 32
 # registers (BLIS's Skylake-X tile, transposed for row-major C), 6 x 2 with 16 (Haswell's).

@@ -133,7 +133,7 @@ def test_packing_lays_b_out_in_panels_of_the_tile_width(rng):
     assert np.array_equal(by_threads, bp)
     assert (cover == 1).all()  # every element of C in one block
     for g in range(counters[gemm.GROUPS]):
-        at = (g + 1) * gemm._LINE
+        at = (g + 1) * gemm.LINE
         assert counters[at + gemm.B_PACKED] == k and counters[at + gemm.B_CLAIMED] >= k
 
 

@@ -99,7 +99,7 @@ def test_softmax_computes_each_exponential_once(rng, shape, dtype):
     suffix = "f32" if dtype == np.float32 else "f64"
     assert source.count(f"exp_{suffix}(") == 1, source
     assert "kept for the row's later passes" in source
-    parallel = x.size >= numba_cpu.PARALLEL_THRESHOLD
+    parallel = x.size >= numba_cpu.PARALLEL_THRESHOLD_EXPENSIVE  # exp is expensive
     assert ("prange(" in source) == parallel
     assert ex.check(x).ok, str(ex.check(x))
 

@@ -34,7 +34,7 @@ def _helpers_digest() -> str:
     only, yet inlined helpers are compiled into it: naming the digest in every kernel file
     changes the file (and its cache) whenever a helper changes."""
     h = hashlib.sha256()
-    for name in ("scalar.py", "fastmath.py", "gemm.py", "target.py"):
+    for name in ("scalar.py", "fastmath.py", "gemm.py", "parallel.py", "target.py"):
         path = Path(__file__).with_name(name)
         if path.exists():
             h.update(path.read_bytes())

@@ -42,7 +42,6 @@ os.environ.setdefault("OMP_WAIT_POLICY", "passive")
 os.environ.setdefault("GOMP_SPINCOUNT", "5000")
 
 import llvmlite.binding as llvm  # noqa: E402
-import numba  # noqa: E402
 import numpy as np  # noqa: E402
 from llvmlite import ir  # noqa: E402
 from numba import carray, cfunc, njit, prange, types  # noqa: E402
@@ -50,6 +49,7 @@ from numba.core import cgutils  # noqa: E402
 from numba.extending import intrinsic  # noqa: E402
 from numba.np.arrayobj import populate_array  # noqa: E402
 
+from .parallel import LINE, fetch_add, load_acquire, thread, threads  # noqa: E402
 from .target import cpu_features  # noqa: E402
 
 __all__ = ["MR", "NV", "KC", "VECTOR_BYTES", "panel_width", "packed_b_size", "packed_b",
@@ -401,70 +401,10 @@ def _pack_a(a, i, pc, kc, ap, base):
 
 # The counters that the threads of one parallel product share (`claims`): at GROUPS, how many
 # groups B's columns are split into; then a cache line for each group, with C's row panels
-# handed out, B's rows handed out for packing, and B's rows packed.
+# handed out, B's rows handed out for packing, and B's rows packed (a group's claims never
+# contend with another's).
 GROUPS = 0
 ROWS_CLAIMED, B_CLAIMED, B_PACKED = 0, 1, 2
-_LINE = 8  # int64 counters in a cache line: a group's claims never contend with another's
-
-
-@intrinsic
-def _fetch_add(typingctx, counters, index, step):
-    """counters[index] += step, atomically; the value before. (Acquire and release: what one
-    thread wrote before counting is seen by a thread that reads the count.)"""
-    if not (isinstance(counters, types.Array) and counters.dtype == types.int64):
-        return None
-
-    def codegen(context, builder, signature, args):
-        arr = context.make_array(signature.args[0])(context, builder, args[0])
-        ptr = builder.gep(arr.data, [args[1]])
-        step_ = context.cast(builder, args[2], signature.args[2], types.int64)
-        return builder.atomic_rmw("add", ptr, step_, "acq_rel")
-
-    return types.int64(counters, types.intp, step), codegen
-
-
-@intrinsic
-def _load_acquire(typingctx, counters, index):
-    """counters[index], read atomically: after it, what was written before it was counted."""
-    if not (isinstance(counters, types.Array) and counters.dtype == types.int64):
-        return None
-
-    def codegen(context, builder, signature, args):
-        arr = context.make_array(signature.args[0])(context, builder, args[0])
-        return builder.load_atomic(builder.gep(arr.data, [args[1]]), "acquire", 8)
-
-    return types.int64(counters, types.intp), codegen
-
-
-# Kernels call two functions of Numba's threading layer by name (`_threads`, `_thread`): the
-# names are defined once the layer is loaded, which must come before a kernel that calls them
-# is loaded from the disk cache and linked.
-numba.get_num_threads()
-
-
-def _thread_call(symbol):
-    """Code calling Numba's threading-layer function `symbol` (int(void)) by name, as Numba's
-    own code does, which keeps the kernel cacheable (numba.get_num_threads and
-    numba.get_thread_id in a kernel reach it through an address, and Numba will not cache
-    that)."""
-    def codegen(context, builder, signature, args):
-        fn = cgutils.get_or_insert_function(
-            builder.module, ir.FunctionType(context.get_value_type(types.intp), []), symbol)
-        return builder.call(fn, [])
-
-    return types.intp(), codegen
-
-
-@intrinsic
-def _threads(typingctx):
-    """The number of threads parallel loops run on."""
-    return _thread_call("get_num_threads")
-
-
-@intrinsic
-def _thread(typingctx):
-    """This thread's number in the parallel loop it runs, 0 on the calling thread."""
-    return _thread_call("get_thread_id")
 
 
 @njit(cache=True)
@@ -480,15 +420,15 @@ def claims(b):
     1024^3 float32 product, and 5.06 for this split). (Made here, not in the kernel: there
     Numba would turn np.zeros into a parallel loop of its own, compiled and launched for a
     few numbers.)"""
-    groups = max(1, min(_threads(), _panels(b.shape[1], b.itemsize)))
-    counters = np.zeros((groups + 1) * _LINE, np.int64)
+    groups = max(1, min(threads(), _panels(b.shape[1], b.itemsize)))
+    counters = np.zeros((groups + 1) * LINE, np.int64)
     counters[GROUPS] = groups
     return counters
 
 
 @njit(inline="always")
 def _counter(g, which):
-    return (g + 1) * _LINE + which
+    return (g + 1) * LINE + which
 
 
 @njit(**_JIT)
@@ -502,7 +442,7 @@ def next_rows(counters, g, m):
     at = _counter(g, ROWS_CLAIMED)
     left = panels - counters[at]  # a stale read only changes the size asked for
     take = min(MC_PANELS, max(1, left // 4))
-    q = _fetch_add(counters, at, take)
+    q = fetch_add(counters, at, take)
     return min(q * MR, m), min((q + take) * MR, m)
 
 
@@ -692,13 +632,13 @@ def _pack_group(b, bp, counters, g, c0, c1):
     nr = _nr(b.itemsize)
     claimed, packed = _counter(g, B_CLAIMED), _counter(g, B_PACKED)
     while True:
-        r0 = _fetch_add(counters, claimed, PACK_ROWS)
+        r0 = fetch_add(counters, claimed, PACK_ROWS)
         if r0 >= k:
             break
         r1 = min(k, r0 + PACK_ROWS)
         _pack_rows(b, bp, r0, r1, c0 // nr, _panels(c1, b.itemsize))
-        _fetch_add(counters, packed, r1 - r0)
-    while _load_acquire(counters, packed) < k:
+        fetch_add(counters, packed, r1 - r0)
+    while load_acquire(counters, packed) < k:
         pass
 
 
@@ -711,7 +651,7 @@ def next_block(b, bp, counters, m):
     a parallel loop, as long as it returns blocks."""
     n = b.shape[1]
     groups = counters[GROUPS]
-    first = _thread() % groups
+    first = thread() % groups
     for step in range(groups):
         g = (first + step) % groups
         c0, c1 = group_columns(counters, g, n, b.itemsize)

@@ -40,10 +40,13 @@ from ..ir.printer import format_instruction
 from ..passes.fusion import fits_rows
 from . import exprs, gemm
 
-# Element count from which a loop runs in parallel (prange). benchmarks/parallel_threshold.py
-# measured a parallel launch at about 50 us on 2 cores: compute-heavy loops pay from 2**18
-# elements, memory-bound sums from 2**21; this sits between.
+# Element count from which a loop runs in parallel (prange), and from which it does when the
+# kernel computes an expensive op (a transcendental) per element. benchmarks/parallel_threshold.py
+# measured a parallel launch at about 50 us on 2 cores, a call after idle included: a gelu
+# (tanh per element) pays from 2**18 elements (1.02x-1.06x; 1.46x at 2**19), a memory-bound sum
+# from 2**20 or 2**21 (0.80x-1.10x at 2**20, 1.50x at 2**21) in two runs.
 PARALLEL_THRESHOLD = 1 << 20
+PARALLEL_THRESHOLD_EXPENSIVE = 1 << 19
 
 # Multiply-adds from which threads share a product's rows: below it a product takes under
 # about 50 us on one core (210-240 GFLOP/s measured with 512-bit vectors), no more than a
@@ -56,9 +59,10 @@ GEMM_WORKERS = 64
 # threads) starts on one, in an arena that starts on one (runtime/executable.py).
 CACHE_LINE = 64
 
-# A parallel row kernel that keeps values across its passes runs its rows in this many chunks,
-# each with row-sized arrays of its own (a few per thread, so threads finish together).
-ROW_CHUNKS = 64
+# Blocks a parallel loop is cut into, which its threads claim one at a time (see
+# _parallel_loop): enough that a thread the machine slows down holds up the others for at most
+# a block, few enough that claiming them costs nothing (one atomic add each).
+PARALLEL_BLOCKS = 64
 
 # Elements per float32 block of a row's float32 sum (see _blocked_sum).
 SUM_BLOCK = 128
@@ -107,7 +111,13 @@ class KernelSource:
 
 @dataclass
 class _Scope:
+    """One level of indentation in a kernel: the values computed at it, the lines that follow
+    it once it is closed, and whether it closes with the level inside it (the levels of one
+    parallel loop, see `_parallel_loop`)."""
+
     values: dict = field(default_factory=dict)
+    after: list = field(default_factory=list)
+    with_inner: bool = False
 
 
 class _Writer:
@@ -152,6 +162,10 @@ class KernelEmitter:
         self.stored: dict[int, str] = {}
         self.row_scalars: dict[int, str] = {}
         self.parallel = False
+        self.parallel_from = (PARALLEL_THRESHOLD_EXPENSIVE
+                              if any(is_expensive(i) for i in comp.instructions)
+                              else PARALLEL_THRESHOLD)
+        self.partial: dict[str, str] = {}  # accumulator -> its block's partial sum (in parallel)
         self.uses_gemm = False  # calls codegen/gemm.py
         self.workspace = 0  # bytes of scratch (packed B) the kernel needs
         self.epilogue_done = False  # the outputs were written inside the product's row loop
@@ -316,24 +330,81 @@ class KernelEmitter:
 
     # -- loops ---------------------------------------------------------------------------
 
-    def loop_nest(self, dims, parallel: bool) -> tuple[str, ...]:
-        """Open loops over `dims` (row-major); the caller closes them with `close(len)`."""
+    def loop_nest(self, dims, parallel: bool, sums=()) -> tuple[str, ...]:
+        """Open loops over `dims` (row-major); the caller closes them with `close(len)`. If
+        `parallel`, the threads share the first loop's range in blocks (`_parallel_loop`),
+        and each accumulator in `sums` is added to in the nest as the name
+        `self.partial[acc]`."""
         idx = []
         for k, n in enumerate(dims):
+            if parallel and k == 0:
+                idx.append(self._parallel_loop(n, sums=sums))
+                continue
             i = self.w.fresh("i")
-            rng = "prange" if parallel and k == 0 else "range"
-            self.w.line(f"for {i} in {rng}({n}):")
-            self.w.depth += 1
-            self.scopes.append(_Scope())
+            self.w.line(f"for {i} in range({n}):")
+            self.open()
             idx.append(i)
-        if parallel and dims:
-            self.parallel = True
         return tuple(idx)
 
+    def open(self, with_inner: bool = False, after=()) -> None:
+        """A new level of indentation, after a line that opens one."""
+        self.w.depth += 1
+        self.scopes.append(_Scope(after=list(after), with_inner=with_inner))
+
     def close(self, n: int) -> None:
+        """Close n loops (with the levels that close with each), writing what follows each."""
         for _ in range(n):
-            self.w.depth -= 1
-            self.scopes.pop()
+            self._close_level()
+            while self.scopes[-1].with_inner:
+                self._close_level()
+
+    def _close_level(self) -> None:
+        self.w.depth -= 1
+        for line in self.scopes.pop().after:
+            self.w.line(line)
+
+    def _parallel_loop(self, n: int, setup=None, sums=(), index: str = "i") -> str:
+        """Open a loop over range(n) whose blocks the threads claim one at a time until
+        none are left (codegen/parallel.py), so that a thread the machine slows down does
+        fewer of them instead of holding up the others; returns its index. The loop is cut
+        into PARALLEL_BLOCKS blocks whatever the thread count, so which thread runs a block
+        changes nothing in the result. setup() writes what each thread needs before its
+        first block (row-sized arrays); `sums` are accumulators [(name, dtype)] the loop adds
+        to: each block sums into a partial of its own, `self.partial[name]`, and the
+        partials are added to the accumulator in block order after the loop."""
+        blocks = min(n, PARALLEL_BLOCKS)
+        claimed, worker = self.w.fresh("claimed"), self.w.fresh("worker")
+        block, i = self.w.fresh("block"), self.w.fresh(index)
+        parts = {acc: self.w.fresh("partials") for acc, _ in sums}
+        for acc, dtype in sums:
+            self.w.line(f"{parts[acc]} = np.empty({blocks}, dtype={np_type(dtype)})")
+        self.w.line(f"{claimed} = block_counter()  # the blocks threads have taken, of "
+                    f"{blocks}")
+        self.w.line(f"for {worker} in prange(threads()):  # each thread takes the next block "
+                    "until none are left")
+        b = self.w.fresh("b")
+        self.open(with_inner=True, after=[
+            line for acc, _ in sums for line in (f"for {b} in range({blocks}):",
+                                                 f"    {acc} += {parts[acc]}[{b}]")])
+        self.parallel = True
+        if setup is not None:
+            setup()
+        self.w.line("while True:")
+        self.open(with_inner=True)
+        self.w.line(f"{block} = next_block({claimed}, {blocks})")
+        self.w.line(f"if {block} >= {blocks}:")
+        self.w.line("    break")
+        for acc, dtype in sums:
+            self.partial[acc] = self.w.fresh("partial")
+            self.w.line(f"{self.partial[acc]} = {exprs.literal(0, dtype)}")
+        span = f"{block} * {n} // {blocks}, ({block} + 1) * {n} // {blocks}"
+        if blocks == n:
+            span = f"{block}, {block} + 1"
+        self.w.line(f"for {i} in range({span}):")
+        self.open(after=[f"{parts[acc]}[{block}] = {self.partial[acc]}" for acc, _ in sums])
+        self.w.line(f"{i} = nonnegative({i})  # so that indexing with it skips NumPy's "
+                    "wraparound, and vectorizes")
+        return i
 
     # -- phases --------------------------------------------------------------------------
 
@@ -382,7 +453,7 @@ class KernelEmitter:
             if not self._written(o):
                 by_shape.setdefault(o.dims, []).append(o)
         for dims, group in by_shape.items():
-            idx = self.loop_nest(dims, parallel_ok and prod(dims) >= PARALLEL_THRESHOLD)
+            idx = self.loop_nest(dims, parallel_ok and prod(dims) >= self.parallel_from)
             for o in group:
                 self.w.comment(o)
                 self.w.line(f"{_index(self.out_names[id(o)], idx)} = {self.value(o, idx)}")
@@ -565,12 +636,14 @@ class KernelEmitter:
         kept_dims = [x_dims[d] for d in kept]
         red_dims = [x_dims[d] for d in axes]
         if suffix:
-            big = prod(kept_dims) >= 2 and prod(x_dims) >= PARALLEL_THRESHOLD
+            big = prod(kept_dims) >= 2 and prod(x_dims) >= self.parallel_from
             outer = self.loop_nest(kept_dims, parallel=big)
             accs = self._init_accs(inst, inits, reducer)
-            one_row = not kept_dims and prod(x_dims) >= PARALLEL_THRESHOLD
-            inner = self.loop_nest(red_dims, parallel=one_row and _parallel_reducer(reducer, n))
-            self._accumulate(inst, reducer, accs, operands, outer + inner)
+            one_row = not kept_dims and prod(x_dims) >= self.parallel_from
+            sums = self._parallel_sums(reducer, accs, operands) if one_row else ()
+            inner = self.loop_nest(red_dims, parallel=bool(sums), sums=sums)
+            self._accumulate(inst, reducer, [self.partial[a] for a in accs] if sums else accs,
+                             operands, outer + inner)
             self.close(len(red_dims))
             for s, acc, o in zip(stores, accs, inst.shape.elements if inst.shape.is_tuple
                                  else [inst.shape]):
@@ -590,6 +663,14 @@ class KernelEmitter:
             for s, v in zip(stores, new):
                 self.w.line(f"{_index(s, kidx)} = {v}")
             self.close(len(x_dims))
+
+    def _parallel_sums(self, reducer, accs, operands) -> list[tuple[str, np.dtype]]:
+        """The accumulators a parallel loop sums into, [(name, dtype)]: the one of a sum
+        (`_parallel_reducer`), or none, and the reduce runs on one thread."""
+        n = len(operands)
+        if not _parallel_reducer(reducer, n):
+            return []
+        return [(accs[0], _wide_accumulator(reducer, np.dtype(operands[0].dtype), n))]
 
     def _init_accs(self, inst, inits, reducer) -> list[str]:
         accs = []
@@ -648,8 +729,8 @@ class KernelEmitter:
     def _emit_rows(self, lead: tuple[int, ...], trail: tuple[int, ...]):
         rows = prod(lead)
         per_row = prod(trail)
-        outer_parallel = rows >= 2 and rows * per_row >= PARALLEL_THRESHOLD
-        inner_parallel = rows == 1 and per_row >= PARALLEL_THRESHOLD
+        outer_parallel = rows >= 2 and rows * per_row >= self.parallel_from
+        inner_parallel = rows == 1 and per_row >= self.parallel_from
         keep = [] if inner_parallel else self._values_to_keep(lead, trail)
         ridx, opened = self._row_loops(lead, trail, keep, outer_parallel)
         if self._reduces() and lead and len(trail) == 1:
@@ -660,15 +741,16 @@ class KernelEmitter:
             operands, inits = inst.operands[:n], inst.operands[n:]
             reducer = self.module.computation(inst.attr("to_apply"))
             accs = self._init_accs(inst, inits, reducer)
-            parallel = inner_parallel and _parallel_reducer(reducer, n)
+            sums = self._parallel_sums(reducer, accs, operands) if inner_parallel else ()
             wide = _wide_accumulator(reducer, np.dtype(operands[0].dtype), n)
             # Blocks pay in rows (softmax 4096x1024: 1.8 ms against 2.6 ms in float64); a
             # single long row (a full sum) runs fastest straight into float64.
-            if wide != np.dtype(operands[0].dtype) and not parallel and trail and lead:
+            if wide != np.dtype(operands[0].dtype) and not inner_parallel and trail and lead:
                 self._blocked_sum(inst, reducer, accs[0], operands[0], ridx, trail)
             else:
-                tidx = self._row_pass(trail, parallel, ridx)
-                self._accumulate(inst, reducer, accs, operands, ridx + tidx)
+                tidx = self._row_pass(trail, bool(sums), ridx, sums)
+                self._accumulate(inst, reducer, [self.partial[a] for a in accs] if sums else accs,
+                                 operands, ridx + tidx)
                 self._end_row_pass(trail)
             if inst.shape.is_tuple:
                 for k, (acc, e) in enumerate(zip(accs, inst.shape.elements)):
@@ -759,8 +841,8 @@ class KernelEmitter:
         self.close(1 if blocks else 0)
         self._end_row_pass(trail[:-1])
 
-    def _row_pass(self, trail, parallel: bool, ridx) -> tuple[str, ...]:
-        tidx = self.loop_nest(trail, parallel=parallel)
+    def _row_pass(self, trail, parallel: bool, ridx, sums=()) -> tuple[str, ...]:
+        tidx = self.loop_nest(trail, parallel=parallel, sums=sums)
         self.row_index, self.row_tail = ridx + tidx, tidx
         return tidx
 
@@ -800,20 +882,11 @@ class KernelEmitter:
         if not parallel:
             arrays()
             return self.loop_nest(lead, parallel=False), len(lead)
-        # In parallel, each chunk of rows gets arrays of its own.
+        # In parallel, each thread gets arrays of its own, and claims blocks of all the rows.
         rows = prod(lead)
-        chunks = min(rows, ROW_CHUNKS)
-        c, r = self.w.fresh("chunk"), self.w.fresh("row")
-        self.w.line(f"for {c} in prange({chunks}):")
-        self.w.depth += 1
-        self.scopes.append(_Scope())
-        self.parallel = True
-        arrays()
-        self.w.line(f"for {r} in range({c} * {rows} // {chunks}, ({c} + 1) * {rows} // {chunks}):")
-        self.w.depth += 1
-        self.scopes.append(_Scope())
+        r = self._parallel_loop(rows, setup=arrays, index="row")
         if len(lead) == 1:
-            return (r,), 2
+            return (r,), 1
         ridx = []
         stride = rows
         for n in lead:
@@ -821,7 +894,7 @@ class KernelEmitter:
             i = self.w.fresh("i")
             self.w.line(f"{i} = ({r} // {stride}) % {n}" if stride > 1 else f"{i} = {r} % {n}")
             ridx.append(i)
-        return tuple(ridx), 2
+        return tuple(ridx), 1
 
 
 def _index(array: str, idx) -> str:
@@ -948,6 +1021,8 @@ HEADER = '''"""Generated by xla-explorer from HLO module {module}: one Numba ker
 
 FASTMATH = {fastmath}
 '''
+PARALLEL_IMPORT = ("from xla_explorer.codegen.parallel import block_counter, next_block, "
+                   "nonnegative, threads\n")
 GEMM_IMPORT = ("from xla_explorer.codegen.gemm import (pack_b, pack_b_parallel, packed_b, "
                "claims,\n    next_block, product_block, product_rows)\n")
 
@@ -996,7 +1071,7 @@ def generate_program(module: Module, assignment) -> Program:
                                  inst.metadata.source_line)
 
     lines = []
-    uses_gemm = False
+    uses_gemm = parallel = False
     scratch = _whole_lines(assignment.peak_bytes)  # where the kernels' scratch space starts
     workspace = 0
     names: set[str] = set()
@@ -1028,6 +1103,7 @@ def generate_program(module: Module, assignment) -> Program:
         kernel = KernelEmitter(module, comp, fname, kind, row).emit()
         kernels[fname] = kernel.source
         uses_gemm |= kernel.gemm
+        parallel |= kernel.parallel
         lines.append(kernel.source)
         driver.append(f"    # {format_instruction(inst, metadata=False).strip()}")
         outs = []
@@ -1072,6 +1148,8 @@ def generate_program(module: Module, assignment) -> Program:
                   + ("\n".join(driver) or "    pass") + "\n")
     flags = "{" + ", ".join(repr(f) for f in sorted(FASTMATH)) + "}"
     header = HEADER.format(module=module.name, fastmath=flags)
+    if parallel:
+        header += PARALLEL_IMPORT
     if uses_gemm:
         header += GEMM_IMPORT
     source = header + "\n\n" + "\n\n".join(lines + [driver_src])

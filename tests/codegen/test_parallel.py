@@ -1,0 +1,135 @@
+"""codegen/parallel.py: the threads of a parallel loop claim its blocks. Every block is claimed
+once, a held-up thread's blocks are done by the others, and a kernel's result does not depend
+on how many threads ran it."""
+from __future__ import annotations
+
+import re
+
+import numba
+import numpy as np
+import pytest
+from numba import njit, prange
+
+import xla_explorer as xe
+from xla_explorer.codegen import numba_cpu
+from xla_explorer.codegen.parallel import (block_counter, fetch_add, load_acquire, next_block,
+                                           nonnegative, thread, threads)
+
+
+@pytest.fixture(autouse=True)
+def kernel_cache(tmp_path_factory, monkeypatch):
+    monkeypatch.setenv("XLA_EXPLORER_CACHE", str(tmp_path_factory.getbasetemp() / "kernels"))
+
+
+@njit(parallel=True)
+def claim_all(blocks, seen):
+    counter = block_counter()
+    for _ in prange(8):  # more callers than threads: the late ones find every block claimed
+        while True:
+            b = next_block(counter, blocks)
+            if b >= blocks:
+                break
+            seen[b] += 1
+
+
+@pytest.mark.parametrize("blocks", [1, 2, 3, 17, 64])
+def test_every_block_is_claimed_once(blocks):
+    seen = np.zeros(blocks, np.int64)
+    claim_all(blocks, seen)
+    assert (seen == 1).all(), seen
+
+
+@njit(parallel=True)
+def claim_with_thread_0_held_up(blocks, owner):
+    counter, finished = block_counter(), block_counter()
+    for _ in prange(threads()):  # one iteration on each thread
+        me = thread()
+        if me == 0:
+            # Held up until another thread finds no block left (or, if none runs, for a
+            # few seconds at most, and the test fails instead of hanging).
+            for spin in range(1 << 33):
+                if load_acquire(finished, 0) > 0:
+                    break
+        while True:
+            b = next_block(counter, blocks)
+            if b >= blocks:
+                break
+            owner[b] = me
+        if me != 0:
+            fetch_add(finished, 0, 1)
+
+
+def test_a_held_up_thread_s_blocks_are_done_by_the_others():
+    if numba.get_num_threads() < 2:
+        pytest.skip("needs two threads: this machine runs parallel loops on one")
+    owner = np.full(64, -1, np.int64)
+    claim_with_thread_0_held_up(64, owner)
+    assert (owner > 0).all(), owner  # thread 0's region included
+
+
+@njit(error_model="numpy", fastmath=True)
+def sum_from(x, lo, hi):
+    s = 0.0
+    for i in range(lo, hi):
+        s += np.float64(x[i])
+    return s
+
+
+@njit(error_model="numpy", fastmath=True)
+def sum_from_nonnegative(x, lo, hi):
+    s = 0.0
+    for i in range(lo, hi):
+        i = nonnegative(i)
+        s += np.float64(x[i])
+    return s
+
+
+def test_an_index_known_not_to_be_negative_lets_a_block_s_loop_vectorize():
+    # Vectorized as a plain loop: packed float64 adds of elements loaded side by side. Without
+    # the assumption, each index is first wrapped (i + n where i < 0), and the elements are
+    # gathered one by one (AVX2's and AVX-512's vgather) or the loop stays scalar.
+    x = np.arange(1000, dtype=np.float32)
+    for fn, plain in ((sum_from_nonnegative, True), (sum_from, False)):
+        assert fn(x, 3, 1000) == x[3:].astype(np.float64).sum()
+        asm = fn.inspect_asm(fn.signatures[0])
+        packed = re.search(r"\bv?addpd\s", asm) is not None
+        assert (packed and "gather" not in asm) == plain, fn.__name__
+
+
+# -- generated kernels -------------------------------------------------------------------------
+
+def softmax(x):
+    e = np.exp(x - x.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def programs(rng):
+    n = numba_cpu.PARALLEL_THRESHOLD + 1001  # blocks of unequal size
+    x, y, z = (rng.standard_normal(n).astype(np.float32) for _ in range(3))
+    big = rng.integers(-2**31, 2**31, n, dtype=np.int64).astype(np.int32)
+    rows = rng.standard_normal((3, 300, 1200)).astype(np.float32)
+    return [
+        ("sum", lambda x, y, z: np.sum(x + y * z), (x, y, z)),  # a sum in blocks
+        ("int sum", lambda a: np.sum(a, dtype=np.int32), (big,)),  # wraps as NumPy's does
+        ("elementwise", lambda x: np.tanh(x) * 2 + x, (x,)),
+        ("mean and variance", lambda x: (x.mean(), x.var()), (x.astype(np.float64),)),
+        ("softmax rows", softmax, (rows,)),  # per-thread row arrays, two leading dimensions
+    ]
+
+
+def test_parallel_kernels_match_numpy_and_not_the_thread_count(rng):
+    for name, f, args in programs(rng):
+        ex = xe.explore(f, *args, backend="cpu")
+        source = "\n".join(ex.kernels.values())
+        assert "next_block(" in source and "nonnegative(" in source, (name, source)
+        check = ex.check(*args)
+        assert check.ok, (name, str(check))
+        default = numba.get_num_threads()
+        many = ex.run(*args)
+        numba.set_num_threads(1)
+        try:
+            one = ex.run(*args)
+        finally:
+            numba.set_num_threads(default)
+        for a, b in zip(*(r if isinstance(r, tuple) else (r,) for r in (many, one))):
+            assert np.array_equal(a, b), name  # the same bits, on one thread or all

@@ -38,6 +38,16 @@ def dense_relu_parallel(x, w, b):
     return np.maximum(x @ w + b, F32(0))
 
 
+def softmax_parallel(x):
+    """Rows in parallel: the threads claim blocks of rows, each with its own row array."""
+    return softmax(x)
+
+
+def sum_xyz_parallel(x, y, z):
+    """A sum in parallel: each block sums into its partial, the partials added in order."""
+    return sum_xyz(x, y, z)
+
+
 def scaled_transpose(x, y):
     return np.tanh(x) * F32(2) + y.T
 
@@ -50,6 +60,8 @@ def column_mean_and_centre(x):
 PROGRAMS = [
     (softmax, [(8, 16)]),
     (sum_xyz, [(1000,)] * 3),
+    (softmax_parallel, [(512, 1024)]),
+    (sum_xyz_parallel, [(1 << 20,)] * 3),
     (dense_relu, [(8, 4), (4, 6), (6,)]),
     (dense_relu_parallel, [(256, 128), (128, 192), (192,)]),
     (scaled_transpose, [(4, 3), (3, 4)]),

@@ -378,8 +378,7 @@ class KernelEmitter:
         parts = {acc: self.w.fresh("partials") for acc, _ in sums}
         for acc, dtype in sums:
             self.w.line(f"{parts[acc]} = np.empty({blocks}, dtype={np_type(dtype)})")
-        self.w.line(f"{claimed} = block_counter()  # the blocks threads have taken, of "
-                    f"{blocks}")
+        self.w.line(f"{claimed} = block_counter()  # counts the blocks claimed, of {blocks}")
         self.w.line(f"for {worker} in prange(threads()):  # each thread takes the next block "
                     "until none are left")
         b = self.w.fresh("b")

@@ -47,9 +47,8 @@ from llvmlite import ir  # noqa: E402
 from numba import carray, cfunc, njit, prange, types  # noqa: E402
 from numba.core import cgutils  # noqa: E402
 from numba.extending import intrinsic  # noqa: E402
-from numba.np.arrayobj import populate_array  # noqa: E402
 
-from .parallel import LINE, fetch_add, load_acquire, thread, threads  # noqa: E402
+from .parallel import LINE, fetch_add, load_acquire, stack_array, thread, threads  # noqa: E402
 from .target import cpu_features  # noqa: E402
 
 __all__ = ["MR", "NV", "KC", "VECTOR_BYTES", "panel_width", "packed_b_size", "packed_b",
@@ -283,15 +282,7 @@ def _stack_array(typingctx, like, size):
     array = types.Array(like.dtype, 1, "C")
 
     def codegen(context, builder, signature, args):
-        element = context.get_data_type(like.dtype)
-        data = cgutils.alloca_once(builder, element, size=n)
-        intp = context.get_value_type(types.intp)
-        itemsize = context.get_abi_sizeof(element)
-        out = context.make_array(array)(context, builder)
-        populate_array(out, data=data, shape=[ir.Constant(intp, n)],
-                       strides=[ir.Constant(intp, itemsize)],
-                       itemsize=ir.Constant(intp, itemsize), meminfo=None)
-        return out._getvalue()
+        return stack_array(context, builder, like.dtype, n)[0]
 
     return array(like, size), codegen
 

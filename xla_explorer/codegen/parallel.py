@@ -104,28 +104,37 @@ LINE = 8
 REGIONS = 16
 
 
+def stack_array(context, builder, dtype, n: int, align: int | None = None):
+    """Code making a 1-d C array of n elements of `dtype` in the calling function's stack frame
+    (allocated in its entry block, once however often the code runs): gone when it returns,
+    never seen by an allocator. Returns (the array's value, its data pointer)."""
+    element = context.get_data_type(dtype)
+    data = cgutils.alloca_once(builder, element, size=n)
+    data.align = align
+    intp = context.get_value_type(types.intp)
+    itemsize = context.get_abi_sizeof(element)
+    out = context.make_array(types.Array(dtype, 1, "C"))(context, builder)
+    populate_array(out, data=data, shape=[ir.Constant(intp, n)],
+                   strides=[ir.Constant(intp, itemsize)], itemsize=ir.Constant(intp, itemsize),
+                   meminfo=None)
+    return out._getvalue(), data
+
+
 @intrinsic
 def block_counter(typingctx):
     """Zeroed counters of the blocks claimed in each region of a parallel loop (an int64
     array, a cache line per region), in the calling kernel's stack frame, which lasts while
     its parallel loop runs: a parallel loop allocates nothing. Zeroed where it is called, so
     a loop inside another loop starts from 0 each time."""
-    array = types.Array(types.int64, 1, "C")
-
     def codegen(context, builder, signature, args):
-        i64 = ir.IntType(64)
-        data = cgutils.alloca_once(builder, i64, size=REGIONS * LINE)
-        data.align = LINE * 8  # each counter alone in its line
+        # Aligned to a line, so each counter is alone in its own.
+        array, data = stack_array(context, builder, types.int64, REGIONS * LINE, align=LINE * 8)
         for r in range(REGIONS):
-            builder.store(ir.Constant(i64, 0), builder.gep(data, [ir.Constant(i64, r * LINE)]))
-        intp = context.get_value_type(types.intp)
-        out = context.make_array(array)(context, builder)
-        populate_array(out, data=data, shape=[ir.Constant(intp, REGIONS * LINE)],
-                       strides=[ir.Constant(intp, 8)], itemsize=ir.Constant(intp, 8),
-                       meminfo=None)
-        return out._getvalue()
+            builder.store(ir.Constant(data.type.pointee, 0),
+                          builder.gep(data, [ir.Constant(ir.IntType(64), r * LINE)]))
+        return array
 
-    return array(), codegen
+    return types.Array(types.int64, 1, "C")(), codegen
 
 
 @numba.njit(cache=True)

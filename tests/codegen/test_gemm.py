@@ -13,7 +13,7 @@ from numba import njit, prange
 
 import xla_explorer as xe
 from xla_explorer.codegen import gemm
-from xla_explorer.codegen.gemm import (claims, group_columns, next_block, next_rows, pack_b,
+from xla_explorer.codegen.gemm import (claims, group_columns, next_product_block, next_rows, pack_b,
                                        pack_b_parallel, packed_b, packed_b_size, product,
                                        product_rows)
 
@@ -142,7 +142,7 @@ def claim_every_block(b, bp, cover):
     counters = claims(b)
     for _ in prange(8):  # more callers than threads: the late ones find every block claimed
         while True:
-            r0, r1, c0, c1 = next_block(b, bp, counters, cover.shape[0])
+            r0, r1, c0, c1 = next_product_block(b, bp, counters, cover.shape[0])
             if r0 == r1:
                 break
             cover[r0:r1, c0:c1] += 1

@@ -65,7 +65,7 @@ def test_a_batched_product_shared_by_the_threads_packs_each_b_anew(rng):
     a, b = normal(rng, 3, 160, 128), normal(rng, 3, 128, 256)
     ex = xe.explore(lambda a, b: a @ b, a, b, backend="cpu")
     (source,) = ex.kernels.values()
-    assert "next_block(" in source and "prange(" in source
+    assert "next_product_block(" in source and "prange(" in source
     np.testing.assert_allclose(ex.run(a, b), a @ b, rtol=2e-5, atol=1e-4)
 
 

@@ -133,3 +133,19 @@ def test_parallel_kernels_match_numpy_and_not_the_thread_count(rng):
             numba.set_num_threads(default)
         for a, b in zip(*(r if isinstance(r, tuple) else (r,) for r in (many, one))):
             assert np.array_equal(a, b), name  # the same bits, on one thread or all
+
+
+def test_a_parallel_loop_and_a_shared_product_in_one_program(rng):
+    # Both kinds of kernel claim their blocks, each through a routine of its own: the
+    # generated file imports the two, and neither may hide the other.
+    x, w = rng.standard_normal((160, 128), np.float32), rng.standard_normal((128, 256), np.float32)
+    y = rng.standard_normal(numba_cpu.PARALLEL_THRESHOLD, np.float32)
+
+    def f(x, w, y):
+        return np.maximum(x @ w, np.float32(0)), y * np.float32(2) + np.float32(1)
+
+    ex = xe.explore(f, x, w, y, backend="cpu")
+    check = ex.check(x, w, y)
+    assert check.ok, str(check)
+    source = ex.executable.sources[""]
+    assert "next_block(" in source and "next_product_block(" in source, source

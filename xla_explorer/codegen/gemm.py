@@ -7,7 +7,7 @@ OpenBLAS's own kernels (Goto's algorithm):
   - B is packed once per product into panels NR columns wide, KC rows at a time, so the
     innermost loop reads it contiguously, into scratch space at the end of the executable's
     arena (`packed_b`): by one thread (`pack_b`), or, in the loop that shares the product,
-    each group of panels by the thread whose columns of C they make (`next_block`);
+    each group of panels by the thread whose columns of C they make (`next_product_block`);
   - A is packed per block of MC rows into panels MR rows tall, a column of a panel's MR
     elements after another, on the thread's own stack, by the first panel of B to use it
     (`_tile_packing`);
@@ -25,8 +25,8 @@ The micro-kernel alone runs at 210-263 GFLOP/s on one core.
 
 `product_block` computes a block of C, so a kernel can run it in parallel: each thread makes
 its own group of C's columns (`claims`), claiming blocks of rows from an atomic counter
-(`next_block`) and moving on to another group's rows when its own are done, and applies the
-kernel's epilogue to each block it has just made, while it is in cache.
+(`next_product_block`) and moving on to another group's rows when its own are done, and
+applies the kernel's epilogue to each block it has just made, while it is in cache.
 Arrays are C-contiguous; A is (m, k), B (k, n), C (m, n), all of one float dtype.
 """
 from __future__ import annotations
@@ -52,8 +52,8 @@ from .parallel import LINE, fetch_add, load_acquire, stack_array, thread, thread
 from .target import cpu_features  # noqa: E402
 
 __all__ = ["MR", "NV", "KC", "VECTOR_BYTES", "panel_width", "packed_b_size", "packed_b",
-           "pack_b", "pack_b_parallel", "claims", "next_rows", "group_columns", "next_block",
-           "product_block", "product_rows", "product"]
+           "pack_b", "pack_b_parallel", "claims", "next_rows", "group_columns",
+           "next_product_block", "product_block", "product_rows", "product"]
 
 
 def _target_vectors() -> tuple[int, int]:
@@ -634,7 +634,7 @@ def _pack_group(b, bp, counters, g, c0, c1):
 
 
 @njit(cache=True)
-def next_block(b, bp, counters, m):
+def next_product_block(b, bp, counters, m):
     """The next block of C = A @ B (m rows) that no thread has claimed, (r0, r1, c0, c1), or
     an empty one when every block is claimed: from this thread's own group of columns first
     (`claims`), packing its panels of B when it first comes to them, then from the other
@@ -661,7 +661,7 @@ def product(a, b, c, work):
     counters = claims(b)
     for _ in prange(64):
         while True:
-            r0, r1, c0, c1 = next_block(b, bp, counters, a.shape[0])
+            r0, r1, c0, c1 = next_product_block(b, bp, counters, a.shape[0])
             if r0 == r1:
                 break
             product_block(a, bp, c, r0, r1, c0, c1)

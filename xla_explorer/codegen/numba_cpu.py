@@ -576,8 +576,8 @@ class KernelEmitter:
         self.parallel = True
         self.w.line("while True:")
         self.w.depth += 1
-        self.w.line(f"{r0}, {r1}, {c0}, {c1} = next_block({rhs}, {packed}, {claimed}, {m})  "
-                    "# its own columns first; B's panels packed when first reached")
+        self.w.line(f"{r0}, {r1}, {c0}, {c1} = next_product_block({rhs}, {packed}, {claimed}, "
+                    f"{m})  # its own columns first; B's panels packed when first reached")
         self.w.line(f"if {r0} == {r1}:")
         self.w.line("    break")
         self.w.line(f"product_block({lhs}, {packed}, {out}, {r0}, {r1}, {c0}, {c1})")
@@ -1023,7 +1023,7 @@ FASTMATH = {fastmath}
 PARALLEL_IMPORT = ("from xla_explorer.codegen.parallel import block_counter, next_block, "
                    "nonnegative, threads\n")
 GEMM_IMPORT = ("from xla_explorer.codegen.gemm import (pack_b, pack_b_parallel, packed_b, "
-               "claims,\n    next_block, product_block, product_rows)\n")
+               "claims,\n    next_product_block, product_block, product_rows)\n")
 
 
 def _kernel_computation(module: Module, inst: Instruction) -> tuple[Computation, str, bool]:

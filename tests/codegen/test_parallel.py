@@ -149,3 +149,15 @@ def test_a_parallel_loop_and_a_shared_product_in_one_program(rng):
     assert check.ok, str(check)
     source = ex.executable.sources[""]
     assert "next_block(" in source and "next_product_block(" in source, source
+
+
+def test_the_names_a_kernel_file_imports_are_distinct():
+    # A name imported twice is the last import's: a kernel calling the other would not compile.
+    from xla_explorer.codegen import scalar
+
+    imported = [set(scalar.__all__)] + [
+        set(re.findall(r"\w+", line.split(" import ", 1)[1]))
+        for line in (numba_cpu.PARALLEL_IMPORT, numba_cpu.GEMM_IMPORT)]
+    for k, names in enumerate(imported):
+        for other in imported[k + 1:]:
+            assert not names & other, names & other

@@ -107,6 +107,7 @@ class KernelSource:
     parallel: bool
     gemm: bool = False  # calls codegen/gemm.py's product
     workspace: int = 0  # bytes of scratch the kernel takes as its last argument, `work`
+    claims_blocks: bool = False  # has a parallel loop whose blocks it claims (parallel.py)
 
 
 @dataclass
@@ -162,6 +163,7 @@ class KernelEmitter:
         self.stored: dict[int, str] = {}
         self.row_scalars: dict[int, str] = {}
         self.parallel = False
+        self.claims_blocks = False  # a loop claims its blocks through codegen/parallel.py
         self.parallel_from = (PARALLEL_THRESHOLD_EXPENSIVE
                               if any(is_expensive(i) for i in comp.instructions)
                               else PARALLEL_THRESHOLD)
@@ -378,6 +380,7 @@ class KernelEmitter:
         parts = {acc: self.w.fresh("partials") for acc, _ in sums}
         for acc, dtype in sums:
             self.w.line(f"{parts[acc]} = np.empty({blocks}, dtype={np_type(dtype)})")
+        self.claims_blocks = True
         self.w.line(f"{claimed} = block_counter()  # counts the blocks claimed, of {blocks}")
         self.w.line(f"for {worker} in prange(threads()):  # each thread takes the next block "
                     "until none are left")
@@ -431,7 +434,7 @@ class KernelEmitter:
         body = self.w.lines or ["    pass"]
         return KernelSource(self.name, self.comp.name, "\n".join(header + [doc] + body) + "\n",
                             len(args), len(outs), self.parallel, self.uses_gemm,
-                            self.workspace)
+                            self.workspace, self.claims_blocks)
 
     def _reduces(self):
         return [i for i in self.comp.instructions if i.opcode in ("reduce", "dot")]
@@ -571,11 +574,10 @@ class KernelEmitter:
                     "rows of C and of B handed out in each")
         self.w.line(f"for {s} in prange({GEMM_WORKERS}):  # each thread takes blocks of C "
                     "until none are left")
-        self.w.depth += 1
-        self.scopes.append(_Scope())
+        self.open(with_inner=True)
         self.parallel = True
         self.w.line("while True:")
-        self.w.depth += 1
+        self.open()
         self.w.line(f"{r0}, {r1}, {c0}, {c1} = next_product_block({rhs}, {packed}, {claimed}, "
                     f"{m})  # its own columns first; B's panels packed when first reached")
         self.w.line(f"if {r0} == {r1}:")
@@ -586,16 +588,15 @@ class KernelEmitter:
             # The columns counted unsigned: Numba wraps a signed index that may be negative,
             # and a loop from a start it cannot see is not negative stays scalar.
             self.w.line(f"for {i} in range({r0}, {r1}):  # the epilogue, on this block")
-            self.w.line(f"    for {j} in range(np.uint64({c0}), np.uint64({c1})):")
-            self.w.depth += 2
-            self.scopes += [_Scope(), _Scope()]
+            self.open()
+            self.w.line(f"for {j} in range(np.uint64({c0}), np.uint64({c1})):")
+            self.open()
             for o in epilogue:
                 self.w.comment(o)
                 self.w.line(f"{_index(self.out_names[id(o)], (i, j))} = {self.value(o, (i, j))}")
             self.close(2)
             self.epilogue_done = True
-        self.w.depth -= 1
-        self.close(1)
+        self.close(1)  # the while loop, and the prange with it
 
     def _epilogue_in_rows(self, dot: Instruction) -> list[Instruction] | None:
         """The outputs to write row by row right after the product, or None where that would
@@ -822,15 +823,13 @@ class KernelEmitter:
         b, i = self.w.fresh("block"), self.w.fresh("i")
         if blocks:
             self.w.line(f"for {b} in range(0, {n}, {SUM_BLOCK}):")
-            self.w.depth += 1
-            self.scopes.append(_Scope())
+            self.open()
         part = self.w.fresh("part")
         dtype = np.dtype(operand.dtype)
         self.w.line(f"{part} = {exprs.literal(0, dtype)}")
         span = f"{b}, min({b} + {SUM_BLOCK}, {n})" if blocks else f"{n}"
         self.w.line(f"for {i} in range({span}):")
-        self.w.depth += 1
-        self.scopes.append(_Scope())
+        self.open()
         tidx = outer + (i,)
         self.row_index, self.row_tail = ridx + tidx, tidx
         self.w.line(f"{part} += {self.value(operand, ridx + tidx)}")
@@ -1070,7 +1069,7 @@ def generate_program(module: Module, assignment) -> Program:
                                  inst.metadata.source_line)
 
     lines = []
-    uses_gemm = parallel = False
+    uses_gemm = claims_blocks = False
     scratch = _whole_lines(assignment.peak_bytes)  # where the kernels' scratch space starts
     workspace = 0
     names: set[str] = set()
@@ -1102,7 +1101,7 @@ def generate_program(module: Module, assignment) -> Program:
         kernel = KernelEmitter(module, comp, fname, kind, row).emit()
         kernels[fname] = kernel.source
         uses_gemm |= kernel.gemm
-        parallel |= kernel.parallel
+        claims_blocks |= kernel.claims_blocks
         lines.append(kernel.source)
         driver.append(f"    # {format_instruction(inst, metadata=False).strip()}")
         outs = []
@@ -1147,7 +1146,7 @@ def generate_program(module: Module, assignment) -> Program:
                   + ("\n".join(driver) or "    pass") + "\n")
     flags = "{" + ", ".join(repr(f) for f in sorted(FASTMATH)) + "}"
     header = HEADER.format(module=module.name, fastmath=flags)
-    if parallel:
+    if claims_blocks:
         header += PARALLEL_IMPORT
     if uses_gemm:
         header += GEMM_IMPORT

@@ -188,6 +188,26 @@ def test_a_dense_layer_allocates_only_its_output(rng):
     assert out.nbytes <= peak < out.nbytes + 4096
 
 
+def test_the_outputs_a_product_writes_start_on_a_cache_line(rng):
+    # NumPy starts an array 16 bytes into a line; the product's tiles store into C once per
+    # KC rows of B, and a vector store across two lines costs two. Only its outputs move.
+    x, w = rng.standard_normal((300, 200)).astype(np.float32), \
+        rng.standard_normal((200, 100)).astype(np.float32)
+    ex = xe.explore(lambda x, w: (x * 2, np.maximum(x @ w, 0), x[:, :100] @ w[:100]), x, w,
+                    backend="cpu")
+    program = ex.executable.program
+    number = {element: k for element, (where, k) in enumerate(program.outputs)}
+    assert [where for where, _ in program.outputs] == ["output"] * 3
+    assert program.line_outputs == {number[1], number[2]}
+    for _ in range(5):
+        doubled, dense, other = ex.run(x, w)
+        assert dense.ctypes.data % 64 == 0 and other.ctypes.data % 64 == 0
+        np.testing.assert_array_equal(doubled, x * 2)
+        np.testing.assert_allclose(dense, np.maximum(x @ w, 0), rtol=1e-4, atol=1e-4)
+        np.testing.assert_allclose(other, x[:, :100] @ w[:100], rtol=1e-4, atol=1e-4)
+        assert dense.shape == (300, 100) and dense.dtype == np.float32 and dense.flags.c_contiguous
+
+
 @pytest.mark.parametrize("given, policy, spins", [({}, "PASSIVE", "5000"),
                                                   ({"GOMP_SPINCOUNT": "0"}, "PASSIVE", "0")])
 def test_openmp_threads_spin_briefly_then_sleep_unless_told_otherwise(given, policy, spins):

@@ -108,6 +108,9 @@ class KernelSource:
     gemm: bool = False  # calls codegen/gemm.py's product
     workspace: int = 0  # bytes of scratch the kernel takes as its last argument, `work`
     claims_blocks: bool = False  # has a parallel loop whose blocks it claims (parallel.py)
+    # Its outputs (by position) that should start on a cache line: those a product writes,
+    # tile by tile, once per KC rows of B (see `Program.line_outputs`).
+    line_outputs: tuple[int, ...] = ()
 
 
 @dataclass
@@ -171,6 +174,7 @@ class KernelEmitter:
         self.uses_gemm = False  # calls codegen/gemm.py
         self.workspace = 0  # bytes of scratch (packed B) the kernel needs
         self.epilogue_done = False  # the outputs were written inside the product's row loop
+        self.line_outputs: list[int] = []  # outputs a product writes (KernelSource.line_outputs)
         # Row kernels: expensive values an earlier pass over the row computed, kept in a
         # row-sized array for the later passes ({id: array}); which are written so far; the
         # index of the current pass's element (row, then position in the row).
@@ -434,7 +438,7 @@ class KernelEmitter:
         body = self.w.lines or ["    pass"]
         return KernelSource(self.name, self.comp.name, "\n".join(header + [doc] + body) + "\n",
                             len(args), len(outs), self.parallel, self.uses_gemm,
-                            self.workspace, self.claims_blocks)
+                            self.workspace, self.claims_blocks, tuple(self.line_outputs))
 
     def _reduces(self):
         return [i for i in self.comp.instructions if i.opcode in ("reduce", "dot")]
@@ -539,6 +543,7 @@ class KernelEmitter:
         product whose epilogue is element-wise runs the epilogue in the same loop, on the
         block the thread has just made, while it is in cache."""
         self.uses_gemm = True
+        self.line_outputs += [k for k, o in enumerate(self.outputs) if self.out_names[id(o)] == out]
         size = gemm.packed_b_size(k, n, inst.dtype)
         self.workspace = max(self.workspace, _whole_lines(max(size, 1)))
         packed = self.w.fresh("packed")
@@ -1006,6 +1011,11 @@ class Program:
     # The arena: the buffer assignment's temporaries, then (on a cache line) the scratch space
     # the kernels share, one at a time (a product's packed B).
     arena_bytes: int = 0
+    # The outputs (by number) to allocate starting on a cache line, as the arena's buffers
+    # do: those a product writes. It stores and adds into C a register tile at a time, once
+    # per KC rows of B, and a vector store that straddles two lines (NumPy starts arrays 16
+    # bytes into one) costs two. (Other kernels write each line once: no faster aligned.)
+    line_outputs: frozenset[int] = frozenset()
 
 
 def _whole_lines(nbytes: int) -> int:
@@ -1075,6 +1085,7 @@ def generate_program(module: Module, assignment) -> Program:
     names: set[str] = set()
     kernels: dict[str, str] = {}
     kernel_of: dict[str, str] = {}
+    line_outputs: set[int] = set()
     driver = []
 
     def buffer_expr(key) -> str:
@@ -1105,10 +1116,12 @@ def generate_program(module: Module, assignment) -> Program:
         lines.append(kernel.source)
         driver.append(f"    # {format_instruction(inst, metadata=False).strip()}")
         outs = []
-        for idx in flow.defined[inst.name]:
+        for pos, idx in enumerate(flow.defined[inst.name]):
             key = (inst.name, idx)
             b = assignment.buffer(buffer_name(*key))
             expr = buffer_expr(key)
+            if b.category == OUTPUT and pos in kernel.line_outputs:
+                line_outputs.add(out_index[b.name])
             if b.category == TEMPORARY:
                 offset = assignment.offset(b)
                 driver.append(f"    {expr} = arena[{offset}:{offset + b.size}]"
@@ -1152,4 +1165,5 @@ def generate_program(module: Module, assignment) -> Program:
         header += GEMM_IMPORT
     source = header + "\n\n" + "\n\n".join(lines + [driver_src])
     return Program(module, source, kernels, constants, outputs, len(out_index), kernel_of,
-                   scratch + workspace if workspace else assignment.peak_bytes)
+                   scratch + workspace if workspace else assignment.peak_bytes,
+                   frozenset(line_outputs))

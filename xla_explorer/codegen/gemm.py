@@ -267,7 +267,7 @@ def _tile_packing(typingctx, a, a_off, lda, ap, ap_off, b, b_off, c, c_off, ldc,
             # The element is copied to packed A through an integer register, loaded a second
             # time: stored from the vector register it is broadcast into, its store would
             # take a slot on the floating-point pipes the multiply-adds need, and the packing
-            # tile cost 1.47-1.56x a plain one (1.06-1.26x so; the product 2.0-2.6% faster).
+            # tile cost 1.47-1.56x a plain one (1.06-1.26x so; the product 0.6-2.6% faster).
             # The load is atomic (monotonic: a plain move on x86 and Arm) only so that LLVM
             # keeps it apart from the broadcast's load instead of merging the two.
             copy = builder.load_atomic(builder.bitcast(at, bits.as_pointer()), "monotonic",

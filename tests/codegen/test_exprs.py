@@ -36,8 +36,8 @@ N_RANDOM = 600
 
 # Float tolerance in ulps per op. Everything not listed is correctly rounded in both NumPy and
 # Numba (or exact): 0 ulps. The transcendental functions are NumPy's SIMD (SVML) ones against
-# libm or fastmath.py's polynomials. rsqrt: numba_cpu's fastmath flags include `arcp`, with
-# which LLVM makes a float32 1/sqrt an estimate plus one Newton step (up to 3 ulp).
+# libm or fastmath.py's polynomials. rsqrt: 1 / sqrt(x) rounds twice; under fastmath's `arcp`
+# LLVM made a float32 one an estimate plus one Newton step (up to 3 ulp), the bound kept here.
 ULPS = {"rsqrt": 3,
     "exponential": 4, "exponential-minus-one": 4, "log": 4, "log-plus-one": 4, "cbrt": 4,
     "sine": 4, "cosine": 4, "tan": 4, "tanh": 4, "logistic": 6, "power": 4, "atan2": 4,

@@ -222,7 +222,7 @@ def test_overflow_underflow_and_saturation(dtype):
 
 def test_the_same_results_called_alone(swept):
     """Each function called from Python, one element at a time, gives the bits it gives
-    inlined into the parallel kernel (compiled with reassoc, which it must not see)."""
+    inlined into a parallel kernel compiled as the generated ones are."""
     dtype, x, out = swept
     n_edges = len(edges(dtype))
     pick = np.concatenate([np.arange(len(x) - n_edges, len(x)),

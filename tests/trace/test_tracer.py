@@ -520,3 +520,20 @@ def test_random_basic_indices_read_and_write(index, scalar_value):
     v = np.float64(-1.5) if scalar_value else -np.arange(want_read.size,
                                                          dtype=np.float64).reshape(want_read.shape)
     assert_matches_numpy(write, lambda: [_BASE.copy(), np.array(v)])
+
+
+@pytest.mark.parametrize("backend", xe.api.BACKENDS)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_a_scalar_power_takes_numpys_fast_paths(backend, dtype):
+    # NumPy's x ** 0.5 is sqrt: nan at -inf and -0.0 at -0.0, where pow gives +inf and +0.0.
+    x = np.array([-np.inf, -0.0, 0.0, 4.0, np.nan, 2.5, -3.0, np.inf, 1e-40], dtype)
+    for e in (0.5, 2, -1, 1, 3, -0.5):
+        with np.errstate(all="ignore"):
+            want = x ** e
+            constant = xe.jit(lambda x: x ** e, backend=backend)(x)
+            argument = xe.jit(lambda x, e: x ** e, backend=backend)(x, e)
+        for got in (constant, argument):  # within rounding, and the same specials and signs
+            assert got.dtype == want.dtype
+            np.testing.assert_allclose(got, want, rtol=4 * np.finfo(dtype).eps, atol=0,
+                                       err_msg=f"x ** {e}")
+            np.testing.assert_array_equal(np.signbit(got), np.signbit(want), err_msg=f"x ** {e}")

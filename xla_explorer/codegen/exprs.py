@@ -94,8 +94,8 @@ def zero_like(dtype) -> str:
 # -- the expressions ------------------------------------------------------------------------
 # Per opcode, per element kind (b: pred, i: signed integer, f: float; "if" for both): the
 # expression, with {0} {1} {2} the operands, {T} the result's NumPy type, {one} a 1 of that
-# type, and {exp} {expm1} {log} {log1p} {tanh} {logistic} fastmath.py's functions of the
-# type.
+# type, {inf} an infinity of the operands' type, and {exp} {expm1} {log} {log1p} {tanh}
+# {logistic} fastmath.py's functions of the type.
 
 _EXPRS: dict[str, dict[str, str]] = {
     "negate":                 {"i": "{T}(-{0})", "f": "(-{0})"},
@@ -118,7 +118,10 @@ _EXPRS: dict[str, dict[str, str]] = {
     "tan":                    {"f": "np.tan({0})"},
     "tanh":                   {"f": "{tanh}({0})"},
     "logistic":               {"f": "{logistic}({0})"},
-    "is-finite":              {"f": "np.isfinite({0})"},
+    # Not np.isfinite: Numba lowers it to "x - x is not NaN", which reassoc and nsz fold to
+    # True whenever x is itself a sum or product. abs and < fold under no flag but ninf,
+    # which no kernel has, and vectorize.
+    "is-finite":              {"f": "(abs({0}) < {inf})"},
     # pred arithmetic is logical: add and maximum are or, multiply and minimum are and
     "add":                    {"b": "({0} | {1})", "i": "{T}({0} + {1})", "f": "({0} + {1})"},
     "subtract":               {"i": "{T}({0} - {1})", "f": "({0} - {1})"},
@@ -156,8 +159,10 @@ def _float_functions(dtype: np.dtype) -> dict[str, str]:
     return {f: f"{f}_{suffix}" for f in scalar.FLOAT_FUNCTIONS}
 
 
-def _fill(text: str, dtype: np.dtype, operands) -> str:
-    return text.format(*operands, T=np_type(dtype), one=literal(1, dtype),
+def _fill(text: str, dtype: np.dtype, operands, src: np.dtype | None = None) -> str:
+    src = dtype if src is None else src
+    inf = literal(np.inf, src) if src.kind == "f" else None
+    return text.format(*operands, T=np_type(dtype), one=literal(1, dtype), inf=inf,
                        **_float_functions(dtype))
 
 
@@ -214,7 +219,7 @@ def scalar_expr(inst, operands: list[str]) -> str:
     text = _template(opcode, src.kind)
     if text is None:
         raise _unsupported(inst, f"no scalar expression for element type {src}")
-    return _fill(text, np.dtype(inst.dtype), args)
+    return _fill(text, np.dtype(inst.dtype), args, src)
 
 
 def _compare(inst, args, src: np.dtype) -> str:

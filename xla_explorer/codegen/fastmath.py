@@ -63,7 +63,7 @@ logistic (scipy.special.expit gives 0 where the true value is a denormal).
 
 fastmath flags: `FLAGS = {"nsz", "contract", "afn"}`, what every public function is compiled
 with. The others, added one at a time (max ulp against the exact value, same sweeps):
-  reassoc     the kernels' flags include it. It undoes every exact sum above: exp gives 0 or
+  reassoc     the kernels' accumulations carry it (scalar.add_reassoc). It undoes every exact sum above: exp gives 0 or
               inf at 146 wrong inputs (the scaling order), log1p is 1.7e7 ulp off
               (x - ((1 + x) - 1) -> 0), expm1 4.5 and logistic 4.4 (float32), logistic 213
               (float64), log 2.0.
@@ -77,8 +77,7 @@ with. The others, added one at a time (max ulp against the exact value, same swe
 Decoration: `@njit(fastmath=FLAGS, error_model="numpy", forceinline=True, cache=True)`, each
 compiled as a function of its own, not `inline="always"`:
   - Numba's `inline="always"` pastes the body into the caller before typing, so the caller's
-    flags apply, and the generated kernels compile with reassoc (their reductions need it):
-    the measurements above.
+    flags would apply: a kernel compiled with reassoc gave the measurements above.
   - Compiled on its own, every instruction keeps its own flags; `forceinline=True` marks the
     LLVM function `alwaysinline`, so LLVM inlines it into the calling loop and vectorizes
     that. Without it LLVM's inliner left tanh_f64 (too big) as a call in a plain loop: 8.5

@@ -1,7 +1,8 @@
 """Scalar helpers that generated Numba kernels call, one per HLO semantic that Python's own
 operators do not give.
 
-Each helper is `@njit(inline="always")` (maximum and minimum are Numba intrinsics, see there):
+Each helper is `@njit(inline="always")` (maximum, minimum, add_reassoc and multiply_reassoc
+are Numba intrinsics, see there):
 Numba pastes its body into the kernel before typing, so the kernel's `fastmath` and
 `error_model` apply to it and LLVM sees one loop body it can vectorize. Bodies are written as
 selects (`a if c else b` on cheap operands, `|` and `&` on bools) rather than early returns, for
@@ -24,7 +25,7 @@ from numba.core import cgutils
 from numba.core.extending import intrinsic
 
 __all__ = [
-    "maximum", "minimum", "sign", "round_afz", "rsqrt",
+    "maximum", "minimum", "add_reassoc", "multiply_reassoc", "sign", "round_afz", "rsqrt",
     "int_divide", "int_remainder", "int_power",
     "shift_left", "shift_right_arithmetic", "shift_right_logical",
     "float_to_int", "prefetch_read", "prefetch_write",
@@ -51,7 +52,10 @@ def _min_max(name: str, cmp: str, logical: str):
             if isinstance(t, types.Float):
                 fnty = llvm_ir.FunctionType(x.type, [x.type, x.type])
                 fn = builder.module.declare_intrinsic(f"llvm.{name}", [x.type], fnty)
-                return builder.call(fn, [x, y])
+                # nsz: which zero max(-0.0, +0.0) gives is left open, as in NumPy (whose
+                # maximum returns its second operand there). Without it each vector maximum
+                # also needs a sign test and a blend.
+                return builder.call(fn, [x, y], fastmath=("nsz",))
             if isinstance(t, types.Boolean):
                 return getattr(builder, logical)(x, y)
             icmp = builder.icmp_signed if t.signed else builder.icmp_unsigned
@@ -67,6 +71,41 @@ maximum = _min_max("maximum", ">=", "or_")
 maximum.__doc__ = "np.maximum of two scalars: NaN if either is NaN."
 minimum = _min_max("minimum", "<=", "and_")
 minimum.__doc__ = "np.minimum of two scalars: NaN if either is NaN."
+
+
+# -- a reduction's accumulation step --------------------------------------------------------
+# Kernels are compiled without fastmath's `reassoc`, so that their element-wise arithmetic
+# rounds as NumPy's does (with it, LLVM rewrote x + y - y to x and (x * 2) * 0 to 0). The
+# order of a sum is unspecified in NumPy and XLA alike, and LLVM's loop vectorizer splits a
+# loop-carried fadd or fmul into vector partial sums only when that instruction carries
+# `reassoc`: so the accumulation step is built here, with that flag on it alone (all the
+# vectorizer asks for; `contract` would fuse a product into the sum, `nsz` open the sign of
+# a zero sum).
+
+ACCUMULATE_FLAGS = ("reassoc",)
+
+
+def _accumulate_step(opname: str):
+    @intrinsic
+    def step(typingctx, acc, x):
+        if not (isinstance(acc, types.Float) and x == acc):
+            return None  # only a float accumulator, and a value of its own type
+
+        def codegen(context, builder, sig, args):
+            instr = getattr(builder, opname)(*args)
+            # Numba's fastmath pass gives the kernel's flags only to instructions with none.
+            instr.flags.extend(ACCUMULATE_FLAGS)
+            return instr
+
+        return acc(acc, x), codegen
+
+    return step
+
+
+add_reassoc = _accumulate_step("fadd")
+add_reassoc.__doc__ = "acc + x, which LLVM may reassociate: the step of a float sum."
+multiply_reassoc = _accumulate_step("fmul")
+multiply_reassoc.__doc__ = "acc * x, which LLVM may reassociate: the step of a float product."
 
 
 # -- sign and rounding ----------------------------------------------------------------------

@@ -182,6 +182,38 @@ def _identity(b, x):
     return x
 
 
+def _scalar_source(x: Instruction) -> Instruction | None:
+    """The rank-0 value `x` broadcasts, or x itself if rank 0; None for a real array."""
+    if x.shape.rank == 0:
+        return x
+    if x.opcode == "broadcast" and x.operands[0].shape.rank == 0:
+        return x.operands[0]
+    return None
+
+
+def _power(b, shape, inputs, types):
+    # NumPy computes a float array to a scalar power by its fast paths: x ** 0.5 is sqrt
+    # (nan at -inf, -0.0 at -0.0, where C's pow gives +inf and +0.0), ** 2 is x * x, ** -1
+    # is 1 / x, ** 1 is x. A constant exponent picks one at trace time; for a value known
+    # only at run time, only 0.5's results differ from pow's beyond rounding.
+    x = b.broadcast_to(node_of(inputs[0], types[0]), shape)
+    known = inputs[1] if not isinstance(inputs[1], Tracer) else None
+    fast = {0.5: lambda: b.ew("sqrt", x), 2.0: lambda: b.ew("multiply", x, x),
+            -1.0: lambda: b.ew("divide", _const(b, 1, x), x), 1.0: lambda: x}
+    if x.dtype.kind == "f" and np.ndim(known) == 0 and known is not None \
+            and float(known) in fast:
+        return fast[float(known)]()
+    y = node_of(inputs[1], types[1])
+    scalar = _scalar_source(y) is not None
+    y = b.broadcast_to(y, shape)
+    if x.dtype.kind != "f" or not scalar or known is not None:
+        return b.ew("power", x, y)
+    return b.select(b.compare(y, _const(b, 0.5, y), "EQ"), b.ew("sqrt", x), b.ew("power", x, y))
+
+
+_power.takes_inputs = True  # sees the exponent as given: a constant one makes no instruction
+
+
 def _compare(direction):
     return lambda b, x, y: b.compare(x, y, direction)
 
@@ -334,7 +366,7 @@ UFUNCS: dict[str, Callable] = {
     "divide": _direct("divide"),
     "floor_divide": _by_kind(i=_floor_divide_int, f=lambda b, x, y: _divmod_float(b, x, y)[0]),
     "remainder": _by_kind(i=_remainder_int, f=lambda b, x, y: _divmod_float(b, x, y)[1]),
-    "power": _direct("power"),
+    "power": _power,
     "negative": _direct("negate"),
     "positive": _identity,
     "absolute": _by_kind(b=_identity, i=_direct("abs"), f=_direct("abs")),
@@ -474,8 +506,12 @@ def call_ufunc(ufunc, method: str, inputs, kwargs):
             if not is_supported_dtype(t):
                 raise _dtype_error(f"np.{name}", t)
         shape = np.broadcast_shapes(*(np.shape(value_of(x)) for x in inputs))
-        nodes = [b.broadcast_to(node_of(x, t), shape) for x, t in zip(inputs, in_types)]
-        node = UFUNCS[name](b, *nodes)
+        lower = UFUNCS[name]
+        if getattr(lower, "takes_inputs", False):
+            node = lower(b, shape, inputs, in_types)
+        else:
+            node = lower(b, *(b.broadcast_to(node_of(x, t), shape)
+                              for x, t in zip(inputs, in_types)))
         node = b.convert(node, out_type)
         return _finish_out(wrap(node, value, f"np.{name}"), out)
 

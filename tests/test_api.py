@@ -78,6 +78,73 @@ def test_run_rejects_wrong_arguments(xyz):
         ex.run(xyz[0][:10], xyz[1], xyz[2])
 
 
+@pytest.mark.parametrize("backend", xe.api.BACKENDS)
+def test_run_refuses_another_dtype_naming_the_argument(backend):
+    ex = xe.explore(lambda x: x * 1.25 + x**2, np.arange(4), backend=backend)
+    np.testing.assert_array_equal(ex.run(np.arange(4)), np.arange(4) * 1.25 + np.arange(4)**2)
+    with pytest.raises(TypeError) as info:
+        ex.run(np.arange(4.0))  # NumPy gives float64 [0, 2.25, 6.5, 12.75]; int64 was traced
+    message = str(info.value)
+    assert "argument 'x'" in message and "float64" in message and "int64" in message, message
+    with pytest.raises(TypeError, match="a Python float"):
+        xe.explore(lambda x, n: x * n, np.ones(2), 2, backend=backend).run(np.ones(2), 2.5)
+
+
+def updates_x_returns_y(x, y):
+    x += 1
+    return y * 1
+
+
+def doubles_x_adds_y(x, y):
+    x *= 2
+    return x + y
+
+
+@pytest.mark.parametrize("backend", xe.api.BACKENDS)
+@pytest.mark.parametrize("f,pick", [(updates_x_returns_y, lambda b: (b, b[1:])),
+                                    (doubles_x_adds_y, lambda b: (b, b)),
+                                    (updates_x_returns_y, lambda b: (b[::2], b))],
+                         ids=["view", "same", "strided"])
+def test_inputs_that_share_memory_with_an_updated_one_are_refused(backend, f, pick):
+    b = np.arange(5.0)
+    j = xe.jit(f, backend=backend)
+    with pytest.raises(ValueError, match="shares memory") as info:
+        j(*pick(b))
+    assert isinstance(info.value, xe.TraceError) and info.value.source_line
+    np.testing.assert_array_equal(b, np.arange(5.0))  # nothing was written
+    x, y = np.arange(5.0), np.arange(5.0)  # separate arrays still compile and run
+    want_x, want = x.copy(), f(x.copy(), y.copy())
+    f(want_x, y.copy())
+    np.testing.assert_array_equal(j(x, y), want)
+    np.testing.assert_array_equal(x, want_x)
+
+
+@pytest.mark.parametrize("backend", xe.api.BACKENDS)
+def test_updating_a_read_only_input_is_refused_at_its_line(backend):
+    def f(x):
+        x += 1
+        return x
+    ro = np.ones(3)
+    ro.setflags(write=False)
+    with pytest.raises(ValueError, match="read-only"):
+        f(ro)  # NumPy refuses it
+    with pytest.raises(ValueError, match="read-only") as info:
+        xe.jit(f, backend=backend)(ro)
+    assert info.value.source_line == f.__code__.co_firstlineno + 1
+
+
+def test_nested_jit_joins_the_outer_trace():
+    inner = xe.jit(lambda x: x + 1)
+    outer = xe.jit(lambda x: inner(x) * 2)
+    np.testing.assert_array_equal(outer(np.ones(3)), np.full(3, 4.0))
+    assert inner.cache_info().misses == 0  # traced into outer, not compiled alone
+
+    def explores(x):
+        return xe.explore(lambda y: y, x).run(x)
+    with pytest.raises(xe.TraceError, match="nested tracing is not supported"):
+        xe.jit(explores)(np.ones(3))
+
+
 def test_unknown_backend_is_refused(xyz):
     with pytest.raises(ValueError, match="interpreter"):
         xe.explore(sum_xyz, *xyz, backend="tpu")
@@ -103,3 +170,27 @@ def test_check_asks_float64_when_compiled_and_numpy_disagree(monkeypatch):
     monkeypatch.setattr(ex, "run", lambda *a: f(x) + np.float32(8))
     (worse,) = ex.check(x).outputs
     assert not worse.ok and not worse.note
+
+
+SCALE = np.array([1.0, 2.0, 3.0])
+
+
+def scaled(x):
+    return x * SCALE
+
+
+def test_check_explains_a_global_frozen_at_trace_time():
+    global SCALE
+    j = xe.jit(scaled)
+    x = np.ones(3)
+    np.testing.assert_array_equal(j(x), [1.0, 2.0, 3.0])
+    saved, SCALE = SCALE, np.array([-1.0, -1.0, -1.0])
+    try:
+        np.testing.assert_array_equal(j(x), [1.0, 2.0, 3.0])  # frozen, as in jax.jit
+        result = j.explore(x).check(x)
+        assert not result.ok
+        assert "'SCALE' changed since scaled was traced" in str(result)
+        assert xe.jit(scaled)(x).tolist() == [-1.0, -1.0, -1.0]  # a new trace reads it anew
+    finally:
+        SCALE = saved
+    assert j.explore(x).check(x).ok and not j.explore(x).check(x).note

@@ -8,7 +8,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from .errors import not_compilable
+from .errors import TraceError, as_python_class, not_compilable
 from .ir.module import Instruction, Module
 from .passes.base import Pipeline, Stage
 from .passes.buffer_assignment import BufferAssignment, is_kernel
@@ -17,7 +17,8 @@ from .passes.fusion_groups import ROW_CONFIG
 from .passes.pipeline import default_passes
 from .runtime.arena import run_in_arena
 from .runtime.reference import run_module
-from .trace.tracer import Traced, trace, unflatten
+from .trace.scalars import GuardFailed, guard_error
+from .trace.tracer import Traced, active_builder, located, trace, unflatten
 
 BACKENDS = ("interpreter", "cpu")
 
@@ -52,6 +53,7 @@ class OutputCheck:
 @dataclass(frozen=True)
 class CheckResult:
     outputs: tuple[OutputCheck, ...]
+    note: str = ""  # a likely cause of a mismatch (a global that changed since tracing)
 
     @property
     def ok(self) -> bool:
@@ -61,7 +63,7 @@ class CheckResult:
         return self.ok
 
     def __str__(self) -> str:
-        return "\n".join(str(o) for o in self.outputs)
+        return "\n".join([str(o) for o in self.outputs] + ([self.note] if self.note else []))
 
 
 def compare(name: str, got, want, precision=None) -> OutputCheck:
@@ -91,6 +93,14 @@ def compare(name: str, got, want, precision=None) -> OutputCheck:
     err = float(np.max(np.abs(got.astype(np.float64) - want.astype(np.float64))))
     return OutputCheck(name, want.dtype, want.shape, err, 0.0 if equal.all() else np.inf,
                        bool(equal.all()))
+
+
+def computed_precision(module: Module):
+    """The least precise float type a module computes through (None if no float): a float64
+    result computed from float32 values carries float32 rounding."""
+    floats = [np.dtype(i.dtype) for c in module.all_computations
+              for i in c.instructions if not i.shape.is_tuple and i.dtype.kind == "f"]
+    return min(floats, key=lambda d: d.itemsize, default=None)
 
 
 def _restore(value: np.ndarray, like):
@@ -171,6 +181,8 @@ class Exploration:
                  backend: str, autocluster: bool = False):
         self.function = f
         self.args = [copy.deepcopy(a) for a in args]
+        self.signature = signature(args)
+        self._captured = _captured_values(f)  # to explain a check that fails because of them
         self.traced = traced
         self.stages = stages
         self.backend = backend
@@ -291,14 +303,54 @@ class Exploration:
         Every temporary lives in one arena laid out by the buffer assignment, so a wrong
         assignment gives a wrong answer."""
         args = args or [copy.deepcopy(a) for a in self.args]
-        params = self.module.entry.parameters
-        if len(args) != len(params):
-            raise TypeError(f"{self.module.name}() takes {len(params)} arguments "
-                            f"({', '.join(self.traced.arg_names)}), got {len(args)}")
-        for a, p, name in zip(args, params, self.traced.arg_names):
-            if np.shape(a) != p.dims:
-                raise TypeError(f"argument {name!r} has shape {np.shape(a)}; this exploration "
-                                f"was traced for {list(p.dims)}")
+        self._check_signature(args)
+        try:
+            self.traced.scalars.replay(args)
+        except GuardFailed as failed:
+            raise guard_error(failed, self.module.name) from None
+        return self._run(args)
+
+    def _check_signature(self, args) -> None:
+        """A TypeError naming the argument whose shape or type differs from the trace's."""
+        names = self.traced.arg_names
+        if len(args) != len(names):
+            raise TypeError(f"{self.module.name}() takes {len(names)} arguments "
+                            f"({', '.join(names)}), got {len(args)}")
+        for name, given, want in zip(names, signature(args), self.signature):
+            if given != want:
+                raise TypeError(f"argument {name!r} is {_describe(given)}; this exploration "
+                                f"was traced for {_describe(want)}. Explore again for the "
+                                "new shape or type, or use xe.jit, which compiles one "
+                                "program per signature")
+
+    def _check_writes(self, args) -> None:
+        """NumPy writes an in-place update into the caller's array, through every view of it;
+        the compiled program takes each argument as a separate input, so an update to one
+        argument that another shares memory with is refused rather than lost."""
+        for out, p in self.traced.aliases:
+            a, name = args[p], self.traced.arg_names[p]
+            site = self.traced.module.entry.root.operands[out].metadata  # the last write
+            where = dict(op=f"{name} (in place)", source_file=site.source_file or None,
+                         source_line=site.source_line or None)
+            if not a.flags.writeable:
+                raise as_python_class(ValueError)(
+                    f"argument {name!r} is updated in place but is read-only (assignment "
+                    "destination is read-only: NumPy refuses this too)",
+                    hint=f"Pass a copy: {name}.copy().", **where)
+            for q, other in enumerate(args):
+                if q != p and isinstance(other, np.ndarray) and np.shares_memory(a, other):
+                    other_name = self.traced.arg_names[q]
+                    raise as_python_class(ValueError)(
+                        f"argument {name!r} is updated in place and shares memory with "
+                        f"argument {other_name!r} (one is a view of the other, or they are "
+                        "the same array); the compiled program takes them as separate "
+                        f"inputs, so the update would not show through {other_name!r} as it "
+                        "does in NumPy", hint=f"Pass a copy: {other_name}.copy().", **where)
+
+    def _run(self, args):
+        """Run on arguments already checked against the signature and the scalar guards."""
+        if self.traced.aliases:
+            self._check_writes(args)
         buffers = self.buffers
         if self.autocluster:
             flat = self._run_clustered(args)
@@ -366,10 +418,7 @@ class Exploration:
         want = self.function(*eager_args)
         got = self.run(*run_args)
         want_leaves, got_leaves = _leaves(want), _leaves(got)
-        # A float64 result computed from float32 values carries float32 rounding.
-        floats = [np.dtype(i.dtype) for c in self.module.all_computations
-                  for i in c.instructions if not i.shape.is_tuple and i.dtype.kind == "f"]
-        precision = min(floats, key=lambda d: d.itemsize, default=None)
+        precision = computed_precision(self.module)
         checks = [compare(f"output {i}", g, w, precision)
                   for i, (g, w) in enumerate(zip(got_leaves, want_leaves))]
         if not all(c.ok for c in checks):
@@ -377,7 +426,14 @@ class Exploration:
         for _, param in self.traced.aliases:
             name = self.traced.arg_names[param]
             checks.append(compare(f"{name} (in place)", run_args[param], eager_args[param]))
-        return CheckResult(tuple(checks))
+        changed = [] if all(c.ok for c in checks) else [
+            name for name, value in self._captured.items()
+            if not _same_value(value, _captured_values(self.function).get(name))]
+        note = "" if not changed else (
+            f"{', '.join(map(repr, changed))} changed since {self.module.name} was traced: "
+            "the compiled program holds the value each global or closure variable had then, "
+            "as jax.jit does. Pass it as an argument, or compile again (xe.jit(f) anew).")
+        return CheckResult(tuple(checks), note)
 
     def _referee(self, checks, args, got, want) -> list[OutputCheck]:
         """Outputs outside the tolerance, judged against the same NumPy code run in float64:
@@ -417,6 +473,29 @@ class Exploration:
                 f"({', '.join(changed)} changed), backend={self.backend}>")
 
 
+def _captured_values(f) -> dict:
+    """Copies of the arrays and numbers `f` reads from its globals and closure: tracing
+    freezes them into the program as constants."""
+    code = getattr(f, "__code__", None)
+    if code is None:
+        return {}
+    names = {n: getattr(f, "__globals__", {}).get(n) for n in code.co_names}
+    for n, cell in zip(code.co_freevars, getattr(f, "__closure__", None) or ()):
+        try:
+            names[n] = cell.cell_contents
+        except ValueError:  # a cell not yet filled
+            continue
+    return {n: v.copy() if isinstance(v, np.ndarray) else v for n, v in names.items()
+            if isinstance(v, (np.ndarray, np.generic, bool, int, float))}
+
+
+def _same_value(a, b) -> bool:
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return (isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and a.shape == b.shape
+                and a.dtype == b.dtype and np.array_equal(a, b, equal_nan=a.dtype.kind == "f"))
+    return type(a) is type(b) and (a == b or (a != a and b != b))
+
+
 def _leaves(tree) -> list:
     if isinstance(tree, (tuple, list)):
         return [leaf for t in tree for leaf in _leaves(t)]
@@ -436,6 +515,11 @@ def explore(f: Callable, *args, backend: str = "interpreter", passes=None,
     the cpu backend compiles the whole function or raises CompileError naming what cannot."""
     if backend not in BACKENDS:
         raise ValueError(f"backend {backend!r} is not available; choose one of {BACKENDS}")
+    if active_builder() is not None:
+        raise located(TraceError, "xe.explore was called inside a function being traced; "
+                                  "nested tracing is not supported", "xe.explore",
+                      "Call the function directly inside (its ops join the outer trace), or "
+                      "use xe.jit, which does that when nested.")
     traced = trace(f, args, autocluster=autocluster)
     if backend == "cpu" and not autocluster:
         _must_compile(traced.module)
@@ -469,9 +553,10 @@ class CacheInfo:
     signatures: tuple[tuple, ...]  # ((shape, dtype), ...) per compiled call signature
 
 
-def _signature(args) -> tuple:
+def signature(args) -> tuple:
     """What a compiled program is specialised on: each argument's shape and type (a Python
-    number by its type: NumPy treats it as weakly typed, whatever its value)."""
+    number by its type: NumPy treats it as weakly typed; what its value decides is checked
+    on each call by the trace's ScalarProgram)."""
     sig = []
     for a in args:
         if isinstance(a, (bool, int, float, complex)) and not isinstance(a, np.generic):
@@ -480,6 +565,14 @@ def _signature(args) -> tuple:
             a = np.asarray(a)
             sig.append((a.shape, a.dtype.str))
     return tuple(sig)
+
+
+def _describe(sig: tuple) -> str:
+    """One argument's signature as a reader writes it: `float64[4]`, `a Python int`."""
+    shape, kind = sig
+    if kind in ("bool", "int", "float", "complex"):
+        return f"a Python {kind}"
+    return f"an array of shape {shape} and type {np.dtype(kind)}"
 
 
 class JitFunction:
@@ -498,25 +591,35 @@ class JitFunction:
         self.__doc__ = getattr(f, "__doc__", None)
 
     def explore(self, *args) -> Exploration:
-        """The Exploration behind the compiled program for these arguments."""
-        key = _signature(args)
-        ex = self._compiled.get(key)
-        if ex is None:
-            self._misses += 1
-            ex = explore(self.function, *args, backend=self.backend,
-                         autocluster=self.autocluster)
-            if not self.autocluster and self.backend == "interpreter":
-                _must_compile(ex.traced.module)  # explore checked it for compiled backends
-            self._compiled[key] = ex
-        else:
+        """The Exploration behind the compiled program for these arguments: one per signature,
+        and per value of a Python scalar argument that decided the program (a shape, an
+        index, a branch), as JAX compiles per value of a static argument."""
+        key = signature(args)
+        programs = self._compiled.setdefault(key, [])
+        for ex in programs:
+            try:
+                ex.traced.scalars.replay(args)  # raises NumPy's or Python's error for args
+            except GuardFailed:
+                continue
             self._hits += 1
+            return ex
+        self._misses += 1
+        ex = explore(self.function, *args, backend=self.backend, autocluster=self.autocluster)
+        if not self.autocluster and self.backend == "interpreter":
+            _must_compile(ex.traced.module)  # explore checked it for compiled backends
+        programs.append(ex)
         return ex
 
     def __call__(self, *args):
-        return self.explore(*args).run(*args)
+        if active_builder() is not None:
+            # Called while another function is traced: its ops join that trace, as JAX
+            # inlines a nested jit.
+            return self.function(*args)
+        return self.explore(*args)._run(args)
 
     def cache_info(self) -> CacheInfo:
-        return CacheInfo(self._hits, self._misses, tuple(self._compiled))
+        return CacheInfo(self._hits, self._misses,
+                         tuple(k for k, programs in self._compiled.items() for _ in programs))
 
 
 def jit(f: Callable | None = None, *, backend: str = "cpu", autocluster: bool = False):

@@ -32,10 +32,14 @@ class CompileError(_Located, Exception):
         super().__init__(self._locate(message, op, source_file, source_line, hint))
 
 
+# Custom-call targets that are not NumPy functions, as the user wrote them.
+_NOT_COMPILABLE_NAMES = {"numpy.boolean_mask": "boolean-mask indexing (x[mask])"}
+
+
 def not_compilable(target: str, source_file: str | None, source_line: int | None
                    ) -> CompileError:
     """Must-compile meeting a non-compilable op (custom_call_target `numpy.unique`, ...)."""
-    name = "np." + target.removeprefix("numpy.")
+    name = _NOT_COMPILABLE_NAMES.get(target, "np." + target.removeprefix("numpy."))
     return CompileError(
         f"{name} is not compilable: the shape of its result depends on the values of its "
         "input", op=name, source_file=source_file or None, source_line=source_line or None,
@@ -53,6 +57,27 @@ class TraceError(_Located, Exception):
     def __init__(self, message: str, *, op: str | None = None, source_file: str | None = None,
                  source_line: int | None = None, hint: str | None = None):
         super().__init__(self._locate(message, op, source_file, source_line, hint))
+
+
+def as_python_class(cls: type[BaseException], base: type = None) -> type:
+    """A `base` error (TraceError by default) that is also `cls`'s nearest built-in class
+    (OverflowError, ValueError, AttributeError, ...), so that NumPy's or Python's own error,
+    raised while tracing or found at call time, is still caught by `except OverflowError`
+    while it names the user's line."""
+    base = base or TraceError
+    builtin = next(c for c in cls.__mro__ if c.__module__ == "builtins")
+    if builtin in (Exception, BaseException) or not issubclass(builtin, Exception):
+        return base
+    if (base, builtin) not in _BOTH:
+        name = base.__name__.removesuffix("Error") + builtin.__name__
+        both = type(name, (base, builtin), {
+            "__module__": __name__,
+            "__doc__": f"A {base.__name__} that is also Python's {builtin.__name__}."})
+        globals()[name] = _BOTH[base, builtin] = both  # importable by name, so it pickles
+    return _BOTH[base, builtin]
+
+
+_BOTH: dict[tuple[type, type], type] = {}
 
 
 class HloParseError(ValueError):

@@ -39,21 +39,25 @@ ROOT z = f32[2,3] exponential(y)""", f"""\
 x = f32[2,3] parameter(0)
 {ONES}
 ROOT z = f32[2,3] exponential(x)"""),
-    "x+0": ("add-zero", f"""\
+    "x+0": ("add-zero", """\
+x = s32[2,3] parameter(0)
+zero = s32[] constant(0)
+zeros = s32[2,3] broadcast(zero), dimensions={}
+y = s32[2,3] add(x, zeros)
+ROOT z = s32[2,3] negate(y)""", """\
+x = s32[2,3] parameter(0)
+zero = s32[] constant(0)
+zeros = s32[2,3] broadcast(zero), dimensions={}
+ROOT z = s32[2,3] negate(x)"""),
+    "-0.0+x": ("add-zero", """\
 x = f32[2,3] parameter(0)
-{ZEROS}
-y = f32[2,3] add(x, zeros)
-ROOT z = f32[2,3] exponential(y)""", f"""\
-x = f32[2,3] parameter(0)
-{ZEROS}
-ROOT z = f32[2,3] exponential(x)"""),
-    "0+x": ("add-zero", f"""\
-x = f32[2,3] parameter(0)
-{ZEROS}
+zero = f32[] constant(-0)
+zeros = f32[2,3] broadcast(zero), dimensions={}
 y = f32[2,3] add(zeros, x)
-ROOT z = f32[2,3] exponential(y)""", f"""\
+ROOT z = f32[2,3] exponential(y)""", """\
 x = f32[2,3] parameter(0)
-{ZEROS}
+zero = f32[] constant(-0)
+zeros = f32[2,3] broadcast(zero), dimensions={}
 ROOT z = f32[2,3] exponential(x)"""),
     "x-0": ("sub-zero", f"""\
 x = f32[2,3] parameter(0)
@@ -345,6 +349,12 @@ d = f64[2] convert(c)
 s = f64[1] slice(d), slice={[0:1]}
 ss = f64[1] slice(d), slice={[0:2:2]}
 ROOT t = (f64[1], f64[1]) tuple(s, ss)""",
+    # x + 0.0 is not x for floats: -0.0 + 0.0 is +0.0 (1 / (x + 0) is +inf where 1 / x is -inf).
+    """x = f32[2,3] parameter(0)
+zero = f32[] constant(0)
+zeros = f32[2,3] broadcast(zero), dimensions={}
+y = f32[2,3] add(x, zeros)
+ROOT z = f32[2,3] divide(zeros, y)""",
 ])
 def test_nothing_fires(entry):
     before, result = run_pass(AlgebraicSimplifier(), hlo(entry))
@@ -393,3 +403,12 @@ def test_semantics_on_the_golden_programs():
         result = AlgebraicSimplifier().run(before)
         xe.verify(result.module)
         assert_same_meaning(before, result.module, seeds=(0,))
+
+
+@pytest.mark.parametrize("backend", xe.api.BACKENDS)
+def test_adding_zero_keeps_the_sign_of_negative_zero(backend):
+    x = np.array([-0.0, 0.0, -1.5, np.inf], np.float32)
+    with np.errstate(divide="ignore"):
+        want = 1 / (x + 0)
+        got = xe.jit(lambda x: 1 / (x + 0), backend=backend)(x)
+    np.testing.assert_array_equal(got, want)  # +inf at -0.0, as NumPy: -0.0 + 0 is +0.0

@@ -315,3 +315,94 @@ def test_out_of_the_wrong_shape_is_a_trace_error():
     with pytest.raises(xe.TraceError, match="does not fit") as info:
         xe.explore(f, X)
     assert info.value.source_line == line_of(f, "out=x[::2]")
+
+
+# -- NumPy's own errors keep their class; crashes became messages ------------------------------
+
+
+@pytest.mark.parametrize("f,cls,call", [
+    (lambda x: x * 2**40, OverflowError, "x * 2**40"),
+    (lambda x: x.reshape(5, 7), ValueError, "x.reshape(5, 7)"),
+    (lambda x: np.sum(x, axis=3), ValueError, "np.sum(x, axis=3)"),
+], ids=["overflow", "reshape", "axis"])
+def test_numpy_errors_keep_their_class(f, cls, call):
+    x = np.arange(12, dtype=np.int32).reshape(3, 4)
+    with pytest.raises(cls):
+        f(x)  # NumPy's own class
+    with pytest.raises(cls) as info:
+        xe.jit(f)(x)
+    assert isinstance(info.value, xe.TraceError)
+    assert call in str(info.value).splitlines()[1]
+
+
+def test_linspace_retstep_works():
+    def f(x):
+        ramp, step = np.linspace(0, 1, 5, retstep=True)
+        return x + ramp * step
+    np.testing.assert_array_equal(xe.jit(f)(np.ones(5)), f(np.ones(5)))
+
+
+def test_ndarray_methods_and_typos_name_the_ndarray_attribute():
+    def view(x):
+        return x.view(np.int64)
+    with pytest.raises(xe.UnsupportedOpError, match=r"ndarray\.view is not supported") as info:
+        xe.explore(view, X)
+    assert isinstance(info.value, AttributeError) and "astype" in str(info.value)
+    assert info.value.source_line == line_of(view, "x.view")
+
+    def typo(x):
+        return x.sortt()
+    with pytest.raises(AttributeError, match="ndarray has no attribute 'sortt'") as info:
+        xe.explore(typo, X)
+    assert "Tracer" not in str(info.value) and ".sort?" in str(info.value)
+    assert info.value.source_line == line_of(typo, "x.sortt()")
+
+
+def test_a_leaked_tracer_used_later_says_what_happened():
+    kept = []
+    xe.explore(lambda x: kept.append(x * 2) or x, X)
+    for use in (lambda: kept[0] + 1, lambda: np.exp(kept[0]), lambda: kept[0][1:],
+                lambda: bool(kept[0][0, 0])):
+        with pytest.raises(xe.TraceError, match="used after the trace that made it ended"):
+            use()
+
+
+def test_index_messages_say_what_the_user_wrote():
+    def by_traced_int(v, k):
+        return v[k]
+    with pytest.raises(xe.UnsupportedOpError, match="traced integer") as info:
+        xe.explore(by_traced_int, np.ones(3), np.int64(1))
+    assert "fancy" not in str(info.value) and "Python int" in str(info.value)
+
+    def fancy(x, k):
+        return x[:, k[:2]]
+    with pytest.raises(xe.UnsupportedOpError, match=r"x\[:, a traced int64\[2\] array\]") as info:
+        xe.explore(fancy, X, np.arange(3))
+    assert "Tracer" not in str(info.value)
+
+    with pytest.raises(xe.CompileError, match=r"boolean-mask indexing \(x\[mask\]\)") as info:
+        xe.jit(lambda x: x[x > 0])(X)
+    assert "np.boolean_mask" not in str(info.value)
+
+
+def test_an_unsupported_form_does_not_suggest_its_own_function():
+    with pytest.raises(xe.UnsupportedOpError, match="einsum") as info:
+        xe.explore(lambda x: np.einsum("ii->i", x), np.ones((3, 3)))
+    assert "similar name: np.einsum" not in str(info.value)
+
+
+@pytest.mark.parametrize("backend", xe.api.BACKENDS)
+def test_np_array_of_traced_values_stacks_them(backend):
+    def f(x, c):
+        p = np.array([c, 2.0, x[0]])  # a Python float, a Python int argument, a traced element
+        q = np.asarray(x)  # the same array
+        r = np.array(x)  # a copy: updating it leaves x alone
+        r += 1
+        m = np.array([[x[0], x[1]], [1, 2]], dtype=np.float32)
+        return p, q, r, x, m, np.asarray(c) * x
+
+    x = np.arange(3.0)
+    got, want = xe.jit(f, backend=backend)(x.copy(), 3), f(x.copy(), 3)
+    for g, w in zip(got, want):
+        assert g.dtype == w.dtype
+        np.testing.assert_array_equal(g, w)

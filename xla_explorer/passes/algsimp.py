@@ -35,6 +35,12 @@ def is_all(x: Instruction, v) -> bool:
     return s is not None and s == v
 
 
+def _adds_nothing(x: Instruction) -> bool:
+    """x is all zeros that leave every addend as it is: 0, or -0.0 for floats."""
+    s = scalar_value(x)
+    return s is not None and s == 0 and (x.dtype.kind != "f" or bool(np.signbit(s)))
+
+
 @dataclass(frozen=True)
 class Rule:
     name: str
@@ -96,7 +102,9 @@ def _fold(i, make):
 
 
 RULES: list[Rule] = [
-    Rule("add-zero",        "add",       "x + 0 -> x",   _operand_if(lambda i: i.operands[0] if is_all(i.operands[1], 0) else (i.operands[1] if is_all(i.operands[0], 0) else None))),
+    # -0.0 + 0.0 is +0.0, so for floats only -0.0 is the identity of add (1 / (x + 0) keeps
+    # its sign); x - 0.0 is x for every x, -0.0 included.
+    Rule("add-zero",        "add",       "x + 0 -> x (floats: x + -0.0)", _operand_if(lambda i: i.operands[0] if _adds_nothing(i.operands[1]) else (i.operands[1] if _adds_nothing(i.operands[0]) else None))),
     Rule("sub-zero",        "subtract",  "x - 0 -> x",   _operand_if(lambda i: i.operands[0] if is_all(i.operands[1], 0) else None)),
     Rule("mul-one",         "multiply",  "x * 1 -> x",   _operand_if(lambda i: i.operands[0] if is_all(i.operands[1], 1) else (i.operands[1] if is_all(i.operands[0], 1) else None))),
     Rule("div-one",         "divide",    "x / 1 -> x",   _operand_if(lambda i: i.operands[0] if is_all(i.operands[1], 1) else None)),

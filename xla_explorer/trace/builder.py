@@ -14,6 +14,7 @@ import numpy as np
 from ..ir.module import Computation, Instruction, Metadata, Module
 from ..ir.ops import infer_shape
 from ..ir.shape import Shape, TupleShape, hlo_type_name, scalar
+from .scalars import ScalarProgram
 
 # Reductions the tracer emits, by the element-wise op of their reducer, with each one's
 # identity (the init value XLA wants) as a function of the element type.
@@ -46,6 +47,8 @@ class Builder:
         self._ids = itertools.count(1)
         self._constants: dict[tuple, Instruction] = {}
         self.site = Metadata()
+        # What the trace read of Python scalar arguments, replayed on every call.
+        self.scalars = ScalarProgram()
 
     # -- naming and emission ----------------------------------------------------------------
 

@@ -9,6 +9,7 @@ weak), and the operands are converted to them before the op.
 from __future__ import annotations
 
 import contextlib
+import decimal
 import difflib
 import math
 import sys
@@ -16,11 +17,12 @@ from typing import Callable
 
 import numpy as np
 
-from ..errors import TraceError, UnsupportedOpError
+from ..errors import TraceError, UnsupportedOpError, as_python_class
 from ..ir.module import Instruction
 from ..ir.ops import register_opaque
 from ..ir.shape import Shape, TupleShape, is_supported_dtype
 from .builder import REDUCERS
+from .scalars import Const, python_op
 from .tracer import Tracer, _dtype_error, active_builder, at_user_site, located
 
 _LN2 = math.log(2.0)
@@ -64,6 +66,10 @@ def python_scalar_op(ufunc, operands):
     result is a weak Python scalar again."""
     b = active_builder()
     name = ufunc.__name__
+    with at_user_site(b, name) as site:
+        python = python_op(name, [value_of(x) for x in operands], site)
+        ref = b.scalars.op(name, tuple(x._ref if isinstance(x, Tracer) else Const(x)
+                                       for x in operands), type(python), site)
     kinds = {type(value_of(x)) for x in operands}
     if float in kinds:
         dt = np.dtype(np.float64)
@@ -77,9 +83,8 @@ def python_scalar_op(ufunc, operands):
         strong = [astype(x, dt) if isinstance(x, Tracer) else np.asarray(x, dt)[()]
                   for x in operands]
     result = ufunc(*strong)
-    if isinstance(result, Tracer) and result._base is None:
-        result._weak = True
-        result._value = np.asarray(result.value).item()
+    # Python's value, not NumPy's at the traced type: they differ only where python_op refused.
+    result._weak, result._value, result._ref = True, python, ref
     return result
 
 
@@ -112,6 +117,9 @@ def node_of(x, dtype=None) -> Instruction:
             raise located(TraceError, "a traced array from another trace was used here",
                           "tracing", "Do not keep traced arrays across calls (globals, closures).")
         node = x.node
+        if x._ref is not None and dtype is not None and np.dtype(dtype).kind in "iu" \
+                and np.dtype(dtype) != np.int64:  # NumPy's overflow check, on each call
+            b.scalars.fits(x._ref, dtype, b.site)
     elif isinstance(x, Instruction):
         node = x
     else:
@@ -146,8 +154,8 @@ def _eager(fn, what: str, *args, **kwargs):
             return fn(*args, **kwargs)
     except (TraceError, UnsupportedOpError):
         raise
-    except Exception as e:  # NumPy's own complaint, at the user's line
-        raise located(TraceError, f"{what} failed in NumPy: {e}", what) from e
+    except Exception as e:  # NumPy's own complaint, at the user's line, of NumPy's class too
+        raise located(as_python_class(type(e)), f"{what} failed in NumPy: {e}", what) from e
 
 
 def _axes(axis, ndim: int) -> tuple[int, ...]:
@@ -263,22 +271,83 @@ def _trunc(b, x):
     return b.select(b.compare(x, _const(b, 0, x), "LT"), b.ew("ceil", x), b.ew("floor", x))
 
 
+def _in_float64(f):
+    """A float32 lowering that computes f in float64 and rounds once: for the functions whose
+    float32 formula loses more than rounding (a rounded argument or constant), at the cost of
+    a float64 function in the loop."""
+    def lower(b, x):
+        if x.dtype == np.float64:
+            return f(b, x)
+        return b.convert(f(b, b.convert(x, np.float64)), x.dtype)
+    return lower
+
+
+def _exp2_float64(b, x):
+    # Not exp(x ln 2): the rounding of x ln 2 is amplified by |x ln 2| (722 ulp at 1024), and
+    # exp2(k) would miss 2**k. power(2, x) is exact at whole x, as NumPy's exp2 is.
+    return b.ew("power", _const(b, 2, x), x)
+
+
+def _exp2_float32(b, x):
+    # In float64 x ln 2 is rounded far below float32's precision.
+    w = b.convert(x, np.float64)
+    return b.convert(b.ew("exponential", b.ew("multiply", w, _const(b, _LN2, w))), x.dtype)
+
+
 def _exp2(b, x):
-    return b.ew("exponential", b.ew("multiply", x, _const(b, _LN2, x)))
+    return (_exp2_float64 if x.dtype == np.float64 else _exp2_float32)(b, x)
+
+
+def _ln2_rounded_up(bits: int) -> tuple[float, float]:
+    """ln 2 rounded up to a multiple of 2**-bits, and e^(that - ln 2), from 60 digits."""
+    ctx = decimal.Context(prec=60)
+    ln2 = ctx.ln(decimal.Decimal(2))
+    hi = decimal.Decimal(math.ceil(ctx.multiply(ln2, 2 ** bits))) / 2 ** bits
+    return float(hi), float(ctx.exp(hi - ln2))
+
+
+# Per float type: (H, C, BIG) for sinh and cosh. e^a / 2 = e^(a - H) C, where a - H is exact
+# for the a it is used on (a >= BIG: a below 2**8 in float32 and 2**21 in float64, where H has
+# 15 and 32 bits); exp(a - ln 2) would be off by the rounding of a - ln 2 times a (25 ulp in
+# float32, 496 in float64), and e^a overflows before e^a / 2 does. H is rounded up so that
+# e^(a - H) overflows only where e^a / 2 does.
+_HALF_EXP = {np.dtype(np.float32): (*_ln2_rounded_up(15), 88.0),
+             np.dtype(np.float64): (*_ln2_rounded_up(32), 709.0)}
+# Below this |x|, sinh(x) and arcsinh(x) round to x (x^3 / 6 is below half an ulp of x); taking
+# x itself there keeps the sign of -0.0, which a select on x < 0 loses.
+_TINY = {np.dtype(np.float32): 2.0 ** -12, np.dtype(np.float64): 2.0 ** -26}
+
+
+def _half_exp(b, a):
+    """e^a / 2 for a >= BIG, without overflowing before it."""
+    hi, c, _ = _HALF_EXP[a.dtype]
+    return b.ew("multiply", b.ew("exponential", b.ew("subtract", a, _const(b, hi, a))),
+                _const(b, c, a))
 
 
 def _sinh(b, x):
-    # expm1 keeps sinh accurate near 0, where exp(x) - exp(-x) cancels.
-    half = _const(b, 0.5, x)
-    return b.ew("multiply", half, b.ew("subtract", b.ew("exponential-minus-one", x),
-                                       b.ew("exponential-minus-one", b.ew("negate", x))))
+    # sinh|x| = (E + E / (E + 1)) / 2 with E = expm1|x|: no cancellation near 0 (where
+    # e^x - e^-x cancels) and one expm1; above BIG, e^|x| / 2 without overflowing early (expm1
+    # overflows at 88.7 in float32, sinh at 89.4).
+    _, _, big = _HALF_EXP[x.dtype]
+    a = b.ew("abs", x)
+    e = b.ew("exponential-minus-one", a)
+    small = b.ew("multiply", _const(b, 0.5, x),
+                 b.ew("add", e, b.ew("divide", e, b.ew("add", e, _const(b, 1, x)))))
+    mag = b.select(b.compare(a, _const(b, big, x), "GT"), _half_exp(b, a), small)
+    signed = b.select(b.compare(x, _const(b, 0, x), "LT"), b.ew("negate", mag), mag)
+    return b.select(b.compare(a, _const(b, _TINY[x.dtype], x), "LT"), x, signed)
 
 
 def _cosh(b, x):
-    # e^(x - ln 2) + e^(-x - ln 2) overflows only where cosh itself does.
-    ln_half = _const(b, -_LN2, x)
-    return b.ew("add", b.ew("exponential", b.ew("add", x, ln_half)),
-                b.ew("exponential", b.ew("add", b.ew("negate", x), ln_half)))
+    # e^|x| / 2 + (1 / 2) / e^|x|, and above BIG (where e^-|x| no longer counts) e^|x| / 2
+    # without overflowing early.
+    _, _, big = _HALF_EXP[x.dtype]
+    a = b.ew("abs", x)
+    e = b.ew("exponential", a)
+    half = _const(b, 0.5, x)
+    small = b.ew("add", b.ew("multiply", half, e), b.ew("divide", half, e))
+    return b.select(b.compare(a, _const(b, big, x), "GT"), _half_exp(b, a), small)
 
 
 def _one_minus_sq(b, x):
@@ -308,7 +377,8 @@ def _arcsinh(b, x):
     large = b.ew("add", b.ew("log", a), _const(b, _LN2, x))
     big = b.compare(a, _const(b, 1e8 if x.dtype == np.float64 else 1e4, x), "GT")
     mag = b.select(big, large, small)
-    return b.select(b.compare(x, _const(b, 0, x), "LT"), b.ew("negate", mag), mag)
+    signed = b.select(b.compare(x, _const(b, 0, x), "LT"), b.ew("negate", mag), mag)
+    return b.select(b.compare(a, _const(b, _TINY[x.dtype], x), "LT"), x, signed)
 
 
 def _arccosh(b, x):
@@ -324,9 +394,11 @@ def _arccosh(b, x):
 
 
 def _arctanh(b, x):
-    one = _const(b, 1, x)
-    ratio = b.ew("divide", b.ew("multiply", _const(b, 2, x), x), b.ew("subtract", one, x))
-    return b.ew("multiply", _const(b, 0.5, x), b.ew("log-plus-one", ratio))
+    # (log1p(x) - log1p(-x)) / 2: both arguments exact and the two logs of opposite signs, so
+    # nothing cancels; log1p(2x / (1 - x)) / 2 loses everything as x -> -1, where 1 - x rounds
+    # (arctanh(-0.99999994) was 3.6e5 ulp off). Odd by construction, -0.0 included.
+    return b.ew("multiply", _const(b, 0.5, x), b.ew("subtract", b.ew("log-plus-one", x),
+                                                     b.ew("log-plus-one", b.ew("negate", x))))
 
 
 def _fmax_fmin(opcode):
@@ -355,7 +427,19 @@ def _true_like(b, x):
 
 
 def _log_base(factor):
-    return lambda b, x: b.ew("multiply", b.ew("log", x), _const(b, factor, x))
+    """log(x) * factor (1 / ln 2, 1 / ln 10), float32 computed in float64 and rounded once.
+    A result within 1.25 * 2**-52 * k of a whole number k becomes k, so that log2(2**k) and
+    log10(10**k) are k, as NumPy's are: the product alone misses 364 of the float64 powers of
+    two and 21 of the 23 exact powers of ten (floor(log10(1000.0)) was 2), by up to 1.07 *
+    2**-52 * k. Near whole numbers the snap costs 0.5 ulp at most (log2: 1.7 -> 2.2 ulp)."""
+    def lower(b, x):
+        y = b.ew("multiply", b.ew("log", x), _const(b, factor, x))
+        whole = b.ew("round-nearest-even", y)
+        near = b.compare(b.ew("abs", b.ew("subtract", y, whole)),
+                         b.ew("multiply", b.ew("abs", whole), _const(b, 1.25 * 2.0 ** -52, x)),
+                         "LE")
+        return b.select(near, whole, y)
+    return _in_float64(lower)
 
 
 UFUNCS: dict[str, Callable] = {
@@ -453,7 +537,8 @@ def unsupported(name: str, detail: str = "") -> UnsupportedOpError:
         alt = ALTERNATIVES[name]
         lead = f"A supported alternative: {alt}." if alt else None
     else:
-        close = difflib.get_close_matches(name, supported, n=1, cutoff=0.75)
+        close = difflib.get_close_matches(name, sorted(set(supported) - {name}), n=1,
+                                          cutoff=0.75)
         lead = f"A supported function with a similar name: np.{close[0]}." if close else None
     hint = (f"{lead} Or {eagerly}" if lead else "It has no compilable equivalent here; "
             f"compute it outside the traced function, or {eagerly}")
@@ -506,6 +591,14 @@ def call_ufunc(ufunc, method: str, inputs, kwargs):
             if not is_supported_dtype(t):
                 raise _dtype_error(f"np.{name}", t)
         shape = np.broadcast_shapes(*(np.shape(value_of(x)) for x in inputs))
+        if name in _COMPARISONS and in_types[0].kind in "iu":
+            exact = _compare_python_int(b, inputs, in_types, value, shape)
+            if exact is not None:
+                return _finish_out(wrap(exact, value, f"np.{name}"), out)
+            in_types = _exact_comparison_types(inputs, in_types)
+        if name == "power" and out_type.kind in "iu" and isinstance(inputs[1], Tracer) \
+                and inputs[1]._ref is not None:
+            b.scalars.nonnegative(inputs[1]._ref, b.site)  # NumPy's ValueError, on each call
         lower = UFUNCS[name]
         if getattr(lower, "takes_inputs", False):
             node = lower(b, shape, inputs, in_types)
@@ -514,6 +607,32 @@ def call_ufunc(ufunc, method: str, inputs, kwargs):
                               for x, t in zip(inputs, in_types)))
         node = b.convert(node, out_type)
         return _finish_out(wrap(node, value, f"np.{name}"), out)
+
+
+_COMPARISONS = {"less": "LT", "less_equal": "LE", "greater": "GT", "greater_equal": "GE",
+                "equal": "EQ", "not_equal": "NE"}
+
+
+def _exact_comparison_types(inputs, in_types):
+    """NumPy 2 compares an integer array with a Python int exactly, even one outside the
+    array's type (int32 array < -2**34 is all False), where converting the int would wrap:
+    compare in int64, which holds every Python int argument."""
+    if any(_weak(x) and isinstance(value_of(x), int) and not isinstance(value_of(x), bool)
+           for x in inputs):
+        return (np.dtype(np.int64),) * len(in_types)
+    return in_types
+
+
+def _compare_python_int(b, inputs, in_types, value, shape):
+    """A comparison with a Python int literal beyond int64 has the same answer for every
+    integer array element; None when there is no such literal."""
+    for x in inputs:
+        v = value_of(x)
+        if _weak(x) and type(v) is int and not isinstance(x, Tracer) and \
+                not np.iinfo(np.int64).min <= v <= np.iinfo(np.int64).max:
+            answer = bool(np.asarray(value).flat[0]) if np.size(value) else False
+            return b.full(answer, np.bool_, shape)
+    return None
 
 
 def _finish_out(result: Tracer, out):
@@ -949,18 +1068,37 @@ def _traced_creation(name, original):
         if b is None or caller.partition(".")[0] in ("numpy", "xla_explorer"):
             return original(*args, **kwargs)
         with at_user_site(b, name):
+            if name == "full" and len(args) > 1:
+                args = (_static(args[0], name), *args[1:])
+            args = tuple(_static(a, name) for a in args) if name != "full" else args
+            kwargs = {k: v if k == "fill_value" else _static(v, name) for k, v in kwargs.items()}
             if name == "full" and any(isinstance(a, Tracer) for a in (*args, *kwargs.values())):
                 return _full_traced(b, *args, **kwargs)
             value = _eager(_EAGER_CREATION.get(name, original), f"np.{name}", *args, **kwargs)
+            step = None
+            if name == "linspace" and kwargs.get("retstep"):
+                value, step = value
+                kwargs["retstep"] = False
             if not is_supported_dtype(value.dtype):
                 raise _dtype_error(f"np.{name}", value.dtype)
             node = _CREATION[name](b, value, *args, **kwargs)
-            return wrap(node, value, f"np.{name}")
+            result = wrap(node, value, f"np.{name}")
+            return result if step is None else (result, step)
 
     creation.__wrapped__ = original
     creation._xla_explorer_traced = True
     creation.__name__ = name
     return creation
+
+
+def _static(x, name: str):
+    """A Python scalar argument where NumPy needs a Python value (a shape, an end point): its
+    value decides the program, so it is guarded (see trace/scalars.py)."""
+    if isinstance(x, (tuple, list)):
+        return type(x)(_static(v, name) for v in x)
+    if isinstance(x, Tracer) and x._weak:
+        return x._static(f"np.{name}")
+    return x
 
 
 def _full_traced(b, shape, fill_value, dtype=None, order="C", **kw):
@@ -987,7 +1125,7 @@ def _arange_node(b, value, *args, **kw):
 def _linspace_node(b, value, start, stop, num=50, endpoint=True, retstep=False, dtype=None,
                    axis=0, **kw):
     if retstep or axis != 0 or np.ndim(start) or np.ndim(stop):
-        raise unsupported("linspace", " with retstep, axis or array end points")
+        raise unsupported("linspace", " with axis or array end points")
     n = int(num)
     if n == 0:
         return b.literal(value)
@@ -1026,17 +1164,55 @@ _CREATION = {
 _EAGER_CREATION = {"empty": np.zeros}
 
 
+def _holds_tracer(obj) -> bool:
+    if isinstance(obj, (list, tuple)):
+        return any(_holds_tracer(o) for o in obj)
+    return isinstance(obj, Tracer)
+
+
+def _stacked(obj, dtype):
+    """Nested lists of traced arrays and numbers as one array of `dtype`: np.stack level by
+    level, each leaf converted first, so nothing rounds through another type on the way."""
+    if isinstance(obj, (list, tuple)):
+        return np.stack([_stacked(o, dtype) for o in obj])
+    return astype(obj, dtype) if isinstance(obj, Tracer) else np.asarray(obj, dtype)
+
+
+def _traced_array(name, original):
+    """np.array / np.asarray of traced arrays, or of lists holding them: stacks, as NumPy
+    builds the array (NumPy's own would ask each traced array for its value)."""
+
+    def array(obj, *args, **kwargs):
+        b = active_builder()
+        caller = sys._getframe(1).f_globals.get("__name__", "")
+        if (b is None or caller.partition(".")[0] in ("numpy", "xla_explorer")
+                or not _holds_tracer(obj)):
+            return original(obj, *args, **kwargs)
+        with at_user_site(b, name):
+            value = _eager(original, f"np.{name}", value_of(obj), *args, **kwargs)
+            if isinstance(obj, Tracer) and not obj._weak and value.dtype == obj.dtype:
+                return obj if name == "asarray" else np.copy(obj)
+            return _stacked(obj, value.dtype)
+
+    array._xla_explorer_traced = True
+    array.__wrapped__ = original
+    array.__name__ = name
+    return array
+
+
 @contextlib.contextmanager
 def creation_functions_traced():
-    """While tracing, np.zeros & co. called by user code make traced arrays.
+    """While tracing, np.zeros & co. called by user code make traced arrays, and np.array /
+    np.asarray of traced arrays stack them.
 
-    They take no array argument, so NumPy's dispatch never sees them; the wrapper checks the
-    calling thread is tracing and the caller is user code, and otherwise calls NumPy."""
-    saved = {name: getattr(np, name) for name in _CREATION}
+    They take no array argument NumPy dispatches on; the wrapper checks the calling thread
+    is tracing and the caller is user code, and otherwise calls NumPy."""
+    saved = {name: getattr(np, name) for name in (*_CREATION, "array", "asarray")}
     for name, fn in saved.items():
         # NumPy's own functions may have __wrapped__ too (np.linspace does): test for ours.
         if not getattr(fn, "_xla_explorer_traced", False):
-            setattr(np, name, _traced_creation(name, fn))
+            wrapper = _traced_array if name in ("array", "asarray") else _traced_creation
+            setattr(np, name, wrapper(name, fn))
     try:
         yield
     finally:
@@ -1336,21 +1512,66 @@ def lower_index_update(node: Instruction, index, update: Instruction) -> Instruc
     return b.reverse(b.select(mask, spread, x), flips)
 
 
+def _static_index(index):
+    """A Python int argument in an index is read as a Python value (guarded, so each value
+    compiles its own program): `v[i]`, `v[i:i + 2]`, `v[:, i]`."""
+    def one(i):
+        if isinstance(i, Tracer) and i._weak and not isinstance(i.value, float):
+            return i.__index__()
+        if isinstance(i, slice):
+            return slice(one(i.start), one(i.stop), one(i.step))
+        return i
+    return tuple(one(i) for i in index) if isinstance(index, tuple) else one(index)
+
+
+def _describe_index(index) -> str:
+    """An index as the user wrote it, with traced arrays by type and shape, not repr."""
+    def one(i):
+        if isinstance(i, Tracer):
+            return f"a traced {i.dtype}{list(i.shape)} array"
+        if isinstance(i, np.ndarray):
+            return f"a {i.dtype}{list(i.shape)} array"
+        if isinstance(i, slice):
+            return ":".join("" if p is None else str(p) for p in (i.start, i.stop, i.step)
+                            ).rstrip(":") or ":"
+        return "..." if i is Ellipsis else repr(i)
+    items = index if isinstance(index, tuple) else (index,)
+    return "[" + ", ".join(one(i) for i in items) + "]"
+
+
+_INDEX_HINT = ("Index with slices, Python ints, None and ..., or with a boolean mask; "
+               "pick elements by value with np.where.")
+
+
+def _unsupported_index(index, what: str = "indexing"):
+    items = index if isinstance(index, tuple) else (index,)
+    arrays = [i for i in items if isinstance(i, (Tracer, np.ndarray, list))]
+    if arrays and all(np.ndim(value_of(i)) == 0 for i in arrays):
+        message = (f"{what} x{_describe_index(index)} uses a traced integer as an index, whose "
+                   "value is only known when the compiled program runs")
+        hint = ("Pass the index as a Python int argument (it is then a static value: each "
+                "value compiles its own program), or select with np.where.")
+    elif arrays:
+        message = (f"{what} x{_describe_index(index)} is integer-array (fancy) indexing, "
+                   "which is not supported")
+        hint = _INDEX_HINT
+    else:
+        message, hint = f"{what} x{_describe_index(index)} is not supported", _INDEX_HINT
+    return located(UnsupportedOpError, message, what, hint)
+
+
 def getitem(x: Tracer, index):
     b = active_builder()
     with at_user_site(b, "indexing"):
+        index = _static_index(index)
         if isinstance(index, Tracer) or (isinstance(index, np.ndarray)):
             if np.asarray(value_of(index)).dtype == np.bool_:
                 value = _eager(lambda v, m: v[m], "boolean-mask indexing", x.value, value_of(index))
                 node = _custom_call("numpy.boolean_mask", (x, index), value)
                 return wrap(node, value, "boolean-mask indexing")
-            raise located(UnsupportedOpError, "integer-array (fancy) indexing is not supported",
-                          "indexing", "Index with slices, integers, None and ..., or with a "
-                                      "boolean mask.")
+            raise _unsupported_index(index)
         if not _is_basic(index):
-            raise located(UnsupportedOpError, f"indexing with {index!r} is not supported",
-                          "indexing", "Index with slices, integers, None and ..., or with a "
-                                      "boolean mask.")
+            raise _unsupported_index(index)
         value = _eager(lambda v: v[index], "indexing", x.value)
         node = lower_index(x.node, index)
         if isinstance(value, np.ndarray):
@@ -1362,6 +1583,7 @@ def getitem(x: Tracer, index):
 def setitem(x: Tracer, index, v):
     b = active_builder()
     with at_user_site(b, "assignment"):
+        index = _static_index(index)
         if not isinstance(x.value, np.ndarray):  # a NumPy scalar, e.g. from x.sum()
             raise located(TraceError, f"'{type(x.value).__name__}' object does not support "
                                       "item assignment (NumPy scalars are immutable)",
@@ -1384,9 +1606,7 @@ def setitem(x: Tracer, index, v):
             x.value[...] = new_value
             return
         if not _is_basic(index):
-            raise located(UnsupportedOpError, f"assigning with index {index!r} is not supported",
-                          "assignment", "Assign through slices, integers, None and ..., or "
-                                        "x[mask] = scalar.")
+            raise _unsupported_index(index, "assignment")
         _, _, out_dims = _index_plan(index, x.shape)
         trial = x.value.copy() if isinstance(x.value, np.ndarray) else np.asarray(x.value)
         _eager(trial.__setitem__, "assignment", index, value_of(v))

@@ -12,6 +12,7 @@ changes; writes through an index view become writes to the base.
 from __future__ import annotations
 
 import contextlib
+import difflib
 import inspect
 import os
 import sys
@@ -21,10 +22,11 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..errors import TraceError, UnsupportedOpError
+from ..errors import TraceError, UnsupportedOpError, as_python_class
 from ..ir.module import Instruction, Metadata, Module
 from ..ir.shape import Shape, is_supported_dtype
 from .builder import Builder
+from .scalars import ScalarProgram, check_argument
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _NUMPY_DIR = os.path.dirname(os.path.abspath(np.__file__))
@@ -58,6 +60,8 @@ def user_site() -> tuple[str | None, int | None]:
 @contextlib.contextmanager
 def at_user_site(b: Builder, op_name: str):
     """Tag what is emitted inside with the user's source line and the NumPy name."""
+    if b is None:
+        raise leaked_error()
     saved = b.site
     if not saved.source_line:  # the outermost NumPy call names the site
         file, line = user_site()
@@ -66,6 +70,14 @@ def at_user_site(b: Builder, op_name: str):
         yield b.site
     finally:
         b.site = saved
+
+
+def leaked_error() -> TraceError:
+    return located(TraceError, "a traced array was used after the trace that made it ended: it "
+                               "was kept outside the traced function (in a global, a list or a "
+                               "closure) while tracing", "tracing",
+                   "Return the value from the function instead: a compiled call returns NumPy "
+                   "arrays.")
 
 
 def located(cls, message: str, op: str, hint: str | None = None):
@@ -88,7 +100,7 @@ class Tracer:
     """A traced NumPy array."""
 
     __array_priority__ = 1000
-    __slots__ = ("_b", "_node", "_value", "_weak", "_base", "_derive", "_write_back",
+    __slots__ = ("_b", "_node", "_value", "_weak", "_ref", "_base", "_derive", "_write_back",
                  "_base_node", "__weakref__")
 
     def __init__(self, b: Builder, node: Instruction, value: Any, *, weak: bool = False,
@@ -98,6 +110,7 @@ class Tracer:
         self._node = node
         self._value = value
         self._weak = weak  # a Python scalar argument: promotes like one (NEP 50)
+        self._ref = None  # a weak scalar's value in its builder's ScalarProgram
         self._base = base
         self._derive = derive
         self._write_back = write_back
@@ -176,34 +189,71 @@ class Tracer:
     def __repr__(self) -> str:
         return f"Tracer({self._node.name}: {self._node.shape})"
 
+    def __format__(self, spec: str) -> str:
+        # f"{loss:.3f}" formats the value the trace saw (a Python scalar argument's is
+        # guarded); a cell's printed text comes from its eager run.
+        if not spec:
+            return repr(self)
+        value = self._static("format()") if self._weak and self._ref is not None else self._value
+        return format(value, spec)
+
+    def __getattr__(self, name: str):
+        # Only names the class lacks get here: say what the user wrote, about an ndarray.
+        if name.startswith("_"):  # protocols and private names: a plain miss
+            raise AttributeError(name)
+        if hasattr(np.ndarray, name):
+            raise located(as_python_class(AttributeError, UnsupportedOpError),
+                          f"ndarray.{name} is not supported on traced arrays", f"ndarray.{name}",
+                          _METHOD_HINTS.get(name, f"Use the NumPy function (np.{name}(x)) if "
+                                                  "there is one; the supported functions are "
+                                                  "listed in the README."))
+        close = difflib.get_close_matches(name, dir(np.ndarray), n=1)
+        raise located(as_python_class(AttributeError), f"ndarray has no attribute {name!r}",
+                      f"ndarray.{name}", f"Did you mean .{close[0]}?" if close else None)
+
     # -- what tracing cannot do -------------------------------------------------------------
 
     def _concrete(self, what: str):
+        if self._b is not active_builder():
+            raise leaked_error()
+        if self._weak and self._ref is not None:
+            return self._static(what)
         raise located(TraceError, f"{what} of a traced array needs its value, which is only "
                                   "known when the compiled program runs", what,
                       "Shapes are static but values are not: express the choice with "
                       "np.where(condition, a, b) instead of Python if/int()/float().")
 
+    def _static(self, what: str):
+        """A Python scalar argument read as a Python value: it decides the program (a shape,
+        an index, a branch), so the value is guarded, as a JAX static argument would be."""
+        file, line = user_site()
+        self._b.scalars.guard(self._ref, self._value,
+                              Metadata(f"{self._b.name}/{what}", file or "", line or 0))
+        return self._value
+
     def __bool__(self):
-        self._concrete("bool()")
+        return bool(self._concrete("bool()"))
 
     def __int__(self):
-        self._concrete("int()")
+        return int(self._concrete("int()"))
 
     def __float__(self):
-        self._concrete("float()")
+        return float(self._concrete("float()"))
 
     def __complex__(self):
-        self._concrete("complex()")
+        return complex(self._concrete("complex()"))
 
     def __index__(self):
-        self._concrete("using as an index")
+        value = self._concrete("using as an index")
+        if isinstance(value, float):
+            raise TypeError("'float' object cannot be interpreted as an integer")
+        return int(value)
 
     def item(self, *args):
-        self._concrete(".item()")
+        return self._concrete(".item()")
 
     def tolist(self):
-        self._concrete(".tolist()")
+        return self._concrete(".tolist()")
 
     def __array__(self, dtype=None, copy=None):
         # NumPy asks for a concrete array when it meets a traced one it cannot dispatch on:
@@ -324,6 +374,13 @@ class Tracer:
                                           "cannot trace", "ndarray.sort", "Use y = np.sort(x).")
 
 
+_METHOD_HINTS = {
+    "view": "Reinterpreting an array's bits is not supported; to convert values use "
+            "x.astype(np.int64).",
+    "fill": "Arrays are filled by assignment: x[...] = value.",
+}
+
+
 def _operator(ufunc, *operands):
     """`a + b` and friends. Between Python scalars only (scalar arguments are weak Tracers),
     Python's arithmetic applies and the result is again a weak Python scalar, so `lr * 0.5`
@@ -386,6 +443,7 @@ class Traced:
     aliases: tuple  # (output index, parameter number) for inputs the function changed
     arg_names: list[str]
     eager_args: list  # the inputs after eager execution (in-place updates applied)
+    scalars: ScalarProgram  # what the trace read of its Python scalar arguments
 
 
 def _flatten(out, leaves):
@@ -438,6 +496,7 @@ def make_parameter(b: Builder, number: int, arg, name: str) -> Tracer:
         raise TypeError("nested tracing is not supported: pass NumPy arrays")
     weak = isinstance(arg, (bool, int, float)) and not isinstance(arg, np.generic)
     if weak:
+        check_argument(arg, name, b.site)
         value = arg
         dtype = np.dtype(bool if isinstance(arg, bool) else int if isinstance(arg, int) else float)
         dims = ()
@@ -451,7 +510,10 @@ def make_parameter(b: Builder, number: int, arg, name: str) -> Tracer:
         raise TypeError(f"argument {name!r} has dtype {dtype}; supported are bool, int32, "
                         "int64, float32 and float64")
     node = b.parameter(number, Shape(dtype, dims), _sanitize(name))
-    return Tracer(b, node, value, weak=weak)
+    tracer = Tracer(b, node, value, weak=weak)
+    if weak:
+        tracer._ref = b.scalars.argument(number, arg, name, b.site)
+    return tracer
 
 
 @contextlib.contextmanager
@@ -502,7 +564,7 @@ def trace(f: Callable, args, *, name: str | None = None, autocluster: bool = Fal
             raise _dtype_error("the return value", n.dtype)
     module = b.module(name, nodes, aliases)
     return Traced(module, eager, treedef, len(leaves), tuple(aliases), arg_names,
-                  [p.value for p in params])
+                  [p.value for p in params], b.scalars)
 
 
 def _return_site(f):

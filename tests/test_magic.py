@@ -68,11 +68,24 @@ def assert_unchanged(shell, before):
     assert after.keys() == before.keys()
     for name, (obj, contents) in before.items():
         assert after[name] is obj, name
-        if isinstance(obj, np.ndarray):
-            np.testing.assert_array_equal(obj, contents, err_msg=name)
-            assert obj.dtype == contents.dtype
-        elif contents is not None:
-            assert obj == contents, name
+        if contents is not None:
+            assert_same_contents(obj, contents, name)
+
+
+def assert_same_contents(obj, contents, name):
+    """`obj` holds what its deep copy `contents` holds: arrays, containers, objects' fields."""
+    if isinstance(obj, np.ndarray):
+        np.testing.assert_array_equal(obj, contents, err_msg=name)
+        assert obj.dtype == contents.dtype, name
+    elif isinstance(obj, (list, tuple, dict)):
+        assert type(obj) is type(contents) and len(obj) == len(contents), name
+        keys = obj.keys() if isinstance(obj, dict) else range(len(obj))
+        for k in keys:
+            assert_same_contents(obj[k], contents[k], f"{name}[{k!r}]")
+    elif hasattr(obj, "__dict__") and not callable(obj):
+        assert_same_contents(vars(obj), vars(contents), name)
+    else:
+        assert obj == contents, name
 
 
 @pytest.fixture
@@ -147,10 +160,11 @@ def test_a_rebound_input_is_a_new_array_and_the_old_one_is_untouched(shell, xy):
 
 
 def test_names_bound_to_the_same_object_stay_one_object(shell, xy):
-    assert run(shell, "%%xla\nz = x + y\nv = z\nu = x\nparts = [z, v]\n")[0].success
+    assert run(shell, "%%xla\nz = x + y\nv = z\nu = x\nparts = [z, v]\nname = 'z'\n")[0].success
     ns = shell.user_ns
     assert ns["v"] is ns["z"] and ns["u"] is xy[0]
-    assert "parts" not in ns  # not an array or a number: stays local to the cell
+    assert type(ns["parts"]) is list and all(p is ns["z"] for p in ns["parts"])
+    assert "name" not in ns  # holds no array: stays local to the cell
 
 
 @pytest.mark.parametrize("body, failing", [
@@ -407,3 +421,176 @@ def test_identity_follows_the_path_python_took_for_each_shape(shell, rng):
         else:
             np.testing.assert_array_equal(shell.user_ns["z"], x * 2)
     assert "compile cache: hit" in out
+
+
+# -- values read through containers and attributes ---------------------------------------------
+
+
+class Config:
+    def __init__(self, scale, act="relu"):
+        self.scale = scale
+        self.act = act
+
+
+@pytest.fixture
+def deep(shell, rng):
+    x = rng.standard_normal(16)
+    values = dict(x=x, params={"w": rng.standard_normal(16)}, lst=[2, 5], cfg=Config(2.0),
+                  ws=[rng.standard_normal(16), rng.standard_normal(16)])
+    shell.user_ns.update(values)
+    return values
+
+
+def numpy_ns(shell, body: str, *names) -> dict:
+    """The cell as plain NumPy on deep copies of the namespace's values it reads."""
+    scope = {n: copy.deepcopy(shell.user_ns[n]) for n in names}
+    exec(body, {"np": np, **scope}, scope)
+    return scope
+
+
+PATH_CELL = "y = x * params['w'] + lst[0] * cfg.scale\n"
+
+
+def test_values_read_through_containers_and_attributes_are_inputs(shell, deep):
+    # The cpu backend: a re-run with new values is a hit of the compiled kernels.
+    cell = "%%xla\n" + PATH_CELL
+    result, out = run(shell, cell)
+    assert result.success, out
+    assert "inputs:   x f64[16], params['w'] f64[16], lst[0] int, cfg.scale float" in out
+    ns = shell.user_ns
+    for change in ("params['w'][:] = -1", "params['w'] = params['w'] + 3", "lst[0] = 1000",
+                   "cfg.scale = 5.0", "cfg = Config(7.5)"):
+        shell.run_cell(change)
+        result, out = run(shell, cell)
+        assert result.success and "compile cache: hit" in out, change
+        want = numpy_ns(shell, PATH_CELL, "x", "params", "lst", "cfg")["y"]
+        np.testing.assert_allclose(ns["y"], want, rtol=1e-12, err_msg=change)
+    ns["params"]["w"] = np.ones((2, 16))  # a new shape compiles again
+    result, out = run(shell, cell)
+    assert result.success and "compile cache: miss" in out
+    np.testing.assert_allclose(ns["y"], numpy_ns(shell, PATH_CELL, "x", "params", "lst",
+                                                 "cfg")["y"], rtol=1e-12)
+
+
+def test_a_change_of_structure_or_constant_compiles_again(shell, deep):
+    body = ("y = x * 0\nfor w in ws:\n    y = y + w\nif cfg.act == 'relu':\n"
+            "    y = np.maximum(y, 0)\n")
+    cell = "%%xla --backend interpreter --quiet\n" + body
+    # A new value of a leaf is a hit; a new length or a new constant compiles again.
+    for change in ("", "ws[1] = ws[1] * 3", "ws.append(x)", "cfg.act = 'none'"):
+        shell.run_cell(change)
+        assert run(shell, cell)[0].success, change
+        want = numpy_ns(shell, body, "x", "ws", "cfg")["y"]
+        np.testing.assert_allclose(shell.user_ns["y"], want, rtol=1e-12, err_msg=change)
+        assert magics(shell).last.hit == (change == "ws[1] = ws[1] * 3"), change
+
+
+def test_in_place_updates_through_paths_change_the_callers_arrays(shell, deep):
+    w, w1 = deep["params"]["w"], deep["ws"][1]
+    body = "params['w'] -= 0.5 * x\nws[1][:4] = 0\n"
+    want = numpy_ns(shell, body, "x", "params", "ws")
+    result, out = run(shell, "%%xla --backend interpreter\n" + body)
+    assert result.success, out
+    assert shell.user_ns["params"]["w"] is w and shell.user_ns["ws"][1] is w1
+    np.testing.assert_allclose(w, want["params"]["w"], rtol=1e-12)
+    np.testing.assert_allclose(w1, want["ws"][1], rtol=1e-12)
+    assert "in place: params['w'], ws[1]" in out
+
+
+REFUSED = [  # (cell, its failing line, what the error says)
+    ("y = x + 1\nparams['w'] = y\n", "params['w'] = y", "changes params, a dict"),
+    ("y = x + 1\ncfg.scale = 5\n", "cfg.scale = 5", "changes cfg, an object of type Config"),
+    ("y = x + 1\nws.append(y)\n", "ws.append(y)", "changes ws (a list of the namespace)"),
+    ("y = x + 1\nz = np.sum(x * helper(cfg))\n", "z = np.sum(x * helper(cfg))",
+     "cfg is an object of type Config, used whole"),
+    ("x += 1\npair = (x * 2, 'label')\n", "pair = (x * 2, 'label')", "pair[1] is a str"),
+]
+
+
+def test_a_refused_value_leaves_the_namespace_exactly_as_it_was(shell, deep):
+    shell.run_cell("def helper(c):\n    return c.scale\n")
+    assert run(shell, "%%xla --backend interpreter\nw0 = x * 2\n")[0].success
+    for body, failing, what in REFUSED:
+        before = snapshot(shell)
+        params, ws = dict(deep["params"]), list(deep["ws"])
+        result, out = run(shell, "%%xla --backend interpreter\n" + body)
+        assert not result.success, body
+        assert_unchanged(shell, before)
+        assert shell.user_ns["params"].keys() == params.keys()
+        assert all(shell.user_ns["params"][k] is v for k, v in params.items())
+        assert len(shell.user_ns["ws"]) == 2
+        assert all(a is b for a, b in zip(shell.user_ns["ws"], ws))
+        assert what in out and "Traceback" not in out, out
+        line = body.splitlines().index(failing) + 2
+        assert f"line {line} of the cell:\n    {failing}" in out
+
+
+def test_a_tuple_assigned_in_the_cell_is_written_back(shell, deep):
+    body = "pair = (x + 1, x - 1)\nparts = {'x': x, 'sum': [x.sum()]}\n"
+    want = numpy_ns(shell, body, "x")
+    result, out = run(shell, "%%xla --backend interpreter\n" + body)
+    assert result.success, out
+    pair = shell.user_ns["pair"]
+    assert type(pair) is tuple and len(pair) == 2
+    for got, ref in zip(pair, want["pair"]):
+        assert type(got) is np.ndarray
+        np.testing.assert_allclose(got, ref, rtol=1e-12)
+    parts = shell.user_ns["parts"]
+    assert parts["x"] is deep["x"] and type(parts["sum"][0]) is type(want["parts"]["sum"][0])
+    assert np.isclose(parts["sum"][0], want["parts"]["sum"][0])
+    assert "pair (f64[16], f64[16])" in out and "pair[1]" in out  # in the check too
+
+
+# -- what the cell shows --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("flags", ["--backend interpreter", "--backend interpreter --quiet"])
+def test_print_prints_once_with_numpys_values(shell, xy, flags):
+    body = "z = x * 2\nprint('total', z.sum())\nfor i in range(2):\n    print(i, z[i])\n"
+    want = numpy_ns(shell, body, "x")
+    lines = [f"total {want['z'].sum()!s}", f"0 {want['z'][0]!s}", f"1 {want['z'][1]!s}"]
+    for _ in range(2):  # a miss, then a hit
+        result, out = run(shell, f"%%xla {flags}\n" + body)
+        assert result.success, out
+        assert "Tracer" not in out
+        assert out.splitlines()[:3] == lines and all(out.count(line) == 1 for line in lines)
+    assert magics(shell).last.hit
+
+
+def test_a_failing_cell_shows_numpys_prints_before_its_error(shell, xy):
+    body = "z = x * 2\nprint('first', z[0])\nu = np.unique(z)\n"
+    result, out = run(shell, "%%xla --backend interpreter\n" + body)
+    assert not result.success and "Tracer" not in out
+    assert out.count(f"first {xy[0][0] * 2!s}") == 1 and "np.unique" in out
+
+
+LAST_LINES = [  # (the cell's last line, what a plain cell shows, from the namespace)
+    ("z.sum()", lambda ns: (ns["x"] * 2).sum()),
+    ("z", lambda ns: ns["z"]),
+    ("x", lambda ns: ns["x"]),
+    ("z.dtype", lambda ns: np.dtype(np.float32)),
+    ("f'{z[0]}'", lambda ns: f"{ns['x'][0] * 2}"),  # the trace's would name a Tracer
+    ("z.sum();", None),
+    ("w = z.sum()", None),
+    ("print(1)", None),
+]
+
+
+def test_a_last_line_expression_is_shown_as_a_plain_cell_shows_it(shell, xy):
+    for last, shown in LAST_LINES:
+        for _ in range(2):  # a miss, then a hit
+            cell = "%%xla --backend interpreter --quiet\nz = x * 2\n" + last + "\n"
+            result, out = run(shell, cell)
+            assert result.success, out
+            if shown is None:
+                assert result.result is None and "Out[" not in out, last
+                continue
+            want = shown(shell.user_ns)
+            assert "Out[" in out and type(result.result) is type(want), last
+            if isinstance(want, np.ndarray):
+                np.testing.assert_array_equal(result.result, want)
+                assert (result.result is shell.user_ns["x"]) == (last == "x")
+            else:
+                assert result.result == want, last
+        assert magics(shell).last.hit, last
+    assert "__xla_last" not in shell.user_ns

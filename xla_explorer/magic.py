@@ -4,23 +4,30 @@ A thin front end: `trace/cell.py` turns the cell into a function, `jit` compiles
 JitFunction per cell, backend and clustering, so a re-run with the same shapes is a cache hit
 and a new shape compiles again), and this module runs it, writes the results back and prints
 what the compiler did. Nothing is written to the user's namespace until everything succeeded.
+
+What the cell prints is printed once, by an eager NumPy run of the cell: the trace's prints
+(of Tracers) and those of the check's and the bench's runs are dropped.
 """
 from __future__ import annotations
 
+import contextlib
 import copy
 import dataclasses
+import io
 import linecache
 import traceback
 from dataclasses import dataclass, field
 
 import numpy as np
+from IPython.core.displayhook import DisplayHook
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 
 from .errors import CompileError
 from .ir.shape import hlo_type_name
-from .trace.cell import CellError, CellPlan, analyse, cell_names
+from .trace.cell import (LAST, NO_VALUE, CellError, CellPlan, analyse, cell_names,
+                         link_text)
 
 BACKENDS = ("cpu", "cuda", "interpreter")
 FIRST_LINE = 2  # the cell's first line, under the %%xla line: errors count lines as the notebook
@@ -41,22 +48,36 @@ class CachedCell:
     autocluster: bool
     jit: object
     depends: tuple  # what the plan was analysed against; a change starts the cell afresh
-    keep: tuple = field(repr=False, default=())  # the globals whose ids are in `depends`
-    # The plan's links as its trace for each executable left them (keyed by the Exploration's
-    # id): Python control flow may take other paths for other shapes.
-    links: dict = field(repr=False, default_factory=dict)
+    keep: tuple = field(repr=False, default=())  # the objects whose ids are in `depends`
+    # What the trace of each executable found (keyed by the Exploration's id): Python control
+    # flow may take other paths for other shapes.
+    traces: dict = field(repr=False, default_factory=dict)
 
     @property
     def first_line(self) -> str:
         return next((s.strip() for s in self.plan.source.splitlines() if s.strip()), "")
 
 
+@dataclass(frozen=True)
+class TraceFacts:
+    """What one trace of a cell found, for the runs that reuse its executable: which outputs
+    are other objects, whether it printed, whether its last line's value must come from an
+    eager run (a string, a dtype: not something the program returns)."""
+
+    links: dict
+    printed: bool
+    eager_value: bool
+
+
 class CellCache:
     """The session's compiled cells, keyed by (cell source, backend, autocluster).
 
-    A cell's entry is replaced when what it was analysed against changed: its inputs (a name
-    that now holds an array) or the objects behind the other names it reads (a helper function
-    defined again): the compiled program was traced through them, so it would be stale."""
+    A cell's entry is replaced when what it was analysed against changed: its inputs (which
+    names and paths hold arrays and numbers), the structure of the containers it uses whole,
+    the constants it reads (by value) and the functions, classes and modules (by identity,
+    a helper function defined again): the compiled program was traced through them, so it
+    would be stale. The values of inputs are not in it: the executables are per shape and
+    type."""
 
     def __init__(self):
         self.cells: dict[tuple, CachedCell] = {}
@@ -65,13 +86,12 @@ class CellCache:
         from .api import jit
 
         key = (plan.source, backend, autocluster)
-        keep = tuple(namespace[n] for n in plan.globals_read)
-        depends = (plan.first_line, plan.inputs, id(namespace), tuple(map(id, keep)))
+        depends = (plan.first_line, plan.inputs, id(namespace), plan.key)
         entry = self.cells.get(key)
         if entry is None or entry.depends != depends:
             entry = CachedCell(plan, backend, autocluster,
                                jit(plan.function, backend=backend, autocluster=autocluster),
-                               depends, keep)
+                               depends, plan.keep)
             self.cells[key] = entry
         return entry
 
@@ -129,6 +149,14 @@ def _signature_text(names, signature) -> str:
 def _value_text(value) -> str:
     if isinstance(value, (bool, int, float)) and not isinstance(value, np.generic):
         return type(value).__name__
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k!r}: {_value_text(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, (list, tuple)):
+        inside = ", ".join(map(_value_text, value))
+        return f"[{inside}]" if isinstance(value, list) else \
+            f"({inside}{',' if len(value) == 1 else ''})"
+    if value is None:
+        return "None"
     return _type_text(np.shape(value), np.asarray(value).dtype.str)
 
 
@@ -145,7 +173,8 @@ class CellRun:
     hit: bool
     bindings: dict
     updated: tuple  # inputs changed in place
-    links: dict  # outputs that are an input or another output (`z = y`): name -> (kind, name)
+    links: dict  # outputs that are (or hold) an input or another output, see CellPlan.links
+    value: object = NO_VALUE  # the value of the last line, if it is an expression
     check: object = None
     bench: object = None
     dumped: tuple = ()
@@ -155,40 +184,75 @@ def run_cell(cell: str, namespace: dict, *, backend: str = "cpu", autocluster: b
              cache: CellCache, check: bool = True, bench: bool = False, dump: str | None = None,
              first_line: int = FIRST_LINE) -> CellRun:
     """Analyse, compile (or find compiled), run, check, bench and dump a cell, then write its
-    results into `namespace`: only once all of that succeeded."""
-    entry = cache.lookup(analyse(cell, namespace, first_line=first_line), namespace, backend,
-                         autocluster)
-    plan, fn = entry.plan, entry.jit
-    args = plan.arguments(namespace)
-    hits = fn.cache_info().hits
-    try:
-        ex = fn.explore(*args)
-    except Exception:
-        cache.forget_failed(entry)
-        raise
-    hit = fn.cache_info().hits > hits
-    links = entry.links.setdefault(id(ex), dict(plan.links))
+    results into `namespace`: only once all of that succeeded. The analysis is done on every
+    run: it reads the inputs' current values, and decides whether the compiled cell is still
+    the one to run."""
+    fresh = analyse(cell, namespace, first_line=first_line)
+    entry = cache.lookup(fresh, namespace, backend, autocluster)
+    plan = entry.plan
+    args = list(fresh.values)
+    ex, hit, facts = _explore(entry, cache, args)
     updated = tuple(p for _, p in ex.traced.aliases)
-    _check_updatable(plan, args, updated)
+    _check_updatable(fresh, args, updated)
     # In-place updates land in copies; the caller's arrays take them at the end.
     run_args = [copy.deepcopy(a) if i in updated else a for i, a in enumerate(args)]
-    result = ex.run(*run_args)
-    bindings = plan.bindings(result, run_args, links)
-    done = CellRun(plan, entry, ex, hit, bindings, tuple(plan.inputs[p] for p in updated), links)
-    if check:
-        done.check = _named(ex.check(*_copies(args)), list(result))
-    if bench:
-        done.bench = ex.bench(*_copies(args))
+    with _silenced():  # an auto-clustered run may trace again
+        result = ex.run(*run_args)
+    bindings = fresh.bindings(result, args, facts.links)
+    value = bindings.pop(LAST, NO_VALUE)
+    done = CellRun(plan, entry, ex, hit, bindings, tuple(plan.inputs[p] for p in updated),
+                   facts.links, value)
+    with _silenced():  # the check's and the bench's eager runs print what the cell prints
+        if check:
+            done.check = _named(ex.check(*_copies(args)), _leaf_names(result))
+        if bench:
+            done.bench = ex.bench(*_copies(args))
     if dump:
         done.dumped = _dump(ex, dump)
+    if facts.printed or facts.eager_value:
+        eager_value = _run_eagerly(plan, args)
+        if facts.eager_value:
+            done.value = eager_value
     # Everything succeeded: now, and only now, the namespace changes.
     for p in updated:
         np.copyto(args[p], run_args[p])
-    originals = {id(c): a for c, a in zip(run_args, args)}
-    for name, value in bindings.items():
-        namespace[name] = originals.get(id(value), value)
+    namespace.update(bindings)
     namespace["_xla"] = ex
+    # The cached plan came from the first run's analysis: it need not keep that run's arrays.
+    plan.values, plan.objects = (), {}
     return done
+
+
+def _explore(entry: CachedCell, cache: CellCache, args):
+    """The Exploration for these arguments (traced and compiled on a miss), whether it was a
+    cache hit, and what its trace found. What the trace prints is Tracers: it is dropped, and
+    shown by an eager run instead if the trace fails."""
+    fn, plan = entry.jit, entry.plan
+    hits = fn.cache_info().hits
+    printed = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(printed):
+            ex = fn.explore(*args)
+    except Exception:
+        cache.forget_failed(entry)
+        if printed.getvalue():
+            with contextlib.suppress(Exception):  # the trace's error is the one to show
+                plan.function(*_copies(args))
+        raise
+    facts = entry.traces.setdefault(id(ex), TraceFacts(
+        dict(plan.links), bool(printed.getvalue()), plan.last_value is not NO_VALUE))
+    return ex, fn.cache_info().hits > hits, facts
+
+
+def _run_eagerly(plan: CellPlan, args):
+    """The cell run by NumPy on copies of its inputs, printing what it prints; the value of
+    its last line."""
+    result = plan.function(*_copies(args))
+    return result.get(LAST, plan.last_value)
+
+
+def _silenced():
+    return contextlib.redirect_stdout(io.StringIO())
 
 
 def _copies(args) -> list:
@@ -201,7 +265,7 @@ def _check_updatable(plan: CellPlan, args, updated) -> None:
     for p in updated:
         name, a = plan.inputs[p], args[p]
         where = dict(op=f"{name} (in place)", source_file=plan.filename,
-                     source_line=plan.updated.get(name))
+                     source_line=plan.update_line(name))
         if not a.flags.writeable:
             raise CellError(f"{name} is read-only; NumPy refuses to update it in place too",
                             hint=f"Take a copy first: {name} = {name}.copy().", **where)
@@ -214,6 +278,25 @@ def _check_updatable(plan: CellPlan, args, updated) -> None:
                     f"through {plan.inputs[q]} as it does in NumPy",
                     hint=f"Use one name in the cell, or copy: {plan.inputs[q]} = "
                          f"{plan.inputs[q]}.copy().", **where)
+
+
+def _leaf_names(result) -> list[str]:
+    """A name for each value the program returns, in its order: `z`, `pair[0]`, `d['a']`."""
+    names: list[str] = []
+
+    def walk(value, text):
+        if isinstance(value, (list, tuple)):
+            for i, v in enumerate(value):
+                walk(v, f"{text}[{i}]")
+        elif isinstance(value, dict):
+            for k, v in value.items():
+                walk(v, f"{text}[{k!r}]")
+        elif value is not None:  # a part linked to another object
+            names.append(text)
+
+    for name, value in result.items():
+        walk(value, "the last line" if name == LAST else name)
+    return names
 
 
 def _named(result, names: list[str]):
@@ -247,8 +330,8 @@ def summary(run: CellRun, cache_info, hlo: bool = True) -> str:
     lines.append(f"inputs:   {args or '(none)'}")
     outs = []
     for name, value in run.bindings.items():
-        link = run.links.get(name)
-        outs.append(f"{name} = {link[1]}" if link and name != link[1] else
+        same = link_text(run.links[name]) if name in run.links else None
+        outs.append(f"{name} = {same}" if same and name != same else
                     f"{name} {_value_text(value)}")
     lines.append(f"outputs:  {', '.join(outs) or '(none)'}")
     if run.updated:
@@ -352,10 +435,11 @@ class XlaMagics(Magics):
     def xla(self, line: str, cell: str):
         """Compile and run a cell of NumPy code through the XLA-style pipeline.
 
-        The cell's inputs are the names it reads that hold arrays or numbers; its outputs the
-        names it assigns, written back after the compiled run (in-place updates of inputs
-        reach the caller's arrays). If anything fails, no name changes. The Exploration is
-        bound to `_xla`."""
+        The cell's inputs are the arrays and numbers it reads, by name or by a path of
+        attributes and constant subscripts (`params['w']`); its outputs the names it assigns,
+        written back after the compiled run (in-place updates of inputs reach the caller's
+        arrays). If anything fails, no name changes. The Exploration is bound to `_xla`, and
+        the value of a last line that is an expression is shown as a plain cell shows it."""
         args = parse_argstring(self.xla, line)
         if args.backend in NOT_BUILT:
             raise UsageError(f"--backend {args.backend}: {NOT_BUILT[args.backend]}")
@@ -375,6 +459,10 @@ class XlaMagics(Magics):
         self.last = run
         if not args.quiet:
             show(run, run.entry.jit.cache_info())
+        # A last line that is an expression is shown as a plain cell shows it (Out[n], unless
+        # it ends in a semicolon): IPython's display hook shows what a cell magic returns.
+        if run.value is not NO_VALUE and not DisplayHook.semicolon_at_end_of_expression(cell):
+            return run.value
 
     @line_magic
     def xla_cache(self, line: str = ""):

@@ -144,13 +144,6 @@ def describe(steps):
     return " ; ".join(OPS[i][1] for i, _, _ in steps)
 
 
-def precision_of(inputs):
-    """The least precise float type a float program computes through (the tests' rule): a
-    float64 output may carry float32 rounding from float32 inputs (NumPy's arctan and arctan2
-    differ by an ulp, and the f32 result then converts exactly)."""
-    return np.float32 if any(np.asarray(x).dtype == np.float32 for x in inputs) else None
-
-
 # Integer programs: wrap-around, floor division and remainder signs, bits, int64 sums.
 INT_UNARY = [
     ("negative", np.negative, "np.negative({x})"),
@@ -236,9 +229,11 @@ def _number(v, dtype: np.dtype) -> str:
         return "np.nan"
     if np.isinf(v):
         return "np.inf" if v > 0 else "-np.inf"
-    short = np.format_float_positional(v, unique=True, trim="0")  # shortest for the dtype
-    if dtype.type(float(short)) == v and np.signbit(dtype.type(float(short))) == np.signbit(v):
-        return short
+    # The shortest digits for the dtype, positional or (for tiny and huge values) scientific.
+    for short in sorted([np.format_float_positional(v, unique=True, trim="0"),
+                         np.format_float_scientific(v, unique=True, trim="0")], key=len):
+        if dtype.type(float(short)) == v and np.signbit(dtype.type(float(short))) == np.signbit(v):
+            return short
     return repr(float(v))  # the exact float64 value, which `dtype` holds exactly
 
 
@@ -292,7 +287,7 @@ SNIPPET = '''\
 {header}
 import numpy as np
 import xla_explorer as xe
-from xla_explorer.api import compare
+from xla_explorer.api import compare, computed_precision
 
 {inputs}
 
@@ -303,7 +298,8 @@ from xla_explorer.api import compare
 args = [{args}]
 with np.errstate(all="ignore"):
     want = f(*[a.copy() for a in args])  # eager NumPy
-    got = xe.explore(f, *args, backend={backend!r}).run(*[a.copy() for a in args])
+    ex = xe.explore(f, *args, backend={backend!r})
+    got = ex.run(*[a.copy() for a in args])
 {unpack}bad = len(got) != len(want)
 for i, (g, w) in enumerate(zip(got, want)):
     check = compare(f"output {{i}}", g, w, {precision})
@@ -332,6 +328,6 @@ def render(inputs, steps, n_out, backend: str = "cpu", integer: bool = False,
         args=", ".join(f"x{i}" for i in range(len(inputs))),
         backend=backend,
         unpack="want, got = (want,), (got,)  # f returns one array\n" if integer else "",
-        precision="np.float32" if not integer and precision_of(inputs) is np.float32 else "None",
+        precision="None" if integer else "computed_precision(ex.module)",
     )
     return text.lstrip("\n")

@@ -367,6 +367,20 @@ def test_xla_cache_lists_what_is_compiled(shell, xy, rng):
     assert "q = x * 2" in out
 
 
+def test_python_ints_that_fix_a_shape_are_static_and_listed_with_their_values(shell, xy):
+    body = "y = np.zeros(n) + x[:n]\nfor k in range(n):\n    y = y + 1\nz = x[i] * 2\n"
+    for n, i in ((4, 2), (5, 3), (4, 2)):
+        shell.user_ns.update(n=n, i=i)
+        result, out = run(shell, "%%xla --quiet\n" + body)
+        assert result.success, out
+        want = numpy_run(body, x=xy[0], n=n, i=i)
+        np.testing.assert_allclose(shell.user_ns["y"], want["y"])
+        assert shell.user_ns["z"] == want["z"]
+    out = run(shell, "%xla_cache")[1]
+    assert "2 executables; 1 hit, 2 misses" in out, out
+    assert "(n: int = 4, x: f32[64], i: int = 2)" in out and "n: int = 5" in out, out
+
+
 def test_a_failed_first_compile_is_not_listed(shell, xy):
     run(shell, "%%xla\nu = np.unique(x)\n")
     assert "nothing compiled yet" in run(shell, "%xla_cache")[1]

@@ -550,7 +550,9 @@ def _must_compile(module: Module) -> None:
 class CacheInfo:
     hits: int
     misses: int
-    signatures: tuple[tuple, ...]  # ((shape, dtype), ...) per compiled call signature
+    signatures: tuple[tuple, ...]  # ((shape, dtype), ...) per compiled program
+    # per compiled program, {argument number: value} of the Python scalars that decided it
+    static: tuple[dict, ...] = ()
 
 
 def signature(args) -> tuple:
@@ -618,8 +620,9 @@ class JitFunction:
         return self.explore(*args)._run(args)
 
     def cache_info(self) -> CacheInfo:
-        return CacheInfo(self._hits, self._misses,
-                         tuple(k for k, programs in self._compiled.items() for _ in programs))
+        programs = [(k, ex) for k, exs in self._compiled.items() for ex in exs]
+        return CacheInfo(self._hits, self._misses, tuple(k for k, _ in programs),
+                         tuple(ex.traced.scalars.static_arguments() for _, ex in programs))
 
 
 def jit(f: Callable | None = None, *, backend: str = "cpu", autocluster: bool = False):

@@ -118,8 +118,8 @@ class CellCache:
             mode = " --autocluster" if c.autocluster else ""
             lines.append(f"{c.plan.name}  --backend {c.backend}{mode}  "
                          f"({_counts(info.hits, info.misses)})  {c.first_line}")
-            for sig in info.signatures:
-                lines.append(f"    ({_signature_text(c.plan.inputs, sig)})")
+            for sig, static in zip(info.signatures, info.static):
+                lines.append(f"    ({_signature_text(c.plan.inputs, sig, static)})")
         return "\n".join(lines)
 
 
@@ -140,10 +140,13 @@ def _type_text(shape, dtype) -> str:
     return f"{hlo_type_name(np.dtype(dtype))}[{','.join(map(str, shape))}]"
 
 
-def _signature_text(names, signature) -> str:
-    """A JitFunction signature, ((shape, dtype), ...), with the cell's input names."""
-    return ", ".join(f"{n}: {_type_text(shape, dtype)}" for n, (shape, dtype)
-                     in zip(names, signature))
+def _signature_text(names, signature, static=None) -> str:
+    """A JitFunction signature, ((shape, dtype), ...), with the cell's input names, and the
+    values of those that decided the program (`n: int = 4`)."""
+    static = static or {}
+    return ", ".join(f"{n}: {_type_text(shape, dtype)}"
+                     + (f" = {static[i]!r}" if i in static else "")
+                     for i, (n, (shape, dtype)) in enumerate(zip(names, signature)))
 
 
 def _value_text(value) -> str:

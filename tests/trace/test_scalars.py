@@ -86,6 +86,7 @@ def test_python_ints_that_fix_a_shape_are_static_values(backend):
     for n in (3, 5, 3):
         np.testing.assert_allclose(j(x, n), f(x, n))
     assert (j.cache_info().misses, j.cache_info().hits) == (2, 1)
+    assert j.cache_info().static == ({1: 3}, {1: 5})  # n, the argument that decided each
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

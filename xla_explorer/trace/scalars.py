@@ -173,6 +173,12 @@ class ScalarProgram:
     def guard(self, ref: int, value, site: Metadata) -> None:
         self.steps.append(_Guard(ref, value, site))
 
+    def static_arguments(self) -> dict[int, Any]:
+        """{argument number: value} for the arguments read as Python values (guarded)."""
+        numbers = {ref: n for n, ref in self.args.items()}
+        return {numbers[s.ref]: s.value for s in self.steps
+                if isinstance(s, _Guard) and s.ref in numbers}
+
     def replay(self, args) -> None:
         """Repeat the recorded steps on a call's arguments: raises the error NumPy or Python
         would give, or GuardFailed where the call needs another program."""

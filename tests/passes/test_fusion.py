@@ -2,11 +2,14 @@
 
 One test per rule (loop, input, output and row fusion, copying a cheap producer) and one per
 refusal (an expensive producer read twice, a reduction's kernel boundary, a dot's operands, a
-dot read twice, a dot into a reduction, a custom-call, the operand cap, a row-fusion cycle).
+dot read twice, a dot into a reduction, a custom-call, the operand cap, a row-fusion cycle,
+a value a kernel would compute too many times per element, an expensive one read at two
+indices), and a constant the root tuple shares with a kernel.
 """
 from __future__ import annotations
 
-from xla_explorer.passes.fusion import MAX_OPERANDS_AND_OUTPUTS, Decision, Fusion
+from xla_explorer.passes.fusion import (MAX_INDEX_EVALUATIONS, MAX_OPERANDS_AND_OUTPUTS, Decision,
+                                       Fusion)
 
 from .hlo_pass_helpers import ADD, MAX, entry_body, hlo, run_pass
 
@@ -647,3 +650,102 @@ ENTRY main {
          "not row-fused: the fusion rooted at m and the fusion rooted at out are connected "
          "through u, so one kernel for both would depend on itself"),
     ]
+
+
+# -- a constant the root tuple also returns --------------------------------------------------
+
+def test_a_constant_shared_by_a_kernel_and_the_root_tuple_stays_in_the_entry_too():
+    # `y = x * 2; y[0] = 1; return y, 0`: CSE leaves one constant 0, the update's index and a
+    # returned value. The kernel gets a copy; the tuple still needs the entry's.
+    _, result = run_pass(Fusion(), hlo("""\
+x = f32[3] parameter(0)
+two = f32[] constant(2)
+b = f32[3] broadcast(two), dimensions={}
+y = f32[3] multiply(x, b)
+one = f32[1] constant({1})
+zero = s32[] constant(0)
+u = f32[3] dynamic-update-slice(y, one, zero)
+ROOT t = (f32[3], s32[]) tuple(u, zero)"""))
+    assert module_text(result.module) == """\
+fused_computation.2 {
+  param_0.3 = f32[3] parameter(0)
+  two = f32[] constant(2)
+  b = f32[3] broadcast(two), dimensions={}
+  y = f32[3] multiply(param_0.3, b)
+  one = f32[1] constant({1})
+  zero.clone.4 = s32[] constant(0)
+  ROOT u = f32[3] dynamic-update-slice(y, one, zero.clone.4)
+}
+
+ENTRY main {
+  x = f32[3] parameter(0)
+  zero = s32[] constant(0)
+  multiply_dynamic_update_slice_fusion.1 = f32[3] fusion(x), kind=kLoop, calls=fused_computation.2
+  ROOT t = (f32[3], s32[]) tuple(multiply_dynamic_update_slice_fusion.1, zero)
+}
+"""
+    assert ("fused", "fused zero into u: a scalar constant and cheap, so copied into this "
+                     "kernel (t also reads it)") in decisions(result)
+
+
+# -- code duplication: a value read at many indices ------------------------------------------
+
+def stencil_steps(n: int) -> str:
+    """n steps of a 3-point stencil, each reading the last at offsets 0, 1 and 2."""
+    lines = [f"x0 = f32[{2 * n + 2}] parameter(0)"]
+    for k in range(1, n + 1):
+        m, prev = 2 * (n - k) + 2, f"x{k - 1}"
+        lines += [f"l{k} = f32[{m}] slice({prev}), slice={{[0:{m}]}}",
+                  f"c{k} = f32[{m}] slice({prev}), slice={{[1:{m + 1}]}}",
+                  f"r{k} = f32[{m}] slice({prev}), slice={{[2:{m + 2}]}}",
+                  f"s{k} = f32[{m}] add(l{k}, r{k})",
+                  f"{'ROOT ' if k == n else ''}x{k} = f32[{m}] add(s{k}, c{k})"]
+    return "\n".join(lines)
+
+
+def test_a_value_that_would_be_computed_too_often_per_element_is_a_kernel_of_its_own():
+    # Fused, step k reads step k-1 at 3 offsets: x3 would be computed 3 times per element of
+    # x4's loop, x2 9 times, x1 27 times. 27 is past the limit: x1 is written once instead.
+    assert MAX_INDEX_EVALUATIONS == 15
+    _, result = run_pass(Fusion(), hlo(stencil_steps(4)))
+    assert entry_body(result.module) == """\
+x0 = f32[10] parameter(0)
+slice_add_fusion.1 = f32[8] fusion(x0), kind=kLoop, calls=fused_computation.2
+ROOT slice_add_fusion.4 = f32[2] fusion(slice_add_fusion.1), kind=kLoop, calls=fused_computation.5"""
+    steps_2_to_4 = result.module.computation("fused_computation.5")
+    assert {i.name for i in steps_2_to_4.instructions} >= {"x2", "x3", "x4", "l2", "r2"}
+    said = decisions(result)
+    assert ("refused", "not fused x1 into l2: x1 would be computed 27 times per element of "
+                       "this kernel (it is read at different indices by c2, l2 and r2, which "
+                       "this kernel computes 9, 9 and 9 times), more than the limit of 15 "
+                       "(XLA's); it is kept as a kernel of its own, so its code is emitted "
+                       "once and its result read from memory") in said
+    assert [d.producer for d in result.notes if not d.fused] == ["x1"] * 3
+
+
+def test_values_read_at_one_index_are_never_limited():
+    # A long element-wise chain reads every value once, at the kernel's own index.
+    chain = ["x = f32[8] parameter(0)", "v0 = f32[8] negate(x)"]
+    chain += [f"v{k} = f32[8] add(v{k - 1}, v{k - 1})" for k in range(1, 40)]
+    chain[-1] = "ROOT " + chain[-1]
+    _, result = run_pass(Fusion(), hlo("\n".join(chain)))
+    assert len(fusions(result.module)) == 1
+    assert all(d.fused for d in result.notes)
+
+
+def test_an_expensive_producer_read_at_two_indices_is_computed_once():
+    # XLA's ReusesOperandElements: e[1:] + e[:-1] would compute each exponential twice.
+    _, result = run_pass(Fusion(), hlo("""\
+x = f32[8] parameter(0)
+e = f32[8] exponential(x)
+a = f32[7] slice(e), slice={[0:7]}
+b = f32[7] slice(e), slice={[1:8]}
+ROOT s = f32[7] add(a, b)"""))
+    assert entry_body(result.module) == """\
+x = f32[8] parameter(0)
+e = f32[8] exponential(x)
+ROOT slice_add_fusion.1 = f32[7] fusion(e), kind=kLoop, calls=fused_computation.2"""
+    assert ("refused", "not fused e into a: e is expensive (exponential) and would be computed "
+                       "2 times per element of this kernel (it is read at different indices by "
+                       "a and b); it is computed once, in a kernel of its own, and read from "
+                       "memory") in decisions(result)

@@ -14,6 +14,8 @@ kernel that runs row by row, printed as kind=kInput with backend_config={"schedu
 """
 from __future__ import annotations
 
+import heapq
+import itertools
 from dataclasses import dataclass
 
 from ..ir.module import Instruction, Module
@@ -26,6 +28,14 @@ from .names import NameGen
 
 # XLA caps a fusion's operands plus outputs; past that, kernels get unwieldy parameter lists.
 MAX_OPERANDS_AND_OUTPUTS = 64
+
+# A fused value is computed once per distinct index it is read at: a stencil reads its
+# producer at 3 offsets, so k fused steps would compute the first one 3**k times (and emit its
+# code as often). XLA refuses a fusion that would compute a value more often than this
+# (kAllowedCodeDuplication in its FusionNodeIndexingEvaluation); 15 lets two steps of a 1-D
+# stencil share a kernel (16 evaluations for a third), and no kernel of an element-wise,
+# reduction or row program comes near it, each value being read at one index there.
+MAX_INDEX_EVALUATIONS = 15
 
 
 @dataclass(frozen=True)
@@ -74,6 +84,7 @@ class Fusion(Pass):
 
     def run(self, module: Module) -> PassResult:
         graph = _Graph(module)
+        self._order, self._evaluations = graph.order, {}
         decisions: list[Decision] = []
         groups: list[FusionGroup] = []
         owner: dict[int, FusionGroup] = {}  # instruction moved into a group -> that group
@@ -102,37 +113,50 @@ class Fusion(Pass):
     # -- classic producer-into-consumer fusion ---------------------------------------------
 
     def _grow(self, g: FusionGroup, graph: _Graph, owner, decisions):
-        """Pull producers into g until every remaining one is refused."""
+        """Pull producers into g until every remaining one is refused.
+
+        Candidates are decided nearest to the root first, by the longest path to it, as XLA
+        visits a fusion's producers in reverse post-order: every user of a producer that
+        could join g is nearer, so it has joined (or been refused) by the time the producer
+        is decided, and the producer's readers and the times g would compute it are known
+        in full. Ties go in the order the candidates were found."""
         decided: set[tuple[int, int]] = set()
-        progress = True
-        while progress:
-            progress = False
-            for member in list(g.members):
-                for producer in member.operands:
-                    key = (id(producer), id(member))
-                    if key in decided or g.contains(producer):
-                        continue
-                    decided.add(key)
-                    if producer.opcode in ("parameter", "get-tuple-element", "tuple"):
-                        continue  # inputs of every kernel; nothing to decide
-                    readers = _readers(producer, g, graph, owner)
-                    refusal = self.should_fuse(producer, member, g, readers)
-                    if refusal:
-                        refusal = f"not fused {producer.name} into {member.name}: {refusal}"
-                        decisions.append(Decision(refusal, "refused", (producer.name, member.name),
-                                                  producer.name, member.name, False))
-                        continue
-                    what = self._what(producer)
-                    if readers:
-                        why = (f"fused {producer.name} into {member.name}: {what} and cheap, so "
-                               f"copied into this kernel ({_also_read_by(readers)})")
-                    else:
-                        why = f"fused {producer.name} into {member.name}: {what}, single consumer"
-                        owner[id(producer)] = g
-                    graph.index.add(g, producer)
-                    decisions.append(Decision(why, "fused", (producer.name, member.name),
-                                              producer.name, member.name, True))
-                    progress = True
+        heap: list = []
+        seq = itertools.count()
+        depth = _depths(g.root, graph)
+
+        def candidates(member):
+            for producer in member.operands:
+                heapq.heappush(heap, (depth[id(producer)], next(seq), producer, member))
+
+        for member in g.members:
+            candidates(member)
+        while heap:
+            _, _, producer, member = heapq.heappop(heap)
+            key = (id(producer), id(member))
+            if key in decided or g.contains(producer):
+                continue
+            decided.add(key)
+            if producer.opcode in ("parameter", "get-tuple-element", "tuple"):
+                continue  # inputs of every kernel; nothing to decide
+            readers = _readers(producer, g, graph, owner)
+            refusal = self.should_fuse(producer, member, g, readers)
+            if refusal:
+                refusal = f"not fused {producer.name} into {member.name}: {refusal}"
+                decisions.append(Decision(refusal, "refused", (producer.name, member.name),
+                                          producer.name, member.name, False))
+                continue
+            what = self._what(producer)
+            if readers:
+                why = (f"fused {producer.name} into {member.name}: {what} and cheap, so "
+                       f"copied into this kernel ({_also_read_by(readers)})")
+            else:
+                why = f"fused {producer.name} into {member.name}: {what}, single consumer"
+                owner[id(producer)] = g
+            graph.index.add(g, producer)
+            decisions.append(Decision(why, "fused", (producer.name, member.name),
+                                      producer.name, member.name, True))
+            candidates(producer)
 
     @staticmethod
     def _what(inst: Instruction) -> str:
@@ -186,6 +210,9 @@ class Fusion(Pass):
         if readers and is_expensive(producer):
             return (f"{p} is expensive ({producer.opcode}) and has {consumers} consumers; it is "
                     "computed once (multi-output fusion may still join them)")
+        duplication = self._duplication(producer, g)
+        if duplication:
+            return duplication
         # The producer moves inside: its operands become the kernel's, it stops being one.
         n = (len(({id(x) for x in g.external_operands()} - {id(producer)})
                  | {id(o) for o in producer.operands if not g.contains(o)}) + len(g.outputs))
@@ -193,6 +220,34 @@ class Fusion(Pass):
             return (f"the kernel would have {n} operands and outputs (the limit is "
                     f"{MAX_OPERANDS_AND_OUTPUTS})")
         return None
+
+    def _duplication(self, producer: Instruction, g: FusionGroup) -> str | None:
+        """Why fusing producer would compute it too often per element of g's loop, if it
+        would (XLA's CodeDuplicationTooHigh, and its ReusesOperandElements for an expensive
+        producer, which may not be computed even twice)."""
+        if producer.opcode in ("constant", "iota", "broadcast") or _scalar(producer):
+            return None  # no work of its own: an index, a literal, or a read at fewer indices
+        evaluations = self._index_evaluations(g)
+        reads = evaluations.reads_of(producer, g)
+        n = sum(map(evaluations.count, reads))
+        expensive = is_expensive(producer)
+        if n <= (1 if expensive else MAX_INDEX_EVALUATIONS):
+            return None
+        p, at = producer.name, evaluations.describe(reads)
+        if expensive:
+            return (f"{p} is expensive ({producer.opcode}) and would be computed {n} times per "
+                    f"element of this kernel ({at}); it is computed once, in a kernel of its "
+                    "own, and read from memory")
+        return (f"{p} would be computed {n} times per element of this kernel ({at}), more than "
+                f"the limit of {MAX_INDEX_EVALUATIONS} (XLA's); it is kept as a kernel of its "
+                "own, so its code is emitted once and its result read from memory")
+
+    def _index_evaluations(self, g: FusionGroup) -> _IndexEvaluations:
+        # Members only join a group, so (group, size) names what it held when last asked.
+        key = (g.id, len(g.members))
+        if key not in self._evaluations:
+            self._evaluations[key] = _IndexEvaluations(g, self._order)
+        return self._evaluations[key]
 
     @staticmethod
     def _elementwise_epilogue(dot: Instruction, consumer: Instruction, g: FusionGroup) -> bool:
@@ -262,6 +317,92 @@ class Fusion(Pass):
                                                   (gp.root.name, gc.root.name), gp.root.name,
                                                   gc.root.name, False))
         return None
+
+
+# -- how often a fused value is computed (XLA's FusionNodeIndexingEvaluation) ---------------
+
+def _scalar(inst: Instruction) -> bool:
+    """A rank-0 value has one index, (), however it is read: it is computed once."""
+    return not inst.shape.is_tuple and inst.dims == ()
+
+
+def _same_index(user: Instruction, k: int) -> bool:
+    """Whether user reads its k-th operand at user's own index: element-wise ops, and the
+    array a dynamic-update-slice writes into. Any other read (a slice, pad, reverse,
+    transpose, broadcast, a reduction's input, an update) is at an index of its own."""
+    if user.shape.is_tuple or user.operands[k].shape.is_tuple:
+        return False
+    if user.opcode == "dynamic-update-slice":
+        return k == 0
+    if user.opcode in ("copy", "reshape", "bitcast"):
+        return user.operands[k].dims == user.dims
+    return _elementwise(user) and user.operands[k].dims == user.dims
+
+
+class _IndexEvaluations:
+    """For each member of a group, the distinct reads that index it, and so how many times
+    one element of the group's loop computes it.
+
+    A read is the kernel's own loop (None) for an output, or (user, operand position) for a
+    user that reads at an index of its own; an element-wise user passes its own reads on,
+    since it reads its operands where it is read. A member is computed once per distinct read,
+    and a read by (user, k) happens as often as user is computed. Counting reads by who makes
+    them, not by the index they produce, is XLA's model: an upper bound on the distinct
+    indices, exact for a stencil's slices at different offsets."""
+
+    def __init__(self, g: FusionGroup, order: dict[int, int]):
+        self.reads: dict[int, set] = {}
+        self.times: dict[int, int] = {}
+        self.names: dict[int, str] = {id(m): m.name for m in g.members}
+        outputs = {id(o) for o in g.outputs}
+        # Users come after their operands in the entry: visiting members from the last one
+        # back, a member's reads are all known when it is reached.
+        for m in sorted(g.members, key=lambda m: order[id(m)], reverse=True):
+            reads = self.reads.setdefault(id(m), set())
+            if id(m) in outputs:
+                reads.add(None)
+            self.times[id(m)] = 1 if _scalar(m) else max(1, sum(map(self.count, reads)))
+            for k, o in enumerate(m.operands):
+                if g.contains(o):
+                    self.reads.setdefault(id(o), set()).update(
+                        reads if _same_index(m, k) else {(id(m), k)})
+
+    def count(self, read) -> int:
+        return 1 if read is None else self.times[read[0]]
+
+    def reads_of(self, producer: Instruction, g: FusionGroup) -> set:
+        """The distinct reads of producer inside g, were it fused."""
+        reads: set = set()
+        for m in g.members:
+            for k, o in enumerate(m.operands):
+                if o is producer:
+                    reads.update(self.reads[id(m)] if _same_index(m, k) else {(id(m), k)})
+        return reads
+
+    def describe(self, reads: set) -> str:
+        """`it is read at different indices by c2, l2 and r2, which this kernel computes 9,
+        9 and 9 times`."""
+        ordered = sorted(reads, key=lambda r: "" if r is None else self.names[r[0]])
+        names = ["the kernel's output" if r is None else self.names[r[0]] for r in ordered]
+        counts = [self.count(r) for r in ordered]
+        listed = ", ".join(names[:-1]) + " and " + names[-1] if len(names) > 1 else names[0]
+        said = f"it is read at different indices by {listed}"
+        if any(c > 1 for c in counts):
+            times = ", ".join(map(str, counts[:-1])) + " and " + str(counts[-1])
+            said += f", which this kernel computes {times} times"
+        return said
+
+
+def _depths(root: Instruction, graph: _Graph) -> dict[int, int]:
+    """The longest path from each instruction root depends on to root, in operand edges."""
+    depth = {id(root): 0}
+    stop = graph.order[id(root)]
+    for inst in reversed(graph.entry.instructions[:stop + 1]):
+        d = depth.get(id(inst))
+        if d is not None:
+            for o in inst.operands:
+                depth[id(o)] = max(depth.get(id(o), 0), d + 1)
+    return depth
 
 
 def _readers(producer: Instruction, g: FusionGroup, graph: _Graph, owner) -> list:

@@ -170,6 +170,18 @@ def emit(module: Module, groups: list[FusionGroup], fresh: NameGen) -> Module:
     for g in groups:
         for m in g.members:
             copies[id(m)] = copies.get(id(m), 0) + 1
+    # A scalar constant never becomes a kernel of its own: each kernel that reads it gets a
+    # copy. If something outside those kernels reads it too (the root tuple returning the 0
+    # that is also an update's index), it stays in the entry as well; otherwise nothing
+    # would compute it there, and its readers would wait for a kernel that never comes.
+    outputs = {id(o) for g in groups for o in g.outputs}
+    needed = {id(o) for inst in entry.instructions if id(inst) not in in_some_group
+              for o in inst.operands}
+    needed.update(id(x) for g in groups for x in g.external_operands())
+    shared = {id(m) for g in groups for m in g.members
+              if m.opcode == "constant" and id(m) in needed and id(m) not in outputs}
+    for k in shared:
+        copies[k] += 1  # the entry's copy keeps the name; the fused ones are clones
     value: dict[int, Instruction] = {}
     new: list[Instruction] = []
     computations = list(module.computations)
@@ -178,7 +190,7 @@ def emit(module: Module, groups: list[FusionGroup], fresh: NameGen) -> Module:
     # (multi-output fusion can move a value into a kernel that ends further down).
     pending: list = []
     for inst in entry.instructions:
-        if id(inst) not in in_some_group:
+        if id(inst) not in in_some_group or id(inst) in shared:
             pending.append(inst)
         pending.extend(last_member.get(id(inst), []))
     while pending:

@@ -381,6 +381,16 @@ def test_python_ints_that_fix_a_shape_are_static_and_listed_with_their_values(sh
     assert "(n: int = 4, x: f32[64], i: int = 2)" in out and "n: int = 5" in out, out
 
 
+def test_a_helpers_global_rebound_compiles_the_cell_again(shell):
+    shell.run_cell("K = 2.0\ndef scale(v):\n    return v * K\nx = np.ones(3)")
+    assert run(shell, "%%xla --quiet\ny = scale(x)")[0].success
+    np.testing.assert_array_equal(shell.user_ns["y"], [2.0, 2.0, 2.0])
+    shell.run_cell("K = 3.0\nx = np.full(3, 5.0)")
+    result, out = run(shell, "%%xla --quiet\ny = scale(x)")
+    assert result.success, out
+    np.testing.assert_array_equal(shell.user_ns["y"], [15.0, 15.0, 15.0])  # not the old K
+
+
 def test_a_failed_first_compile_is_not_listed(shell, xy):
     run(shell, "%%xla\nu = np.unique(x)\n")
     assert "nothing compiled yet" in run(shell, "%xla_cache")[1]

@@ -69,6 +69,32 @@ class TraceFacts:
     eager_value: bool
 
 
+def helpers_read(objects, seen=None) -> tuple:
+    """What the functions a cell calls read from their globals and closures, which the trace
+    froze into the program: numbers by value, arrays by identity, shape and type, functions
+    by what they read in turn. A helper's global rebound (K = 3.0) compiles the cell again
+    instead of running it with the old value."""
+    seen = set() if seen is None else seen
+    out = []
+    for f in objects:
+        code = getattr(f, "__code__", None)
+        if code is None or id(f) in seen:
+            continue
+        seen.add(id(f))
+        values = {n: getattr(f, "__globals__", {}).get(n) for n in code.co_names}
+        for n, cell in zip(code.co_freevars, getattr(f, "__closure__", None) or ()):
+            with contextlib.suppress(ValueError):  # a cell not filled yet
+                values[n] = cell.cell_contents
+        for name, v in sorted(values.items()):
+            if isinstance(v, np.ndarray):
+                out.append((name, "array", id(v), v.shape, v.dtype.str))
+            elif isinstance(v, (bool, int, float, complex, np.generic)):
+                out.append((name, type(v).__name__, repr(v)))
+            elif callable(v) and hasattr(v, "__code__"):
+                out.append((name, "function", id(v), helpers_read((v,), seen)))
+    return tuple(out)
+
+
 class CellCache:
     """The session's compiled cells, keyed by (cell source, backend, autocluster).
 
@@ -86,7 +112,8 @@ class CellCache:
         from .api import jit
 
         key = (plan.source, backend, autocluster)
-        depends = (plan.first_line, plan.inputs, id(namespace), plan.key)
+        depends = (plan.first_line, plan.inputs, id(namespace), plan.key,
+                   helpers_read(plan.keep))
         entry = self.cells.get(key)
         if entry is None or entry.depends != depends:
             entry = CachedCell(plan, backend, autocluster,

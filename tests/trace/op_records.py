@@ -211,6 +211,11 @@ SELECTION = [
     # np.round to whole numbers: halves to even for floats, the same integers for ints
     OpRecord("np.round", np.round, 1, (QUARTERS,), NUMERIC, UNARY_SHAPES),
     OpRecord("np.around", np.around, 1, (QUARTERS,), NUMERIC, UNARY_SHAPES),
+    # to decimals: NumPy scales by 10**decimals, rints and scales back; so does the lowering
+    OpRecord("np.round decimals", np.round, 1, (ANY,), NUMERIC, UNARY_SHAPES,
+             ({"decimals": 2}, {"decimals": 1}), group="selection"),
+    OpRecord("np.round decimals<0", np.round, 1, (ANY,), FLOATS, UNARY_SHAPES,
+             ({"decimals": -1},), group="selection"),
 ]
 
 
@@ -411,6 +416,10 @@ DATA_MOVEMENT = [
     OpRecord("np.flip", np.flip, 1, (ANY,), ALL, cases=(
         (((2, 3, 4),), {}), (((2, 3, 4),), {"axis": 0}), (((2, 3, 4),), {"axis": -1}),
         (((2, 3, 4),), {"axis": (0, 2)}), (((),), {}),
+    ), group="data-movement"),
+    OpRecord("np.pad", np.pad, 1, (ANY,), ALL, cases=(
+        (((2, 3),), {"pad_width": 1}), (((2, 3),), {"pad_width": ((0, 1), (2, 0))}),
+        (((4,),), {"pad_width": (1, 2), "constant_values": 7}), (((),), {"pad_width": 1}),
     ), group="data-movement"),
     OpRecord("np.copy", np.copy, 1, (ANY,), ALL, UNARY_SHAPES, group="data-movement"),
     OpRecord("x[index]", _index, 1, (ANY,), ALL, cases=_INDEX_CASES, group="data-movement"),

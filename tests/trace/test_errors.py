@@ -65,7 +65,6 @@ def uses_ptp(x):
     (uses_fft, "np.fft.fft", "np.fft.fft(", None),
     (uses_inv, "np.linalg.inv", "np.linalg.inv(", None),
     (uses_fix, "np.fix", "np.fix(", "np.trunc"),
-    (uses_round_method, "np.round", "x.round(2)", None),
     (uses_hypot, "np.hypot", "np.hypot(", "np.sqrt(x*x + y*y)"),
     (uses_accumulate, "np.add.accumulate", "np.add.accumulate(", None),
     (uses_ptp, "np.ptp", "np.ptp(", None),

@@ -537,3 +537,32 @@ def test_a_scalar_power_takes_numpys_fast_paths(backend, dtype):
             np.testing.assert_allclose(got, want, rtol=4 * np.finfo(dtype).eps, atol=0,
                                        err_msg=f"x ** {e}")
             np.testing.assert_array_equal(np.signbit(got), np.signbit(want), err_msg=f"x ** {e}")
+
+
+@pytest.mark.parametrize("backend", xe.api.BACKENDS)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_float_floor_divide_and_remainder_give_numpys_zeros(backend, dtype):
+    # npy_divmod: a zero remainder has the divisor's sign, a zero quotient that of a / b.
+    a = np.array([-6.0, 0.0, -0.0, 6.0, 5.0, -5.0, np.inf, 1.0, 0.0, -0.0, 7.5], dtype)
+    b = np.array([3.0, -3.0, 3.0, -3.0, 0.0, 0.0, 2.0, np.inf, -np.inf, np.inf, -2.5], dtype)
+
+    def f(a, b):
+        return a % b, a // b
+
+    with np.errstate(all="ignore"):
+        for got, want in zip(xe.jit(f, backend=backend)(a, b), f(a, b)):
+            np.testing.assert_array_equal(got, want)
+            np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+        assert xe.jit(f, backend=backend)(-0.0, 2.0) == (0.0, -0.0)  # Python's, bit for bit
+        assert np.signbit(xe.jit(f, backend=backend)(-0.0, 2.0)[1])
+
+
+@pytest.mark.parametrize("backend", xe.api.BACKENDS)
+def test_clip_with_scalar_bounds_keeps_x_where_it_equals_a_bound(backend):
+    # NumPy's clip with two scalar bounds keeps x on a tie: clip(+0.0, -0.0, 1) is +0.0.
+    x = np.array([-0.0, 0.0, -np.inf, np.inf, np.nan, 0.5, 2.0])
+    for f in (lambda x: np.clip(x, -0.0, 0.0), lambda x: np.clip(x, -0.0, 1.0),
+              lambda x: x.clip(-1, None), lambda x: np.clip(x, np.zeros(7), 1.0)):
+        got, want = xe.jit(f, backend=backend)(x), f(x)
+        np.testing.assert_array_equal(got, want)
+        np.testing.assert_array_equal(np.signbit(got), np.signbit(want))

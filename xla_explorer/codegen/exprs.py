@@ -4,9 +4,9 @@
 ELEMENTWISE or COMPARE_SELECT instruction from its operands' elements (names of scalar locals).
 The expression has exactly the instruction's element type in Numba and the op table's NumPy
 semantics (`impl`): bit-exact for integers and bools, within a few ulp for float functions,
-NaN and Inf as in NumPy. Where Python's operators differ from HLO (NaN in max/min, integer
-division and remainder, shifts past the width, saturating float->int conversion) the
-expression calls a helper from `scalar.py`.
+NaN and Inf as in NumPy. Where Python's operators differ from HLO (NaN and signed zeros in
+max/min/clamp, integer division and remainder, shifts past the width, saturating float->int
+conversion) the expression calls a helper from `scalar.py`.
 
 Two facts of Numba's typing shape the table below: it computes int8/int16/int32 arithmetic in
 int64 (so integer results are cast back with `{T}(...)`: the cast wraps, as NumPy does), and a
@@ -139,11 +139,16 @@ _EXPRS: dict[str, dict[str, str]] = {
     "shift-right-arithmetic": {"i": "shift_right_arithmetic({0}, {1})"},
     "shift-right-logical":    {"i": "shift_right_logical({0}, {1})"},
     "select":                 {"bif": "({1} if {0} else {2})"},
-    "clamp":                  {"if": "minimum(maximum({1}, {0}), {2})"},  # clamp(lo, x, hi)
+    "clamp":                  {"if": "clamp({0}, {1}, {2})"},  # clamp(lo, x, hi)
 }
 
 # Reducers that are one binary op of their two parameters: the accumulate expression.
 _REDUCERS = ("add", "multiply", "maximum", "minimum", "and", "or", "xor")
+# ... where it is not the element-wise op's: a float max or min accumulates with LLVM's
+# llvm.maximum / llvm.minimum under nsz (scalar.maximum_nsz), which vectorizes as a reduction;
+# the sign of a zero maximum is left open there, as in NumPy's reductions.
+_REDUCER_STEPS = {"maximum": {"f": "maximum_nsz({0}, {1})"},
+                  "minimum": {"f": "minimum_nsz({0}, {1})"}}
 
 
 def _template(opcode: str, kind: str) -> str | None:
@@ -248,9 +253,10 @@ def _convert(x: str, src: np.dtype, dst: np.dtype) -> str:
 def reducer_update(opcode: str, acc: str, x: str, dtype) -> str | None:
     """The accumulate expression `acc op x` of a reducer that is the single binary op
     `opcode` of its parameters, typed to `dtype`; maximum and minimum propagate NaN like the
-    interpreter's np.maximum.reduce. None for any other reducer."""
+    interpreter's np.maximum.reduce (the sign of a zero result open, see _REDUCER_STEPS).
+    None for any other reducer."""
     dtype = np.dtype(dtype)
     if opcode not in _REDUCERS or dtype not in _SUPPORTED or dtype.kind not in op(opcode).kinds:
         return None
-    text = _template(opcode, dtype.kind)
+    text = _REDUCER_STEPS.get(opcode, {}).get(dtype.kind) or _template(opcode, dtype.kind)
     return None if text is None else _fill(text, dtype, [_atom(acc), _atom(x)])

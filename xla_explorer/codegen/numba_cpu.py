@@ -135,13 +135,21 @@ class _Writer:
         self.lines: list[str] = []
         self.depth = 1
         self.counter = 0
+        self.top = 0
 
     def fresh(self, base: str) -> str:
         self.counter += 1
         return f"{identifier(base)}_{self.counter}"
 
     def line(self, text: str) -> None:
+        if self.depth == 1:
+            self.top = len(self.lines)  # the last line at the top level: a loop's, once inside
         self.lines.append("    " * self.depth + text)
+
+    def insert_top(self, text: str) -> None:
+        """A line at the top level, before the top-level line that opens the current loop."""
+        self.lines.insert(self.top, "    " + text)
+        self.top += 1
 
     def comment(self, inst: Instruction) -> None:
         text = format_instruction(inst, metadata=False).strip()
@@ -187,6 +195,9 @@ class KernelEmitter:
         self.stashed_now: set[int] = set()
         self.row_index: tuple[str, ...] | None = None
         self.row_tail: tuple[str, ...] = ()
+        # 0-d arrays read inside loops, as scalars read before them ({array: local}, see
+        # `_element`).
+        self.scalar_reads: dict[str, str] = {}
 
     # -- scalar values at an index --------------------------------------------------------
 
@@ -220,15 +231,17 @@ class KernelEmitter:
         if id(inst) in self.row_scalars:
             return self.row_scalars[id(inst)]
         if id(inst) in self.stored:
-            return _index(self.stored[id(inst)], idx)
+            return self._element(self.stored[id(inst)], idx)
         if op == "parameter":
-            return _index(f"p{inst.parameter_number}", idx)
+            return self._element(f"p{inst.parameter_number}", idx)
         if op == "constant":
             return exprs.literal(inst.literal.reshape(-1)[0], inst.dtype)
         if op == "iota":
             return f"{np_type(inst.dtype)}({idx[inst.attr('iota_dimension')]})"
         if in_group(op, Group.ELEMENTWISE, Group.COMPARE_SELECT):
-            return exprs.scalar_expr(inst, [self.value(o, idx) for o in inst.operands])
+            # clamp's bounds may be scalars (0-d) beside an array x
+            return exprs.scalar_expr(inst, [self.value(o, idx if o.dims or not inst.dims else ())
+                                            for o in inst.operands])
         if in_group(op, Group.DATA_MOVEMENT):
             return self._data_movement(inst, idx)
         if op == "get-tuple-element":
@@ -236,10 +249,23 @@ class KernelEmitter:
             if key in self.row_scalars:
                 return self.row_scalars[key]
             if key in self.stored:
-                return _index(self.stored[key], idx)
+                return self._element(self.stored[key], idx)
         raise UnsupportedOpError(f"the CPU backend cannot compute {inst.name} ({op}) inside a "
                                  "kernel", op=op, source_file=inst.metadata.source_file or None,
                                  source_line=inst.metadata.source_line or None)
+
+    def _element(self, array: str, idx: tuple[str, ...]) -> str:
+        """`array[idx]`, an array the kernel reads (a parameter, a reduce's or dot's result).
+        A 0-d one is read once, into a scalar at the kernel's top level, before the loop being
+        written: Numba hands a 0-d array to a prange body as a scalar, where `a[()]` fails to
+        compile (`getitem(float64, Tuple())`), as in x.std() beside x.argmax()."""
+        if idx or self.w.depth == 1:
+            return _index(array, idx)
+        if array not in self.scalar_reads:
+            var = self.w.fresh(f"{array}_value")
+            self.w.insert_top(f"{var} = {array}[()]  # a 0-d array, read before the loop")
+            self.scalar_reads[array] = var
+        return self.scalar_reads[array]
 
     def _data_movement(self, inst: Instruction, idx: tuple[str, ...]) -> str:
         op, x = inst.opcode, inst.operands[0]

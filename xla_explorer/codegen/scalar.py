@@ -1,8 +1,8 @@
 """Scalar helpers that generated Numba kernels call, one per HLO semantic that Python's own
 operators do not give.
 
-Each helper is `@njit(inline="always")` (maximum, minimum, add_reassoc and multiply_reassoc
-are Numba intrinsics, see there):
+Each helper is `@njit(inline="always")` (maximum, minimum, their reduction steps, add_reassoc
+and multiply_reassoc are Numba intrinsics, see there):
 Numba pastes its body into the kernel before typing, so the kernel's `fastmath` and
 `error_model` apply to it and LLVM sees one loop body it can vectorize. Bodies are written as
 selects (`a if c else b` on cheap operands, `|` and `&` on bools) rather than early returns, for
@@ -25,22 +25,30 @@ from numba.core import cgutils
 from numba.core.extending import intrinsic
 
 __all__ = [
-    "maximum", "minimum", "add_reassoc", "multiply_reassoc", "sign", "round_afz", "rsqrt",
+    "maximum", "minimum", "maximum_nsz", "minimum_nsz", "clamp", "add_reassoc", "multiply_reassoc", "sign", "round_afz", "rsqrt",
     "int_divide", "int_remainder", "int_power",
     "shift_left", "shift_right_arithmetic", "shift_right_logical",
     "float_to_int", "prefetch_read", "prefetch_write",
 ]
 
 
-# -- maximum and minimum --------------------------------------------------------------------
-# np.maximum / np.minimum propagate NaN (Python's max and min return whichever operand the
-# comparison happens to favour). For floats they are LLVM's `llvm.maximum` / `llvm.minimum`
-# (NaN-propagating, IEEE 754-2019): the loop vectorizer recognizes those as reductions, where it
-# leaves a select with a NaN test scalar (a float32 max-reduction: 0.3 ms against 8 ms over 4M
-# elements). Integers are a signed (or unsigned) compare and select, pred is or / and.
+# -- maximum, minimum and clamp -------------------------------------------------------------
+# Element-wise, np.maximum(a, b) is `a if (a > b or a is NaN) else b`: NaN if either is NaN,
+# and b where the two compare equal, so np.maximum(-0.0, +0.0) is +0.0 and np.maximum(+0.0,
+# -0.0) is -0.0 (a relu keeps +0.0 at x = -0.0, and 1 / relu(x) is +inf there). `maximum` and
+# `minimum` give exactly that: a compare, an unordered test of a and a select, which vectorize
+# to vmaxps / vcmpunordps / vblendvps like LLVM's own `llvm.maximum`.
+#
+# A reduction's step is `maximum_nsz` / `minimum_nsz`: LLVM's `llvm.maximum` / `llvm.minimum`
+# (NaN-propagating, IEEE 754-2019) with `nsz`, which the loop vectorizer takes as a reduction
+# in any order, where it leaves a select with a NaN test scalar (a float32 max-reduction: 0.3
+# ms against 8 ms over 4M elements). Which zero the max of -0.0 and +0.0 is stays open there, as
+# it does in NumPy's own reductions (their SIMD loops leave it to the order they combine in);
+# without nsz each vector maximum also needs a sign test and a blend.
+# Integers are a signed (or unsigned) compare and select, pred is or / and.
 
 
-def _min_max(name: str, cmp: str, logical: str):
+def _min_max(name: str, cmp: str, fcmp: str, logical: str, step: bool):
     @intrinsic
     def op(typingctx, a, b):
         t = typingctx.unify_types(a, b)
@@ -49,13 +57,15 @@ def _min_max(name: str, cmp: str, logical: str):
 
         def codegen(context, builder, sig, args):
             x, y = (context.cast(builder, v, ty, t) for v, ty in zip(args, sig.args))
-            if isinstance(t, types.Float):
+            if isinstance(t, types.Float) and step:
                 fnty = llvm_ir.FunctionType(x.type, [x.type, x.type])
                 fn = builder.module.declare_intrinsic(f"llvm.{name}", [x.type], fnty)
-                # nsz: which zero max(-0.0, +0.0) gives is left open, as in NumPy (whose
-                # maximum returns its second operand there). Without it each vector maximum
-                # also needs a sign test and a blend.
                 return builder.call(fn, [x, y], fastmath=("nsz",))
+            if isinstance(t, types.Float):
+                # x where it wins or is NaN, else y (y on a tie, and y's NaN).
+                wins = builder.or_(builder.fcmp_ordered(fcmp, x, y),
+                                   builder.fcmp_unordered("uno", x, x))
+                return builder.select(wins, x, y)
             if isinstance(t, types.Boolean):
                 return getattr(builder, logical)(x, y)
             icmp = builder.icmp_signed if t.signed else builder.icmp_unsigned
@@ -63,14 +73,29 @@ def _min_max(name: str, cmp: str, logical: str):
 
         return t(a, b), codegen
 
-    op.__name__ = op.__qualname__ = name
+    op.__name__ = op.__qualname__ = f"{name}_nsz" if step else name
     return op
 
 
-maximum = _min_max("maximum", ">=", "or_")
-maximum.__doc__ = "np.maximum of two scalars: NaN if either is NaN."
-minimum = _min_max("minimum", "<=", "and_")
-minimum.__doc__ = "np.minimum of two scalars: NaN if either is NaN."
+maximum = _min_max("maximum", ">=", ">", "or_", step=False)
+maximum.__doc__ = "np.maximum of two scalars, to the bit: NaN if either is NaN, b on a tie."
+minimum = _min_max("minimum", "<=", "<", "and_", step=False)
+minimum.__doc__ = "np.minimum of two scalars, to the bit: NaN if either is NaN, b on a tie."
+maximum_nsz = _min_max("maximum", ">=", ">", "or_", step=True)
+maximum_nsz.__doc__ = ("The step of a max-reduction: NaN if either is NaN, either zero on "
+                       "-0.0 against +0.0.")
+minimum_nsz = _min_max("minimum", "<=", "<", "and_", step=True)
+minimum_nsz.__doc__ = ("The step of a min-reduction: NaN if either is NaN, either zero on "
+                       "-0.0 against +0.0.")
+
+
+@njit(inline="always")
+def clamp(lo, x, hi):
+    """HLO clamp(lo, x, hi) as np.clip(x, lo, hi) with scalar bounds: NaN if any of the three
+    is NaN, x itself where it equals a bound (np.clip(+0.0, -0.0, 1) is +0.0), hi where lo > hi.
+    Not minimum(maximum(x, lo), hi), which gives the bound on a tie."""
+    t = lo if (lo > x) | (lo != lo) else x
+    return hi if (hi < t) | (hi != hi) else t
 
 
 # -- a reduction's accumulation step --------------------------------------------------------

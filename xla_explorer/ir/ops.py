@@ -274,9 +274,14 @@ def _select_impl(instr, args, ctx):
 
 
 def _clamp_impl(instr, args, ctx):
+    """np.clip(x, lo, hi) with scalar bounds, which keeps x where it equals a bound
+    (np.clip(+0.0, -0.0, 1) is +0.0): NaN if any operand is NaN, hi where lo > hi. Not
+    np.minimum(np.maximum(x, lo), hi), which gives the bound on a tie (-0.0 there), as
+    np.clip itself does with array bounds."""
     lo, x, hi = args
     with np.errstate(all="ignore"):
-        return np.asarray(np.minimum(np.maximum(x, lo), hi)).astype(instr.dtype, copy=False)
+        t = np.where((lo > x) | (lo != lo), lo, x)
+        return np.asarray(np.where((hi < t) | (hi != hi), hi, t)).astype(instr.dtype, copy=False)
 
 
 _op("compare", Group.COMPARE_SELECT, 2, ANY, "pred", _compare_impl, Cost.CHEAP,

@@ -12,6 +12,7 @@ import contextlib
 import decimal
 import difflib
 import math
+import operator
 import sys
 from typing import Callable
 
@@ -251,9 +252,16 @@ def _divmod_float(b, x, y):
     one = _const(b, 1, x)
     div = b.select(fix, b.ew("subtract", div, one), div)
     mod = b.select(fix, b.ew("add", mod, y), mod)
+    # A zero remainder takes the divisor's sign, a zero quotient that of x / y (-0.0 // 3 is
+    # -0.0): npy_divmod's copysign(0, ...), as selects (1 / q < 0 tells -0.0 from +0.0).
+    neg_zero = _const(b, -0.0, x)
+    mod = b.select(b.compare(mod, zero, "EQ"),
+                   b.select(b.compare(y, zero, "LT"), neg_zero, zero), mod)
     floor = b.ew("floor", div)
     round_up = b.compare(b.ew("subtract", div, floor), _const(b, 0.5, x), "GT")
     floor = b.select(round_up, b.ew("add", floor, one), floor)
+    negative = b.compare(b.ew("divide", one, b.ew("divide", x, y)), zero, "LT")
+    floor = b.select(b.compare(div, zero, "EQ"), b.select(negative, neg_zero, zero), floor)
     by_zero = b.compare(y, zero, "EQ")
     return b.select(by_zero, b.ew("divide", x, y), floor), b.select(by_zero, b.ew("remainder", x, y), mod)
 
@@ -525,7 +533,7 @@ ALTERNATIVES = {
     "cumsum": None, "sinc": "np.sin(np.pi * x) / (np.pi * x)",
     "deg2rad": "x * (np.pi / 180)", "rad2deg": "x * (180 / np.pi)", "hypot": "np.sqrt(x*x + y*y)",
     "logaddexp": "np.maximum(a, b) + np.log1p(np.exp(-np.abs(a - b)))",
-    "copysign": "np.where(y < 0, -np.abs(x), np.abs(x))", "heaviside": "np.where",
+    "copysign": "np.where(y < 0, -np.abs(x), np.abs(x)) (which counts -0.0 as positive)", "heaviside": "np.where",
     "take": "slicing", "ndarray.sort": "np.sort",
 }
 
@@ -536,6 +544,8 @@ def unsupported(name: str, detail: str = "") -> UnsupportedOpError:
     if name in ALTERNATIVES:  # listed as None: nothing supported comes close
         alt = ALTERNATIVES[name]
         lead = f"A supported alternative: {alt}." if alt else None
+    elif detail:  # the function is supported, this form of it is not: no other name helps
+        lead = f"Use a form of np.{name} that is supported."
     else:
         close = difflib.get_close_matches(name, sorted(set(supported) - {name}), n=1,
                                           cutoff=0.75)
@@ -991,6 +1001,19 @@ def _flip(value, m, axis=None):
     return active_builder().reverse(x, _axes(axis, x.shape.rank))
 
 
+def _pad(value, array, pad_width, mode="constant", **kw):
+    """np.pad with a constant is HLO's pad (edges only, no interior padding)."""
+    fill = kw.pop("constant_values", 0)
+    if mode != "constant" or kw or np.ndim(fill) != 0 or isinstance(fill, Tracer):
+        raise unsupported("pad", " except mode='constant' with one constant value")
+    x = node_of(array)
+    if x.shape.rank == 0:  # NumPy pads a 0-d array to itself
+        return x
+    widths = np.broadcast_to(np.asarray(pad_width, dtype=np.int64), (x.shape.rank, 2))
+    b = active_builder()
+    return b.pad(x, b.constant(fill, x.dtype), [(int(lo), int(hi), 0) for lo, hi in widths])
+
+
 def _copy(value, a, *args, **kw):
     return node_of(a)
 
@@ -1009,6 +1032,13 @@ def _clip(value, a, a_min=np._NoValue, a_max=np._NoValue, out=None, *, min=np._N
           max=np._NoValue, **kw):
     lo = a_min if a_min is not np._NoValue else min
     hi = a_max if a_max is not np._NoValue else max
+    given = [v for v in (lo, hi) if v is not None and v is not np._NoValue]
+    if len(given) == 2 and all(np.ndim(value_of(v)) == 0 for v in given):
+        # Two scalar bounds: NumPy keeps x where it equals a bound (clip(+0.0, -0.0, 1) is
+        # +0.0), which HLO's clamp does and maximum-then-minimum does not.
+        b, dt = active_builder(), np.asarray(value).dtype
+        x = b.broadcast_to(node_of(a, dt), np.shape(value))
+        return b.emit("clamp", (node_of(lo, dt), x, node_of(hi, dt)))
     result = a
     if lo is not None and lo is not np._NoValue:
         result = np.maximum(result, lo)
@@ -1018,12 +1048,18 @@ def _clip(value, a, a_min=np._NoValue, a_max=np._NoValue, out=None, *, min=np._N
 
 
 def _round(value, a, decimals=0, out=None):
-    """np.round to whole numbers is np.rint (halves to even, as NumPy rounds)."""
-    if decimals != 0 or out is not None:
-        raise unsupported("round", " with decimals or out=")
-    if np.asarray(value).dtype.kind != "f":  # whole numbers already, and NumPy keeps the type
+    """np.round is np.rint (halves to even, as NumPy rounds); to `decimals` places NumPy
+    scales by 10**decimals, rints and scales back, and so does this, to the same bits."""
+    decimals = operator.index(decimals)
+    kind = np.asarray(value).dtype.kind
+    if out is not None or (decimals < 0 and kind != "f"):
+        raise unsupported("round", " with out= or, for integers, negative decimals")
+    if kind != "f":  # whole numbers already, and NumPy keeps the type
         return node_of(a)
-    return node_of(np.rint(a))
+    if decimals == 0:
+        return node_of(np.rint(a))
+    f = np.asarray(10.0 ** abs(decimals), np.asarray(value).dtype)[()]
+    return node_of(np.rint(a * f) / f if decimals > 0 else np.rint(a / f) * f)
 
 
 def astype(x: Tracer, dtype) -> Tracer:
@@ -1349,7 +1385,7 @@ FUNCTIONS: dict[Callable, Callable] = {
     np.reshape: _reshape, np.ravel: _ravel, np.transpose: _transpose, np.swapaxes: _swapaxes,
     np.moveaxis: _moveaxis, np.squeeze: _same_shape_reshape, np.expand_dims: _same_shape_reshape,
     np.broadcast_to: _broadcast_to, np.concatenate: _concatenate, np.stack: _stack,
-    np.hstack: _hstack, np.vstack: _vstack, np.flip: _flip, np.copy: _copy,
+    np.hstack: _hstack, np.vstack: _vstack, np.flip: _flip, np.pad: _pad, np.copy: _copy,
     np.where: _where, np.clip: _clip, np.astype: _np_astype, np.round: _round,
     np.around: _round,
     np.zeros_like: _like(0), np.ones_like: _like(1), np.empty_like: _like(None),

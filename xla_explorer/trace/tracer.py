@@ -415,6 +415,19 @@ for _name, _uf in [("add", np.add), ("sub", np.subtract), ("mul", np.multiply),
     setattr(Tracer, f"__r{_name}__", _r)
     setattr(Tracer, f"__i{_name}__", _i)
 
+
+def _pow(self, other):
+    """`x ** n`: NumPy's operator squares (np.square) an array to the Python int 2, which
+    for a bool array gives int8 where np.power gives int64; the value decides the type, so a
+    Python int argument is read as a value there."""
+    if self.dtype == np.bool_ and not self._weak:
+        n = other._static("**") if isinstance(other, Tracer) and other._weak else other
+        if type(n) is int and n == 2:
+            return np.square(self)
+    return _operator(np.power, self, other)
+
+
+Tracer.__pow__ = _pow
 Tracer.__divmod__ = lambda self, other: (self // other, self % other)
 Tracer.__rdivmod__ = lambda self, other: (other // self, other % self)
 

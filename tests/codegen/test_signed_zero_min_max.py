@@ -27,18 +27,10 @@ from xla_explorer.passes.pipeline import default_passes
 from xla_explorer.runtime.executable import Executable
 from xla_explorer.runtime.reference import run_module
 
-from .test_exact_arithmetic import X86, bit_mismatches
+from .test_exact_arithmetic import DTYPES, F32, F64, IDS, X86, bit_mismatches
+from .test_exact_arithmetic import kernel_cache  # noqa: F401 (its autouse fixture, shared)
 
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
-
-F32, F64 = np.float32, np.float64
-DTYPES = [F32, F64]
-IDS = ["f32", "f64"]
-
-
-@pytest.fixture(autouse=True)
-def kernel_cache(tmp_path_factory, monkeypatch):
-    monkeypatch.setenv("XLA_EXPLORER_CACHE", str(tmp_path_factory.getbasetemp() / "kernels"))
 
 
 def values(dtype) -> np.ndarray:

@@ -294,25 +294,33 @@ def _alone(job) -> Outcome:
     return outcome
 
 
+# Numba never frees a compiled kernel: a worker that ran 3000 cases held about 5 GiB. A new
+# pool takes over after this many cases a worker (it loads the kernels cached on disk).
+CASES_PER_WORKER = 1000
+
+
 def _in_workers(jobs_list, workers: int):
-    """Each job's outcome, in order, from `workers` processes. A worker that dies breaks the
-    pool and fails every job not yet finished; the first of those is rerun alone (which names
-    the crash if it was the one), and the rest go to a new pool."""
+    """Each job's outcome, in order, from `workers` processes, in batches of CASES_PER_WORKER
+    a worker. A worker that dies breaks the pool and fails every job not yet finished; the
+    first of those is rerun alone (which names the crash if it was the one), and the rest go
+    to a new pool."""
     pending = list(jobs_list)
     while pending:
+        size = CASES_PER_WORKER * workers
+        batch, later = pending[:size], pending[size:]
         pool = _pool(workers)
         try:
-            futures = [pool.submit(_run_one, job) for job in pending]
+            futures = [pool.submit(_run_one, job) for job in batch]
             rest = []
-            for k, (job, future) in enumerate(zip(pending, futures)):
+            for k, (job, future) in enumerate(zip(batch, futures)):
                 try:
                     outcome = future.result()
                 except BrokenProcessPool:
-                    outcome, rest = _alone(job), pending[k + 1:]
+                    outcome, rest = _alone(job), batch[k + 1:]
                 yield outcome
                 if rest:
                     break
-            pending = rest
+            pending = rest + later
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
 

@@ -1,20 +1,21 @@
 """Python scalar arguments: traced as values, with what their value decides checked per call.
 
 A Python int or float argument is a weak parameter (NEP 50): the compiled program takes it as
-a value, so a new value runs the same program. Three things about a Python scalar depend on
-its value, not only its type, and a compiled program must not get them wrong silently:
+a value, so a new value runs the same program. What a Python scalar's value decides, beyond
+its type, a compiled program must not get wrong silently:
 
 - Arithmetic between Python scalars is Python's (`n * n` is 2**80 for n = 2**40), which the
   program computes in int64 or float64. Each such operation is recorded and repeated in Python
   on every call, and a result the program cannot hold (an int beyond int64, a complex power)
   is an error at the user's line, at trace time and at call time alike.
 - NumPy raises OverflowError when a Python int meets an array of a narrower integer type
-  (`int32_array * 2**40`). Each such conversion is recorded and checked on every call.
+  (`int32_array * 2**40`), and ValueError for an integer array to a negative Python int
+  power; an int argument must fit the int64 parameter. Each is checked on every call.
 - A value read as a Python value (`range(n)`, `np.zeros(n)`, `if n > 0:`, `v[i]`) decides
   the program itself, as JAX's static arguments do. That reading is recorded as a guard; a
   call where it reads differently needs a program traced for it (`JitFunction` traces one).
 
-`ScalarProgram.replay(args)` does all three in recorded order, so a check recorded under a
+`ScalarProgram.replay(args)` does all of these in recorded order, so a check recorded under a
 guard is only made when the guard holds. A program with no Python scalar arguments records
 nothing and its calls pay nothing.
 """

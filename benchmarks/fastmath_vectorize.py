@@ -13,7 +13,7 @@ packed (vector) floating-point arithmetic for the single-thread loop calling our
 
 OMP_WAIT_POLICY=passive is set (unless already set) before Numba starts its OpenMP threads:
 with the default policy a parallel launch after an idle moment can stall for milliseconds
-(TOOLCHAIN.md), which interleaved timing provokes on every round.
+(docs/machine-facts.md), which interleaved timing provokes on every round.
 """
 from __future__ import annotations
 

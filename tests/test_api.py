@@ -1,4 +1,4 @@
-"""The public API as DESIGN.md names it: explore, stages, hlo, run, check, parse_hlo, errors."""
+"""The public API as the README names it: explore, stages, hlo, run, check, parse_hlo, errors."""
 import numpy as np
 import pytest
 

@@ -34,7 +34,7 @@ from __future__ import annotations
 import os
 
 # How OpenMP's threads wait, set before Numba loads its threading layer (below). A parallel
-# kernel after idle must not wait milliseconds for them to wake (TOOLCHAIN.md), so they sleep
+# kernel after idle must not wait milliseconds for them to wake (docs/machine-facts.md), so they sleep
 # when idle (passive); but first they spin GOMP_SPINCOUNT times (GNU OpenMP's count: 5000 is
 # 0.1-0.2 ms here), so that a kernel called straight after another starts its second thread
 # in 0.5 us instead of 25-30, and a loop's threads meet at its end without a wake-up.

@@ -1,7 +1,7 @@
 """A compiled module: the generated Numba program, its arena, and a NumPy-in, NumPy-out call.
 
 The arena is allocated once per executable and reused by every call; outputs are allocated
-with NumPy for each call (NumPy's allocator is the fastest here, TOOLCHAIN.md) and handed to
+with NumPy for each call (NumPy's allocator is the fastest here, docs/machine-facts.md) and handed to
 the caller as arrays of their own. One call is one dispatch into Numba: the driver `run`
 calls every kernel in schedule order.
 """

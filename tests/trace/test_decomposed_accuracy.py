@@ -1,8 +1,8 @@
-"""NumPy's float functions as the tracer lowers them (numpy_api.UFUNCS; sinh, cosh, exp2, log2,
-log10, arcsin, arccos, arctan, arcsinh, arccosh and arctanh are formulas of other ops), on both
-backends: errors in ulps over each function's range, across its overflow and underflow points,
-against the exact value and against NumPy; special values; and the whole-number results NumPy
-gives exactly (exp2(k), log2(2**k), log10(10**k)).
+"""NumPy's float functions as the tracer lowers them (trace/numpy/elementwise.py; sinh, cosh,
+exp2, log2, log10, arcsin, arccos, arctan, arcsinh, arccosh and arctanh are formulas of other
+ops), on both backends: errors in ulps over each function's range, across its overflow and
+underflow points, against the exact value and against NumPy; special values; and the
+whole-number results NumPy gives exactly (exp2(k), log2(2**k), log10(10**k)).
 
 The exact value comes from a wider type: float64 for float32, long double for float64 (x86's
 64-bit mantissa; where long double is no wider than float64 the float64 checks against the

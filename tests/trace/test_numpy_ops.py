@@ -12,7 +12,7 @@ import pytest
 
 import xla_explorer as xe
 from xla_explorer.api import tolerance
-from xla_explorer.trace import numpy_api
+from xla_explorer.trace.numpy import registry
 
 from .op_records import (ALL, BY_NAME, DTYPE, ELEMENTWISE, F32, F64, OPERATORS, RECORDS,
                          REDUCTIONS, SELECTION, OpRecord)
@@ -141,7 +141,7 @@ def _record_params(records, dtype_filter=None):
         for dtype in r.dtypes:
             if dtype_filter and not dtype_filter(dtype):
                 continue
-            for k, (shapes, variant) in enumerate(r.all_cases()):
+            for shapes, variant in r.all_cases():
                 yield pytest.param(r, dtype, shapes, variant,
                                    id=f"{r.name}|{dtype.name}|{_id(shapes)}|{_id(variant)}")
 
@@ -190,6 +190,7 @@ def _cpu_params():
                                id=f"{r.name}|{dtype.name}|{_id(shapes)}|{_id(variant)}")
 
 
+@pytest.mark.slow  # a Numba compile for each of ~800 records and types
 @pytest.mark.parametrize("record,dtype,shapes,variant", list(_cpu_params()))
 def test_record_matches_numpy_on_the_cpu(record, dtype, shapes, variant, tmp_path_factory,
                                          monkeypatch):
@@ -228,6 +229,7 @@ def _scalar_params():
                 yield pytest.param(r, dtype, side, kind, id=f"{r.name}|{dtype.name}|{side}|{kind}")
 
 
+@pytest.mark.slow  # ~1150 cases: every binary op, type, side and scalar kind
 @pytest.mark.parametrize("record,dtype,side,kind", list(_scalar_params()))
 def test_python_scalar_operand(record, dtype, side, kind):
     rng = np.random.default_rng(1)
@@ -398,7 +400,7 @@ def test_special_float_values(record, dtype):
 def _special_reduction_params():
     for r in REDUCTIONS:
         for dtype in (F32, F64):
-            for k, (shapes, variant) in enumerate(r.all_cases()):
+            for shapes, variant in r.all_cases():
                 # (NumPy's cast of inf or NaN to an integer dtype= is undefined behaviour in C)
                 if (shapes[0] == (2, 3, 4) and "where" not in variant
                         and np.dtype(variant.get("dtype", dtype)).kind == "f"):
@@ -491,6 +493,6 @@ def test_every_required_function_has_a_record():
 
 def test_every_table_row_has_a_record():
     names = set(BY_NAME)
-    ufuncs = [f"np.{n}" for n in numpy_api.UFUNCS]
-    functions = [f"np.{f.__name__}" for f in numpy_api.FUNCTIONS]
+    ufuncs = [f"np.{n}" for n in registry.UFUNCS]
+    functions = [f"np.{f.__name__}" for f in registry.FUNCTIONS]
     assert not [n for n in ufuncs + functions if n not in names]

@@ -1,8 +1,8 @@
 """Emits HLO instructions while tracing: one Builder per trace.
 
 The helpers here speak HLO, not NumPy: operands already have the shapes and types the
-instruction needs (HLO has no implicit broadcasting or promotion). `numpy_api` turns NumPy
-semantics into calls of these helpers.
+instruction needs (HLO has no implicit broadcasting or promotion). The lowerings in
+`trace/numpy/` turn NumPy semantics into calls of these helpers.
 """
 from __future__ import annotations
 

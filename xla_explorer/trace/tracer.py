@@ -3,7 +3,9 @@
 A Tracer holds an HLO instruction (what the compiled program computes) and the NumPy value that
 eager execution gives at the same point (the reference for checks, and the concrete shape of
 value-dependent ops). NumPy hands every ufunc and array function applied to a Tracer to
-`__array_ufunc__` / `__array_function__`; `numpy_api` holds the rows that lower them.
+`__array_ufunc__` / `__array_function__`; those, indexing, `.astype` and the operators are
+installed on the class by `trace/numpy/array_methods.py`, beside the lowerings they call (the
+lowerings import this module, so this one imports none of them).
 
 Views follow NumPy: `y = x[1:3]` shares x's storage, so `y += 1` changes x, and a later write to
 x shows through y. A view keeps its base and re-derives its instruction whenever the base's
@@ -89,7 +91,7 @@ def located(cls, message: str, op: str, hint: str | None = None):
     return cls(message, op=op, source_file=file, source_line=line, hint=hint)
 
 
-def _dtype_error(op: str, dtype) -> UnsupportedOpError:
+def dtype_error(op: str, dtype) -> UnsupportedOpError:
     return located(UnsupportedOpError,
                    f"{op} produces {np.dtype(dtype)}, a type the explorer does not support",
                    op, "Supported types are bool, int32, int64, float32 and float64; "
@@ -265,31 +267,9 @@ class Tracer:
                       "Combine traced arrays with np.stack([...]) or np.concatenate, and change "
                       "types with x.astype(...); a choice between values is np.where.")
 
-    # -- NumPy's protocols ------------------------------------------------------------------
-
-    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
-        from .numpy_api import call_ufunc
-
-        return call_ufunc(ufunc, method, inputs, kwargs)
-
-    def __array_function__(self, func, types, args, kwargs):
-        from .numpy_api import call_function
-
-        return call_function(func, args, kwargs)
-
-    # -- indexing ---------------------------------------------------------------------------
-
-    def __getitem__(self, index):
-        from .numpy_api import getitem
-
-        return getitem(self, index)
-
-    def __setitem__(self, index, value):
-        from .numpy_api import setitem
-
-        setitem(self, index, value)
-
     # -- methods, as NumPy's functions --------------------------------------------------------
+    # NumPy's protocols (__array_ufunc__, __array_function__), indexing, .astype and the
+    # operators are set on the class by trace/numpy/array_methods.py.
 
     def reshape(self, *shape, order="C"):
         if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
@@ -303,11 +283,6 @@ class Tracer:
 
     def swapaxes(self, a, b):
         return np.swapaxes(self, a, b)
-
-    def astype(self, dtype, copy=True):
-        from .numpy_api import astype
-
-        return astype(self, dtype)
 
     def sum(self, axis=None, dtype=None, out=None, keepdims=False):
         return np.sum(self, axis=axis, dtype=dtype, out=out, keepdims=keepdims)
@@ -381,65 +356,40 @@ _METHOD_HINTS = {
 }
 
 
-def _operator(ufunc, *operands):
-    """`a + b` and friends. Between Python scalars only (scalar arguments are weak Tracers),
-    Python's arithmetic applies and the result is again a weak Python scalar, so `lr * 0.5`
-    keeps a float32 array float32 as it does eagerly."""
-    from .numpy_api import is_python_scalar, python_scalar_op
-
-    if all(is_python_scalar(x) for x in operands):
-        return python_scalar_op(ufunc, operands)
-    return ufunc(*operands)
+# -- operands: what a lowering, or the end of a trace, makes of a value ----------------------
 
 
-def _binary(ufunc):
-    return (lambda self, other: _operator(ufunc, self, other),
-            lambda self, other: _operator(ufunc, other, self),
-            lambda self, other: _inplace(self, ufunc, other))
+def value_of(x):
+    """The eager NumPy value of x (Tracers unwrapped, containers recursively)."""
+    if isinstance(x, Tracer):
+        return x.value
+    if isinstance(x, (list, tuple)):
+        return type(x)(value_of(v) for v in x)
+    return x
 
 
-def _inplace(self: Tracer, ufunc, other):
-    from .numpy_api import assign_inplace
-
-    result = _operator(ufunc, self, other)
-    return assign_inplace(self, result, f"{ufunc.__name__} (in place)")
-
-
-for _name, _uf in [("add", np.add), ("sub", np.subtract), ("mul", np.multiply),
-                   ("truediv", np.true_divide), ("floordiv", np.floor_divide),
-                   ("mod", np.remainder), ("pow", np.power), ("matmul", np.matmul),
-                   ("and", np.bitwise_and), ("or", np.bitwise_or), ("xor", np.bitwise_xor),
-                   ("lshift", np.left_shift), ("rshift", np.right_shift)]:
-    _f, _r, _i = _binary(_uf)
-    setattr(Tracer, f"__{_name}__", _f)
-    setattr(Tracer, f"__r{_name}__", _r)
-    setattr(Tracer, f"__i{_name}__", _i)
-
-
-def _pow(self, other):
-    """`x ** n`: NumPy's operator squares (np.square) an array to the Python int 2, which
-    for a bool array gives int8 where np.power gives int64; the value decides the type, so a
-    Python int argument is read as a value there."""
-    if self.dtype == np.bool_ and not self._weak:
-        n = other._static("**") if isinstance(other, Tracer) and other._weak else other
-        if type(n) is int and n == 2:
-            return np.square(self)
-    return _operator(np.power, self, other)
-
-
-Tracer.__pow__ = _pow
-Tracer.__divmod__ = lambda self, other: (self // other, self % other)
-Tracer.__rdivmod__ = lambda self, other: (other // self, other % self)
-
-for _name, _uf in [("lt", np.less), ("le", np.less_equal), ("gt", np.greater),
-                   ("ge", np.greater_equal), ("eq", np.equal), ("ne", np.not_equal)]:
-    setattr(Tracer, f"__{_name}__",
-            (lambda uf: lambda self, other: _operator(uf, self, other))(_uf))
-Tracer.__hash__ = object.__hash__
-
-for _name, _uf in [("neg", np.negative), ("pos", np.positive), ("abs", np.absolute),
-                   ("invert", np.invert)]:
-    setattr(Tracer, f"__{_name}__", (lambda uf: lambda self: _operator(uf, self))(_uf))
+def node_of(x, dtype=None) -> Instruction:
+    """The instruction for x: a Tracer's, or a constant for a Python or NumPy value."""
+    b = active_builder()
+    if isinstance(x, Tracer):
+        if x._b is not b:
+            raise located(TraceError, "a traced array from another trace was used here",
+                          "tracing", "Do not keep traced arrays across calls (globals, closures).")
+        node = x.node
+        if x._ref is not None and dtype is not None and np.dtype(dtype).kind in "iu" \
+                and np.dtype(dtype) != np.int64:  # NumPy's overflow check, on each call
+            b.scalars.fits(x._ref, dtype, b.site)
+    elif isinstance(x, Instruction):
+        node = x
+    else:
+        arr = np.asarray(x)
+        if dtype is None and not is_supported_dtype(arr.dtype):
+            raise dtype_error("a constant", arr.dtype)
+        if dtype is not None:
+            with np.errstate(all="ignore"):
+                arr = arr.astype(dtype)
+        node = b.literal(arr)
+    return b.convert(node, dtype) if dtype is not None else node
 
 
 # -- tracing a function ----------------------------------------------------------------------
@@ -529,14 +479,25 @@ def make_parameter(b: Builder, number: int, arg, name: str) -> Tracer:
     return tracer
 
 
+# Context managers entered around every trace: NumPy patches that a lowering module needs
+# while tracing (np.zeros & co. take no traced argument for NumPy to dispatch on).
+_TRACING_SCOPES: list[Callable[[], contextlib.AbstractContextManager]] = []
+
+
+def while_tracing(scope: Callable[[], contextlib.AbstractContextManager]):
+    """Register `scope` (a context manager factory) to be entered around every trace."""
+    _TRACING_SCOPES.append(scope)
+    return scope
+
+
 @contextlib.contextmanager
 def tracing(b: Builder):
-    from . import numpy_api
-
     previous = active_builder()
     _state.builder = b
     try:
-        with numpy_api.creation_functions_traced():
+        with contextlib.ExitStack() as scopes:
+            for scope in _TRACING_SCOPES:
+                scopes.enter_context(scope())
             yield
     finally:
         _state.builder = previous
@@ -562,8 +523,6 @@ def trace(f: Callable, args, *, name: str | None = None, autocluster: bool = Fal
         out = f(*params)
         leaves: list = []
         treedef = _flatten(out, leaves)
-        from .numpy_api import node_of, value_of
-
         b.site = Metadata(f"{name}/return", *_return_site(f))
         nodes = [node_of(leaf) for leaf in leaves]
         eager = [_snapshot(value_of(leaf)) for leaf in leaves]
@@ -574,7 +533,7 @@ def trace(f: Callable, args, *, name: str | None = None, autocluster: bool = Fal
                 nodes.append(p.node)
     for n in nodes:
         if not is_supported_dtype(n.dtype):
-            raise _dtype_error("the return value", n.dtype)
+            raise dtype_error("the return value", n.dtype)
     module = b.module(name, nodes, aliases)
     return Traced(module, eager, treedef, len(leaves), tuple(aliases), arg_names,
                   [p.value for p in params], b.scalars)

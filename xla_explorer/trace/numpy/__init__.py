@@ -1,0 +1,21 @@
+"""NumPy on traced arrays: how each supported NumPy call lowers to HLO, split by kind as JAX
+splits its NumPy.
+
+    registry       the dispatch table, and the decorators that fill it
+    dispatch       call_ufunc / call_function: NumPy's calls -> the table's rows
+    util           helpers the kinds share; unsupported() and its suggestions
+    elementwise    ufuncs and their decompositions, where, clip, round, astype
+    reductions     sum, prod, max, min, mean, var, std, argmax, argmin, all, any, ufunc.reduce
+    manipulation   reshape, transpose, broadcast_to, concatenate, stack, flip, pad, copy, ...
+    indexing       x[index] and x[index] = v; views written through
+    creation       zeros_like & co.; np.zeros, np.arange, ... and np.array while tracing
+    linalg         matmul, dot, einsum
+    opaque         custom calls: unique, nonzero, argwhere, sort; autocluster's opaque calls
+    array_methods  the Tracer's protocols, indexing, astype and operators
+
+Each lowering registers itself where it is defined (`@lowers(np.sum)`,
+`@lowers_ufunc(np.sinh)`); importing this package imports every module, which fills the
+table and sets the Tracer's NumPy methods. `xla_explorer.trace` imports it.
+"""
+from . import (array_methods, creation, dispatch, elementwise, indexing, linalg,  # noqa: F401
+               manipulation, opaque, reductions, registry, util)

@@ -1,0 +1,212 @@
+"""Array creation: np.zeros_like & co. (dispatched on their array argument); np.zeros,
+np.ones, np.empty, np.full, np.arange, np.linspace, np.eye and np.identity called by user code
+while tracing (they take no array for NumPy to dispatch on, so NumPy's functions are patched
+for the length of a trace); and np.array / np.asarray of traced arrays.
+"""
+from __future__ import annotations
+
+import contextlib
+import sys
+
+import numpy as np
+
+from ...ir.shape import is_supported_dtype
+from ..tracer import (Tracer, active_builder, at_user_site, dtype_error, node_of, value_of,
+                      while_tracing)
+from .elementwise import astype
+from .registry import lowers
+from .util import eager, unsupported, wrap
+
+
+# -- the *_like functions ----------------------------------------------------------------------
+
+
+def _like(fill):
+    def lower(value, a, *args, **kw):
+        v = np.asarray(value)
+        return active_builder().full(fill if fill is not None else 0, v.dtype, v.shape)
+    return lower
+
+
+lowers(np.zeros_like)(_like(0))
+lowers(np.ones_like)(_like(1))
+# np.empty_like's contents are arbitrary; traced code gets zeros, so eager must agree.
+lowers(np.empty_like, eager=np.zeros_like)(_like(None))
+
+
+@lowers(np.full_like)
+def _full_like(value, a, fill_value, dtype=None, order="K", subok=True, shape=None, **kw):
+    b = active_builder()
+    v = np.asarray(value)
+    if isinstance(fill_value, Tracer):
+        return b.broadcast_to(node_of(fill_value, v.dtype), v.shape)
+    return b.full(fill_value, v.dtype, v.shape)
+
+
+# -- np.zeros & co., patched while tracing -----------------------------------------------------
+
+
+def _traced_creation(name, original):
+    """np.zeros & co. called from user code while tracing: broadcasts and iotas."""
+
+    def creation(*args, **kwargs):
+        b = active_builder()
+        caller = sys._getframe(1).f_globals.get("__name__", "")
+        if b is None or caller.partition(".")[0] in ("numpy", "xla_explorer"):
+            return original(*args, **kwargs)
+        with at_user_site(b, name):
+            if name == "full" and len(args) > 1:
+                args = (_static(args[0], name), *args[1:])
+            args = tuple(_static(a, name) for a in args) if name != "full" else args
+            kwargs = {k: v if k == "fill_value" else _static(v, name) for k, v in kwargs.items()}
+            if name == "full" and any(isinstance(a, Tracer) for a in (*args, *kwargs.values())):
+                return _full_traced(b, *args, **kwargs)
+            value = eager(_EAGER_CREATION.get(name, original), f"np.{name}", *args, **kwargs)
+            step = None
+            if name == "linspace" and kwargs.get("retstep"):
+                value, step = value
+                kwargs["retstep"] = False
+            if not is_supported_dtype(value.dtype):
+                raise dtype_error(f"np.{name}", value.dtype)
+            node = _CREATION[name](b, value, *args, **kwargs)
+            result = wrap(node, value, f"np.{name}")
+            return result if step is None else (result, step)
+
+    creation.__wrapped__ = original
+    creation._xla_explorer_traced = True
+    creation.__name__ = name
+    return creation
+
+
+def _static(x, name: str):
+    """A Python scalar argument where NumPy needs a Python value (a shape, an end point): its
+    value decides the program, so it is guarded (see trace/scalars.py)."""
+    if isinstance(x, (tuple, list)):
+        return type(x)(_static(v, name) for v in x)
+    if isinstance(x, Tracer) and x._weak:
+        return x._static(f"np.{name}")
+    return x
+
+
+def _full_traced(b, shape, fill_value, dtype=None, order="C", **kw):
+    dt = np.dtype(dtype) if dtype is not None else fill_value.dtype
+    value = np.full(shape, fill_value.value, dtype=dt)
+    return wrap(b.broadcast_to(node_of(fill_value, dt), value.shape), value, "np.full")
+
+
+def _arange_node(b, value, *args, **kw):
+    n = value.shape[0]
+    if n == 0:
+        return b.literal(value)
+    start = float(value[0]) if value.dtype.kind == "f" else int(value[0])
+    if n == 1:
+        return b.full(start, value.dtype, (1,))
+    # NumPy fills start + i * delta, with delta the difference of its first two values.
+    wide = np.float64 if value.dtype.kind == "f" else np.int64
+    delta = np.asarray(value[1], wide) - np.asarray(value[0], wide)
+    ramp = b.iota(wide, (n,), 0)
+    node = b.ew("add", b.ew("multiply", ramp, b.full(delta, wide, (n,))), b.full(start, wide, (n,)))
+    return b.convert(node, value.dtype)
+
+
+def _linspace_node(b, value, start, stop, num=50, endpoint=True, retstep=False, dtype=None,
+                   axis=0, **kw):
+    if retstep or axis != 0 or np.ndim(start) or np.ndim(stop):
+        raise unsupported("linspace", " with axis or array end points")
+    n = int(num)
+    if n == 0:
+        return b.literal(value)
+    div = (n - 1) if endpoint else n
+    step = (float(stop) - float(start)) / div if div > 0 else 0.0
+    ramp = b.iota(np.float64, (n,), 0)
+    node = b.ew("add", b.ew("multiply", ramp, b.full(step, np.float64, (n,))),
+                b.full(float(start), np.float64, (n,)))
+    if endpoint and n > 1:
+        last = b.compare(ramp, b.full(n - 1, np.float64, (n,)), "EQ")
+        node = b.select(last, b.full(float(stop), np.float64, (n,)), node)
+    if value.dtype.kind in "iu":
+        node = b.ew("floor", node)
+    return b.convert(node, value.dtype)
+
+
+def _eye_node(b, value, N, M=None, k=0, dtype=float, **kw):
+    dims = value.shape
+    rows = b.iota(np.int64, dims, 0)
+    cols = b.iota(np.int64, dims, 1)
+    diag = b.compare(b.ew("add", rows, b.full(int(k), np.int64, dims)), cols, "EQ")
+    return b.convert(diag, value.dtype)
+
+
+_CREATION = {
+    "zeros": lambda b, v, *a, **k: b.full(0, v.dtype, v.shape),
+    "ones": lambda b, v, *a, **k: b.full(1, v.dtype, v.shape),
+    "empty": lambda b, v, *a, **k: b.full(0, v.dtype, v.shape),
+    "full": lambda b, v, *a, **k: b.literal(v),
+    "arange": _arange_node,
+    "linspace": _linspace_node,
+    "eye": _eye_node,
+    "identity": lambda b, v, n, dtype=None, **k: _eye_node(b, v, n),
+}
+# np.empty's contents are arbitrary; traced code gets zeros, so eager must agree.
+_EAGER_CREATION = {"empty": np.zeros}
+
+
+# -- np.array and np.asarray of traced arrays --------------------------------------------------
+
+
+def _holds_tracer(obj) -> bool:
+    if isinstance(obj, (list, tuple)):
+        return any(_holds_tracer(o) for o in obj)
+    return isinstance(obj, Tracer)
+
+
+def _stacked(obj, dtype):
+    """Nested lists of traced arrays and numbers as one array of `dtype`: np.stack level by
+    level, each leaf converted first, so nothing rounds through another type on the way."""
+    if isinstance(obj, (list, tuple)):
+        return np.stack([_stacked(o, dtype) for o in obj])
+    return astype(obj, dtype) if isinstance(obj, Tracer) else np.asarray(obj, dtype)
+
+
+def _traced_array(name, original):
+    """np.array / np.asarray of traced arrays, or of lists holding them: stacks, as NumPy
+    builds the array (NumPy's own would ask each traced array for its value)."""
+
+    def array(obj, *args, **kwargs):
+        b = active_builder()
+        caller = sys._getframe(1).f_globals.get("__name__", "")
+        if (b is None or caller.partition(".")[0] in ("numpy", "xla_explorer")
+                or not _holds_tracer(obj)):
+            return original(obj, *args, **kwargs)
+        with at_user_site(b, name):
+            value = eager(original, f"np.{name}", value_of(obj), *args, **kwargs)
+            if isinstance(obj, Tracer) and not obj._weak and value.dtype == obj.dtype:
+                return obj if name == "asarray" else np.copy(obj)
+            return _stacked(obj, value.dtype)
+
+    array._xla_explorer_traced = True
+    array.__wrapped__ = original
+    array.__name__ = name
+    return array
+
+
+@while_tracing
+@contextlib.contextmanager
+def creation_functions_traced():
+    """While tracing, np.zeros & co. called by user code make traced arrays, and np.array /
+    np.asarray of traced arrays stack them.
+
+    They take no array argument NumPy dispatches on; the wrapper checks the calling thread
+    is tracing and the caller is user code, and otherwise calls NumPy."""
+    saved = {name: getattr(np, name) for name in (*_CREATION, "array", "asarray")}
+    for name, fn in saved.items():
+        # NumPy's own functions may have __wrapped__ too (np.linspace does): test for ours.
+        if not getattr(fn, "_xla_explorer_traced", False):
+            wrapper = _traced_array if name in ("array", "asarray") else _traced_creation
+            setattr(np, name, wrapper(name, fn))
+    try:
+        yield
+    finally:
+        for name, fn in saved.items():
+            setattr(np, name, fn)
+

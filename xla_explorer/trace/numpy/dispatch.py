@@ -1,0 +1,224 @@
+"""How NumPy's calls on traced arrays reach the lowerings: `call_ufunc` (what
+`__array_ufunc__` gets) and `call_function` (what `__array_function__` gets), both reading the
+tables in `registry`; and writing a result into an existing array (out=, `x += y`).
+
+The dispatcher computes NumPy's own result on the eager values (the reference, and the ground
+truth for shapes and types), asks the row for the HLO, and checks that the HLO's shape and type
+are NumPy's. Element types follow NumPy exactly: a ufunc's loop types come from
+`ufunc.resolve_dtypes`, which applies NEP 50 (Python scalars are weak), and the operands are
+converted to them before the op.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ...errors import TraceError, UnsupportedOpError
+from ...ir.shape import is_supported_dtype
+from ..tracer import (Tracer, active_builder, at_user_site, dtype_error, located, node_of,
+                      value_of)
+from .indexing import view_write_back
+from .opaque import opaque_call
+from .registry import EAGER, FUNCTIONS, GUFUNCS, STATIC, UFUNC_REDUCE, UFUNCS, VIEWS
+from .util import eager, is_python_scalar, unsupported, wrap
+
+
+# -- ufuncs ------------------------------------------------------------------------------------
+
+
+def dtype_key(x):
+    """What `resolve_dtypes` wants for x: a dtype, or the Python type of a weak scalar."""
+    if is_python_scalar(x):
+        v = x.value if isinstance(x, Tracer) else x
+        # NumPy types a Python bool as np.bool_ (the lowest type, so it never widens
+        # anything); resolve_dtypes takes only int, float and complex as weak Python types.
+        return np.dtype(np.bool_) if isinstance(v, bool) else type(v)
+    if isinstance(x, Tracer):
+        return x.dtype
+    return np.asarray(x).dtype
+
+
+def call_ufunc(ufunc, method: str, inputs, kwargs):
+    """`ufunc.method(*inputs, **kwargs)` with a traced input: its row in UFUNCS (or GUFUNCS,
+    or the reduction UFUNC_REDUCE names), an opaque call under autocluster, or an error."""
+    name = ufunc.__name__
+    b = active_builder()
+    with at_user_site(b, name):
+        if method == "reduce" and name in UFUNC_REDUCE:
+            axis = kwargs.pop("axis", 0)
+            keepdims = kwargs.pop("keepdims", False)
+            if kwargs:
+                raise unsupported(f"{name}.reduce", f" with {', '.join(kwargs)}")
+            return call_function(UFUNC_REDUCE[name], (inputs[0],),
+                                 {"axis": axis, "keepdims": keepdims})
+        if method != "__call__":
+            if b.autocluster:
+                return opaque_call(getattr(ufunc, method), f"{name}.{method}", inputs, kwargs)
+            raise unsupported(f"{name}.{method}")
+        if name == "divmod" and not kwargs:
+            return np.floor_divide(*inputs), np.remainder(*inputs)
+        if name in GUFUNCS:
+            out = kwargs.pop("out", None)
+            if kwargs:
+                raise unsupported(name, f" with {', '.join(kwargs)}=")
+            return _finish_out(GUFUNCS[name](*inputs), out)
+        if name not in UFUNCS:
+            if b.autocluster:
+                return opaque_call(ufunc, name, inputs, kwargs)
+            raise unsupported(name)
+        out = kwargs.pop("out", None)
+        dtype = kwargs.pop("dtype", None)
+        for k in list(kwargs):
+            if k == "casting" and kwargs[k] == "same_kind" or k == "where" and kwargs[k] is True:
+                kwargs.pop(k)
+        if kwargs:
+            raise unsupported(name, f" with {', '.join(k + '=' for k in kwargs)}")
+        value = eager(ufunc, f"np.{name}", *value_of(list(inputs)),
+                      **({"dtype": dtype} if dtype is not None else {}))
+        keys = tuple(dtype_key(x) for x in inputs) + (None,) * ufunc.nout
+        sig = None if dtype is None else (None,) * ufunc.nin + (np.dtype(dtype),)
+        try:
+            loop = (ufunc.resolve_dtypes(keys) if sig is None
+                    else ufunc.resolve_dtypes(keys, signature=sig, casting="unsafe"))
+        except Exception as e:
+            raise located(TraceError, f"np.{name} has no loop for these types: {e}", name) from e
+        in_types, out_type = loop[:ufunc.nin], loop[ufunc.nin]
+        for t in in_types:
+            if not is_supported_dtype(t):
+                raise dtype_error(f"np.{name}", t)
+        shape = np.broadcast_shapes(*(np.shape(value_of(x)) for x in inputs))
+        if name in _COMPARISONS and in_types[0].kind in "iu":
+            exact = _compare_python_int(b, inputs, in_types, value, shape)
+            if exact is not None:
+                return _finish_out(wrap(exact, value, f"np.{name}"), out)
+            in_types = _exact_comparison_types(inputs, in_types)
+        if name == "power" and out_type.kind in "iu" and isinstance(inputs[1], Tracer) \
+                and inputs[1]._ref is not None:
+            b.scalars.nonnegative(inputs[1]._ref, b.site)  # NumPy's ValueError, on each call
+        lower = UFUNCS[name]
+        if getattr(lower, "takes_inputs", False):
+            node = lower(b, shape, inputs, in_types)
+        else:
+            node = lower(b, *(b.broadcast_to(node_of(x, t), shape)
+                              for x, t in zip(inputs, in_types)))
+        node = b.convert(node, out_type)
+        return _finish_out(wrap(node, value, f"np.{name}"), out)
+
+
+_COMPARISONS = {"less": "LT", "less_equal": "LE", "greater": "GT", "greater_equal": "GE",
+                "equal": "EQ", "not_equal": "NE"}
+
+
+def _exact_comparison_types(inputs, in_types):
+    """NumPy 2 compares an integer array with a Python int exactly, even one outside the
+    array's type (int32 array < -2**34 is all False), where converting the int would wrap:
+    compare in int64, which holds every Python int argument."""
+    if any(is_python_scalar(x) and isinstance(value_of(x), int)
+           and not isinstance(value_of(x), bool) for x in inputs):
+        return (np.dtype(np.int64),) * len(in_types)
+    return in_types
+
+
+def _compare_python_int(b, inputs, in_types, value, shape):
+    """A comparison with a Python int literal beyond int64 has the same answer for every
+    integer array element; None when there is no such literal."""
+    for x in inputs:
+        v = value_of(x)
+        if is_python_scalar(x) and type(v) is int and not isinstance(x, Tracer) and \
+                not np.iinfo(np.int64).min <= v <= np.iinfo(np.int64).max:
+            answer = bool(np.asarray(value).flat[0]) if np.size(value) else False
+            return b.full(answer, np.bool_, shape)
+    return None
+
+
+# -- writing a result into an existing array: out=, x += y ------------------------------------
+
+
+def _finish_out(result: Tracer, out):
+    if out is None:
+        return result
+    target = out[0] if isinstance(out, tuple) else out
+    if not isinstance(target, Tracer):
+        raise located(TraceError, "out= must be a traced array (an input or an array made in "
+                                  "the function)", "out=", "Drop out= and assign the result.")
+    return assign_inplace(target, result, "out=")
+
+
+def assign_inplace(target: Tracer, result, what: str) -> Tracer:
+    """`target op= ...`: NumPy writes the result into target's storage (same shape, type)."""
+    b = active_builder()
+    with at_user_site(b, what):
+        if not isinstance(target.value, np.ndarray):
+            # A 0-d NumPy scalar is immutable: Python rebinds the name to the new value.
+            return result
+        rvalue = value_of(result)
+        if not np.can_cast(np.result_type(rvalue), target.dtype, "same_kind"):
+            raise located(TraceError, f"{what}: cannot cast {np.result_type(rvalue)} to "
+                                      f"{target.dtype} in place (NumPy's same_kind rule)", what,
+                          f"Write x = x {what.split()[0]} ... to make a new array instead.")
+        try:
+            fits = np.broadcast_shapes(np.shape(rvalue), target.shape) == target.shape
+        except ValueError:
+            fits = False
+        if not fits:
+            raise located(TraceError, f"{what}: a result of shape {np.shape(rvalue)} does not "
+                                      f"fit in place into shape {target.shape}", what)
+        node = b.broadcast_to(b.convert(node_of(result), target.dtype), target.shape)
+        target._set_node(node, what)
+        target.value[...] = rvalue
+        return target
+
+
+# -- array functions ---------------------------------------------------------------------------
+
+
+def _public_name(func) -> str:
+    """The name under `np.` that the user wrote: "cumsum", "fft.fft", "linalg.inv"."""
+    name = getattr(func, "__name__", str(func))
+    module = getattr(func, "__module__", None) or "numpy"
+    parts = module.split(".")[1:] if module.startswith("numpy") else []
+    public = []
+    for part in parts:  # numpy.linalg keeps "linalg"; numpy._core.fromnumeric keeps nothing
+        if part.startswith("_"):
+            break
+        public.append(part)
+    return ".".join(public + [name])
+
+
+def call_function(func, args, kwargs):
+    """`func(*args, **kwargs)` with a traced argument: its row in FUNCTIONS (a view of the
+    first argument where NumPy makes one), STATIC, an opaque call under autocluster, or an
+    error."""
+    b = active_builder()
+    name = getattr(func, "__name__", str(func))
+    with at_user_site(b, name):
+        if func in STATIC:
+            return STATIC[func](*args, **kwargs)
+        if func not in FUNCTIONS:
+            if b.autocluster:
+                return opaque_call(func, _public_name(func), args, kwargs)
+            raise unsupported(_public_name(func))
+        if kwargs.get("out") is not None:
+            raise unsupported(name, " with out=")
+        eager_fn = EAGER.get(func, func)
+        value = eager(eager_fn, f"np.{name}", *value_of(list(args)),
+                      **{k: value_of(v) for k, v in kwargs.items()})
+        lower = FUNCTIONS[func]
+        try:
+            nodes = lower(value, *args, **kwargs)
+        except UnsupportedOpError:  # an argument the lowering lacks (np.unique(return_counts))
+            if not b.autocluster:
+                raise
+            return opaque_call(func, _public_name(func), args, kwargs)
+        if isinstance(nodes, tuple):
+            return tuple(wrap(n, v, f"np.{name}") for n, v in zip(nodes, value))
+        result = wrap(nodes, value, f"np.{name}")
+        base = args[0] if args else None
+        if (func in VIEWS and isinstance(base, Tracer) and isinstance(value, np.ndarray)
+                and isinstance(base.value, np.ndarray) and np.shares_memory(value, base.value)):
+            # NumPy made a view: re-derive it whenever the base changes, and write through it
+            # by undoing the one data-movement op that made it.
+            rest = args[1:]
+            return Tracer(b, nodes, value, base=base,
+                          derive=lambda n: lower(value, n, *rest, **kwargs),
+                          write_back=view_write_back(nodes, base.node))
+        return result

@@ -1,0 +1,132 @@
+"""Not compilable: custom calls for what has a value-dependent shape (np.unique, np.nonzero,
+np.argwhere, np.sort, boolean-mask indexing), and opaque calls that run a NumPy function the
+table lacks eagerly between compiled clusters (autocluster).
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+from ...errors import TraceError
+from ...ir.module import Instruction
+from ...ir.ops import register_opaque
+from ...ir.shape import Shape, TupleShape
+from ..tracer import Tracer, active_builder, located, node_of, value_of
+from .registry import lowers
+from .util import eager, unsupported, wrap
+
+
+# -- value-dependent shapes: custom calls the runtime computes with NumPy ----------------------
+
+
+def custom_call(target: str, operands, value, config: str = "") -> Instruction | tuple:
+    """A custom-call to `target` on `operands`, shaped as NumPy's `value` (a tuple of values
+    gives one get-tuple-element per value)."""
+    b = active_builder()
+    values = value if isinstance(value, tuple) else (value,)
+    shapes = tuple(Shape(np.asarray(v).dtype, np.shape(v)) for v in values)
+    shape = TupleShape(shapes) if isinstance(value, tuple) else shapes[0]
+    attrs = [("custom_call_target", target)]
+    if config:
+        attrs.append(("backend_config", config))
+    node = b.emit("custom-call", tuple(node_of(o) for o in operands), shape=shape, attrs=attrs)
+    if isinstance(value, tuple):
+        return tuple(b.emit("get-tuple-element", (node,), attrs=[("index", i)])
+                     for i in range(len(values)))
+    return node
+
+
+@lowers(np.unique)
+def _unique(value, ar, return_index=False, return_inverse=False, return_counts=False,
+            axis=None, **kw):
+    if return_index or return_inverse or return_counts or axis is not None or kw:
+        raise unsupported("unique", " with return_index/return_inverse/return_counts/axis")
+    return custom_call("numpy.unique", (ar,), value)
+
+
+@lowers(np.nonzero)
+def lower_nonzero(value, a):
+    return custom_call("numpy.nonzero", (a,), tuple(value))
+
+
+@lowers(np.argwhere)
+def _argwhere(value, a):
+    return custom_call("numpy.argwhere", (a,), value)
+
+
+@lowers(np.sort)
+def _sort(value, a, axis=-1, kind=None, order=None, **kw):
+    if axis is None:
+        return custom_call("numpy.sort", (a,), value, '"axis=None"')
+    return custom_call("numpy.sort", (a,), value, f'"axis={int(axis)}"')
+
+
+# -- autocluster: a NumPy function the table lacks, run eagerly --------------------------------
+
+
+def opaque_call(func: Callable, name: str, args, kwargs):
+    """`func` (a NumPy function the op table lacks) as an opaque custom-call that runs
+    eagerly between compiled clusters: its traced array arguments are the operands, and
+    everything else in the call is kept in a registered closure that rebuilds the call."""
+    leaves: list = []
+    template = _template((tuple(args), dict(kwargs)), leaves)
+    before = [np.array(value_of(t), copy=True) for t in leaves]
+    value = eager(func, f"np.{name}", *value_of(list(args)),
+                  **{k: value_of(v) for k, v in kwargs.items()})
+    if any(not np.array_equal(b, value_of(t), equal_nan=b.dtype.kind == "f")
+           for b, t in zip(before, leaves)):
+        raise located(TraceError, f"np.{name} changed its argument in place, which an eager "
+                                  "call between compiled clusters cannot do", f"np.{name}",
+                      "Use a form that returns a new array.")
+    values = value if isinstance(value, tuple) else (value,)
+    for v in values:
+        if not isinstance(v, (np.ndarray, np.generic, bool, int, float)):
+            raise located(TraceError, f"np.{name} returned a {type(v).__name__}; only arrays "
+                                      "and numbers can flow between compiled clusters",
+                          f"np.{name}", "Convert its result with np.asarray, or compute it "
+                                        "outside the cell.")
+    value = tuple(np.asarray(v) for v in values) if isinstance(value, tuple) else value
+
+    def call(operands):
+        (a, k) = _fill(template, list(operands))
+        return func(*a, **k)
+
+    key = register_opaque(name, repr(template), call)
+    nodes = custom_call(f"numpy.{name}", leaves, value, f'"{key}"')
+    if isinstance(nodes, tuple):
+        return tuple(wrap(n, v, f"np.{name}") for n, v in zip(nodes, value))
+    return wrap(nodes, value, f"np.{name}")
+
+
+class _Slot:
+    """Where the n-th traced argument goes when an opaque call is rebuilt."""
+
+    def __init__(self, n: int):
+        self.n = n
+
+    def __repr__(self) -> str:
+        return f"<operand {self.n}>"
+
+
+def _template(x, leaves: list):
+    """x with every Tracer replaced by a _Slot (the Tracers appended to `leaves`)."""
+    if isinstance(x, Tracer):
+        leaves.append(x)
+        return _Slot(len(leaves) - 1)
+    if isinstance(x, (list, tuple)):
+        return type(x)(_template(v, leaves) for v in x)
+    if isinstance(x, dict):
+        return {k: _template(v, leaves) for k, v in x.items()}
+    return x
+
+
+def _fill(x, operands: list):
+    if isinstance(x, _Slot):
+        return operands[x.n]
+    if isinstance(x, (list, tuple)):
+        return type(x)(_fill(v, operands) for v in x)
+    if isinstance(x, dict):
+        return {k: _fill(v, operands) for k, v in x.items()}
+    return x
+

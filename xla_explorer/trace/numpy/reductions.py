@@ -1,0 +1,187 @@
+"""Reductions: np.sum, np.prod, np.max / np.amax, np.min / np.amin, np.mean, np.var, np.std,
+np.argmax, np.argmin, np.all, np.any, and the ufunc.reduce calls that are one of them
+(np.add.reduce is np.sum).
+
+NumPy's `where=` masks elements out (they count as the reduction's identity) and `initial=`
+joins the result once; both are lowered rather than ignored.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ...ir.module import Instruction
+from ..builder import REDUCERS
+from ..tracer import active_builder, node_of, value_of
+from .elementwise import truth
+from .registry import lowers, reduces_as
+from .util import canonical_axes, unsupported
+
+
+def _keep(b, node, x_dims, axes, keepdims):
+    if not keepdims:
+        return node
+    return b.reshape(node, [1 if i in axes else n for i, n in enumerate(x_dims)])
+
+
+def _sum_type(dtype, requested):
+    if requested is not None:
+        return np.dtype(requested)
+    dtype = np.dtype(dtype)
+    if dtype.kind == "b" or (dtype.kind == "i" and dtype.itemsize < 8):
+        return np.dtype(np.int64)
+    return dtype
+
+
+def _mean_type(dtype, requested):
+    if requested is not None:
+        return np.dtype(requested)
+    return np.dtype(dtype) if np.dtype(dtype).kind == "f" else np.dtype(np.float64)
+
+
+def _masked(b, x: Instruction, where, opcode) -> Instruction:
+    """x with the elements `where` leaves out replaced by the reducer's identity."""
+    if where is True:
+        return x
+    mask = b.broadcast_to(truth(b, node_of(where)), x.dims)
+    return b.select(mask, x, b.full(REDUCERS[opcode](x.dtype), x.dtype, x.dims))
+
+
+def _reduce_node(b, x, axes, opcode, dtype, keepdims, initial=np._NoValue, where=True):
+    x = node_of(x)
+    dims = x.dims
+    node = b.reduce(_masked(b, b.convert(x, dtype), where, opcode), axes, opcode)
+    if initial is not np._NoValue and initial is not None:
+        node = b.ew(opcode, node, b.full(initial, node.dtype, node.dims))
+    return _keep(b, node, dims, axes, keepdims)
+
+
+def _count(x, axes, where=True) -> int | Instruction:
+    """How many elements each result reduces: a number, or an instruction under where=."""
+    shape = node_of(x).dims
+    if where is True:
+        return int(np.prod([shape[a] for a in axes], dtype=np.int64))
+    b = active_builder()
+    mask = b.convert(b.broadcast_to(truth(b, node_of(where)), shape), np.int64)
+    return b.reduce(mask, axes, "add")
+
+
+@lowers(np.sum)
+def _sum(value, a, axis=None, dtype=None, out=None, keepdims=False, initial=np._NoValue,
+         where=True):
+    b = active_builder()
+    axes = canonical_axes(axis, np.ndim(value_of(a)))
+    dt = _sum_type(np.asarray(value_of(a)).dtype, dtype)
+    return _reduce_node(b, a, axes, "or" if dt == np.bool_ else "add", dt, keepdims, initial,
+                        where)
+
+
+@lowers(np.prod)
+def _prod(value, a, axis=None, dtype=None, out=None, keepdims=False, initial=np._NoValue,
+          where=True):
+    b = active_builder()
+    axes = canonical_axes(axis, np.ndim(value_of(a)))
+    dt = _sum_type(np.asarray(value_of(a)).dtype, dtype)
+    return _reduce_node(b, a, axes, "and" if dt == np.bool_ else "multiply", dt, keepdims,
+                        initial, where)
+
+
+def _extreme(which):
+    def lower(value, a, axis=None, out=None, keepdims=False, initial=np._NoValue, where=True):
+        b = active_builder()
+        axes = canonical_axes(axis, np.ndim(value_of(a)))
+        dt = np.asarray(value_of(a)).dtype
+        if dt == np.bool_:
+            opcode = "or" if which == "maximum" else "and"
+        else:
+            opcode = which
+        return _reduce_node(b, a, axes, opcode, dt, keepdims, initial, where)
+    return lower
+
+
+lowers(np.max, np.amax)(_extreme("maximum"))
+lowers(np.min, np.amin)(_extreme("minimum"))
+
+
+def _mean_node(b, a, axes, dt, keepdims, where=True):
+    total = _reduce_node(b, a, axes, "add", dt, keepdims, where=where)
+    count = _count(a, axes, where)
+    if isinstance(count, Instruction):
+        count = b.convert(_keep(b, count, node_of(a).dims, axes, keepdims), dt)
+        return b.ew("divide", total, count)
+    return b.ew("divide", total, b.scalar_like(count, total))
+
+
+@lowers(np.mean)
+def _mean(value, a, axis=None, dtype=None, out=None, keepdims=False, *, where=True):
+    b = active_builder()
+    axes = canonical_axes(axis, np.ndim(value_of(a)))
+    return _mean_node(b, a, axes, _mean_type(np.asarray(value_of(a)).dtype, dtype), keepdims,
+                      where)
+
+
+def _var_node(b, a, axes, dtype, ddof, keepdims, where=True, mean=np._NoValue,
+              correction=np._NoValue):
+    if where is not True or mean is not np._NoValue:
+        raise unsupported("var", " with where= or mean=")
+    if correction is not np._NoValue:
+        ddof = correction  # NumPy 2's name for ddof
+    dt = _mean_type(np.asarray(value_of(a)).dtype, dtype)
+    x = b.convert(node_of(a), dt)
+    mean = _mean_node(b, a, axes, dt, True)
+    centered = b.ew("subtract", x, b.broadcast_to(mean, x.dims))
+    total = _reduce_node(b, b.ew("multiply", centered, centered), axes, "add", dt, keepdims)
+    n = max(_count(a, axes) - ddof, 0)
+    return b.ew("divide", total, b.scalar_like(n, total))
+
+
+@lowers(np.var)
+def _var(value, a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, **kw):
+    b = active_builder()
+    return _var_node(b, a, canonical_axes(axis, np.ndim(value_of(a))), dtype, ddof, keepdims, **kw)
+
+
+@lowers(np.std)
+def _std(value, a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, **kw):
+    b = active_builder()
+    return b.ew("sqrt", _var_node(b, a, canonical_axes(axis, np.ndim(value_of(a))), dtype, ddof,
+                                  keepdims, **kw))
+
+
+def _arg(which):
+    def lower(value, a, axis=None, out=None, keepdims=False):
+        b = active_builder()
+        x = node_of(a)
+        if axis is None:
+            flat = b.reshape(x, (x.shape.size,))
+            node = b.arg_reduce(flat, 0, which)
+            return b.reshape(node, (1,) * x.shape.rank) if keepdims else node
+        ax = int(axis) % x.shape.rank
+        return _keep(b, b.arg_reduce(x, ax, which), x.dims, (ax,), keepdims)
+    return lower
+
+
+lowers(np.argmax)(_arg("argmax"))
+lowers(np.argmin)(_arg("argmin"))
+
+
+def _all_any(opcode):
+    def lower(value, a, axis=None, out=None, keepdims=False, *, where=True):
+        b = active_builder()
+        x = truth(b, node_of(a))
+        axes = canonical_axes(axis, x.shape.rank)
+        return _keep(b, b.reduce(_masked(b, x, where, opcode), axes, opcode), x.dims, axes,
+                     keepdims)
+    return lower
+
+
+lowers(np.all)(_all_any("and"))
+lowers(np.any)(_all_any("or"))
+
+
+# ufunc.reduce(a, axis, keepdims) for the ufuncs whose reduction is one of the above.
+reduces_as(np.add, np.sum)
+reduces_as(np.multiply, np.prod)
+reduces_as(np.maximum, np.max)
+reduces_as(np.minimum, np.min)
+reduces_as(np.logical_and, np.all)
+reduces_as(np.logical_or, np.any)

@@ -1,0 +1,84 @@
+"""The dispatch table: which lowering each NumPy ufunc and function has.
+
+The tables start empty. Each lowering module fills them where it defines a lowering, with the
+decorators below, when `xla_explorer.trace.numpy` imports it; `dispatch` reads them. This
+module imports nothing of the tracer, so every lowering module can import it.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+# ufunc name -> lowering(builder, *operands): the operands already converted to the ufunc
+# loop's input types and broadcast to one shape; it returns an instruction of the loop's
+# output type. A lowering with `takes_inputs` gets (builder, shape, inputs, types) instead.
+UFUNCS: dict[str, Callable] = {}
+# generalised ufuncs (np.matmul): name -> lowering(*operands as given) -> Tracer
+GUFUNCS: dict[str, Callable] = {}
+# ufunc name -> the NumPy function its .reduce is (np.add.reduce is np.sum)
+UFUNC_REDUCE: dict[str, Callable] = {}
+# NumPy function -> lowering(eager value, *the call's arguments) -> instruction or tuple
+FUNCTIONS: dict[Callable, Callable] = {}
+# the functions whose result NumPy may make a view of their first argument
+VIEWS: set[Callable] = set()
+# NumPy function -> what runs eagerly in its place (np.empty_like's contents are arbitrary)
+EAGER: dict[Callable, Callable] = {}
+# NumPy function -> its answer from the arguments, at trace time, with no instruction
+STATIC: dict[Callable, Callable] = {}
+
+
+def _claim(table, key, what: str) -> None:
+    # Two modules lowering one function would make the result depend on import order.
+    if key in table:
+        raise ValueError(f"{what} already has a lowering")
+
+
+def lowers(*funcs: Callable, view: bool = False, eager: Callable | None = None):
+    """Decorator: the lowering of NumPy functions `funcs` (reached by __array_function__).
+    `view`: NumPy may return a view of the first argument; `eager`: what to run eagerly."""
+    def register(lowering: Callable) -> Callable:
+        for func in funcs:
+            _claim(FUNCTIONS, func, f"np.{func.__name__}")
+            FUNCTIONS[func] = lowering
+            if view:
+                VIEWS.add(func)
+            if eager is not None:
+                EAGER[func] = eager
+        return lowering
+    return register
+
+
+def lowers_ufunc(*ufuncs: np.ufunc):
+    """Decorator: the element-wise lowering of `ufuncs` (reached by __array_ufunc__)."""
+    def register(lowering: Callable) -> Callable:
+        for ufunc in ufuncs:
+            _claim(UFUNCS, ufunc.__name__, f"np.{ufunc.__name__}")
+            UFUNCS[ufunc.__name__] = lowering
+        return lowering
+    return register
+
+
+def lowers_gufunc(*ufuncs: np.ufunc):
+    """Decorator: the lowering of generalised ufuncs, which takes their operands as given."""
+    def register(lowering: Callable) -> Callable:
+        for ufunc in ufuncs:
+            _claim(GUFUNCS, ufunc.__name__, f"np.{ufunc.__name__}")
+            GUFUNCS[ufunc.__name__] = lowering
+        return lowering
+    return register
+
+
+def reduces_as(ufunc: np.ufunc, func: Callable) -> None:
+    """`ufunc.reduce(a, axis, keepdims)` lowers as `func(a, axis=, keepdims=)` does."""
+    _claim(UFUNC_REDUCE, ufunc.__name__, f"np.{ufunc.__name__}.reduce")
+    UFUNC_REDUCE[ufunc.__name__] = func
+
+
+def static(func: Callable):
+    """Decorator: `func` is answered at trace time (np.shape), with no instruction."""
+    def register(answer: Callable) -> Callable:
+        _claim(STATIC, func, f"np.{func.__name__}")
+        STATIC[func] = answer
+        return answer
+    return register

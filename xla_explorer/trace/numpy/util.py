@@ -1,0 +1,90 @@
+"""Helpers every lowering module shares: Python scalars, wrapping a result, running NumPy
+eagerly, axes, and the error for what is not supported (with its suggested alternatives).
+
+`node_of` and `value_of`, the other half of every lowering, live in `trace/tracer.py`: the end
+of a trace needs them too.
+"""
+from __future__ import annotations
+
+import difflib
+
+import numpy as np
+
+from ...errors import TraceError, UnsupportedOpError, as_python_class
+from ...ir.module import Instruction
+from ...ir.shape import is_supported_dtype
+from ..tracer import Tracer, active_builder, dtype_error, located
+from .registry import FUNCTIONS, UFUNCS
+
+
+def is_python_scalar(x) -> bool:
+    """A Python bool, int or float, or a Tracer standing for one (a scalar argument)."""
+    return (isinstance(x, (bool, int, float)) and not isinstance(x, np.generic)) or (
+        isinstance(x, Tracer) and x._weak)
+
+
+def wrap(node: Instruction, value, what: str) -> Tracer:
+    """A Tracer for node with eager value; the two must agree in shape and type."""
+    b = active_builder()
+    shape = np.shape(value)
+    dtype = np.asarray(value).dtype if not isinstance(value, np.generic) else value.dtype
+    if not is_supported_dtype(dtype):
+        raise dtype_error(what, dtype)
+    if node.dims != tuple(shape) or node.dtype != dtype:
+        raise located(TraceError, f"internal error: {what} lowered to {node.shape} but NumPy "
+                                  f"gives {dtype}{list(shape)}", what,
+                      "Please report this with the line above.")
+    return Tracer(b, node, value)
+
+
+def eager(fn, what: str, *args, **kwargs):
+    """Run NumPy itself; its errors become the user's error at the user's line."""
+    try:
+        with np.errstate(all="ignore"):
+            return fn(*args, **kwargs)
+    except (TraceError, UnsupportedOpError):
+        raise
+    except Exception as e:  # NumPy's own complaint, at the user's line, of NumPy's class too
+        raise located(as_python_class(type(e)), f"{what} failed in NumPy: {e}", what) from e
+
+
+def canonical_axes(axis, ndim: int) -> tuple[int, ...]:
+    """`axis` (None, an int or a sequence, negatives allowed) as sorted axes of `ndim`."""
+    if axis is None:
+        return tuple(range(ndim))
+    if isinstance(axis, (tuple, list)):
+        return tuple(sorted(int(a) % ndim for a in axis)) if ndim else ()
+    return (int(axis) % ndim,) if ndim else ()
+
+
+# NumPy names that mean a supported one, for the error's suggestion.
+ALTERNATIVES = {
+    "fabs": "np.abs", "fix": "np.trunc",
+    "nanmax": "np.max(np.where(np.isnan(x), -np.inf, x))",
+    "nanmin": "np.min(np.where(np.isnan(x), np.inf, x))",
+    "nansum": "np.sum(np.where(np.isnan(x), 0, x))", "average": "np.mean",
+    "amax": "np.max", "outer": "x[:, None] * y[None, :]", "inner": "np.dot",
+    "tensordot": "np.einsum", "float_power": "np.power on float64 arrays",
+    "cumsum": None, "sinc": "np.sin(np.pi * x) / (np.pi * x)",
+    "deg2rad": "x * (np.pi / 180)", "rad2deg": "x * (180 / np.pi)", "hypot": "np.sqrt(x*x + y*y)",
+    "logaddexp": "np.maximum(a, b) + np.log1p(np.exp(-np.abs(a - b)))",
+    "copysign": "np.where(y < 0, -np.abs(x), np.abs(x)) (which counts -0.0 as positive)", "heaviside": "np.where",
+    "take": "slicing", "ndarray.sort": "np.sort",
+}
+
+
+def unsupported(name: str, detail: str = "") -> UnsupportedOpError:
+    supported = sorted(set(UFUNCS) | {f.__name__ for f in FUNCTIONS})
+    eagerly = "run it eagerly between compiled clusters: %%xla --autocluster (autocluster=True)."
+    if name in ALTERNATIVES:  # listed as None: nothing supported comes close
+        alt = ALTERNATIVES[name]
+        lead = f"A supported alternative: {alt}." if alt else None
+    elif detail:  # the function is supported, this form of it is not: no other name helps
+        lead = f"Use a form of np.{name} that is supported."
+    else:
+        close = difflib.get_close_matches(name, sorted(set(supported) - {name}), n=1,
+                                          cutoff=0.75)
+        lead = f"A supported function with a similar name: np.{close[0]}." if close else None
+    hint = (f"{lead} Or {eagerly}" if lead else "It has no compilable equivalent here; "
+            f"compute it outside the traced function, or {eagerly}")
+    return located(UnsupportedOpError, f"np.{name} is not supported{detail}", f"np.{name}", hint)

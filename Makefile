@@ -5,7 +5,7 @@ STAMP  := $(VENV)/.installed
 # pytest-xdist workers: the machines here have 2 cores.
 JOBS   ?= 2
 
-.PHONY: setup test lab clean graphviz chromium fuzz screenshot
+.PHONY: setup test test-fast lint lab clean graphviz chromium fuzz screenshot
 
 setup: $(STAMP) graphviz chromium
 
@@ -13,7 +13,7 @@ setup: $(STAMP) graphviz chromium
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[test]'
+	$(PY) -m pip install -q -e '.[test,lint]'
 	touch $(STAMP)
 
 # The graph views need the real Graphviz `dot`, not a Python stand-in.
@@ -44,6 +44,17 @@ chromium:
 test: setup
 	$(PY) -m pytest -n $(JOBS) -q
 
+# The edit-test loop: everything except the tests marked slow (a real JupyterLab, a browser,
+# executed notebooks, subprocesses that compile, the fuzz run), under 2 minutes on 2 cores.
+test-fast: setup
+	$(PY) -m pytest -n $(JOBS) -q -m "not slow"
+
+# What CI checks before the tests: ruff (pyflakes, pycodestyle, bugbear) and a lenient mypy,
+# both configured in pyproject.toml. Only the venv's setup: no Graphviz or Chromium needed.
+lint: $(STAMP)
+	$(VENV)/bin/ruff check xla_explorer tests benchmarks scripts
+	$(VENV)/bin/mypy xla_explorer
+
 # Random programs on every backend against eager NumPy; each mismatch is printed as a runnable
 # NumPy script. `make fuzz N=10000 SEED=3`; FUZZ_ARGS passes more options (tests/fuzz.py --help).
 N         ?= 200
@@ -69,4 +80,4 @@ screenshot: setup
 	$(PY) scripts/screenshot.py $(SCREENSHOT_ARGS)
 
 clean:
-	rm -rf $(VENV) .pytest_cache .hypothesis
+	rm -rf $(VENV) .pytest_cache .hypothesis .ruff_cache .mypy_cache

@@ -23,10 +23,9 @@ import ctypes
 import json
 import os
 
-# OpenBLAS's worker threads spin for about 70 ms after every product (2**28 cycles) on the
-# cores the next runner needs: a compiled dense layer measured 10.8 ms right after NumPy's
-# call and 6.4 ms with this set; NumPy's own time went from 10.9 to 11.9 ms. Read when NumPy
-# loads OpenBLAS, so set before numpy is imported.
+# OpenBLAS's worker threads spin after every product (2**28 cycles by default) on the cores
+# the next runner needs, which would slow whatever is timed right after NumPy's call
+# (docs/benchmarks.md). Read when NumPy loads OpenBLAS, so set before numpy is imported.
 os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
 import platform
 import subprocess
@@ -227,10 +226,9 @@ def run_case(program, label, shapes, budget, compile_repeats) -> dict:
         runners["numexpr"] = lambda: NUMEXPR[program.__name__](*args)
     check = ex.check(*args)
     times = timed_rounds(runners, budget)
-    # XLA is timed beside xla-explorer alone: in one process that timed each case both ways,
-    # XLA measured 1.82 ms among NumPy's calls and 1.28 ms beside ours for a 4096x1024
-    # softmax, 1.67 and 0.98 ms for the layernorm (README). Each ratio then compares the two
-    # runners it names, timed together.
+    # XLA is timed beside xla-explorer alone: among NumPy's calls it ran slower than beside
+    # ours (docs/benchmarks.md). Each ratio then compares the two runners it names, timed
+    # together.
     beside_xla = None
     if jax is not None:
         jitted = jax.jit(partial(program, jnp))

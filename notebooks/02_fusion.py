@@ -134,9 +134,11 @@ for d in _xla.decisions:
 # ## A small attention block
 #
 # `softmax(q @ k.T / sqrt(d)) @ v`, then a feed-forward layer `relu(out @ w1 + bias)`. A
-# `dot` (matrix product) is computed by BLAS, which reads its operands from memory, so
-# nothing fuses *into* a dot: `k.T` is written out by a kernel of its own. Element-wise work
-# *after* a dot can fuse into it as an epilogue (`kOutput`): the bias and the `maximum`.
+# `dot` (matrix product) reads its operands from memory, so nothing element-wise fuses *into*
+# a dot. `k.T` costs nothing, though: the algebraic simplifier folds the transpose into the
+# dot (it now contracts `k`'s second dimension, `rhs_contracting_dims={1}`), as XLA's does,
+# and the product reads `k` as it lies. Element-wise work *after* a dot can fuse into it as an
+# epilogue (`kOutput`): the bias and the `maximum`.
 # The scores `s` feed both passes of the softmax, and a dot is never computed twice, so the
 # scaling by `1/sqrt(d)` goes into the softmax's row kernel instead of the first dot.
 
@@ -175,8 +177,9 @@ for d in _xla.decisions:
 # live ranges do not overlap can share bytes. `peak_bytes` is the arena's size;
 # `lower_bound_bytes` is the most bytes live at any one step (each rounded up to 64-byte
 # alignment), which no packing can beat. Parameters and outputs are arrays of their own, not
-# in the arena. Here the only temporaries are `k.T` and the first product; the first dot
-# reads one while writing the other, so their live ranges overlap and they cannot share.
+# in the arena. Here the only temporary is the first product, the scores: 6x6 float32 values
+# (144 bytes, rounded up to 192), live from the dot that writes them to the row kernel that
+# reads them. Before the transpose was folded into the dot, `k.T` was a second temporary.
 
 # %%
 bufs = _xla.buffers

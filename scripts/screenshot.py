@@ -119,7 +119,7 @@ def jupyter_lab(root: Path, tmp: Path, timeout: float = 90):
                     break
             except OSError:
                 if time.time() > deadline:
-                    raise Failed(f"jupyter lab did not answer on {url} in {timeout:.0f} s")
+                    raise Failed(f"jupyter lab did not answer on {url} in {timeout:.0f} s") from None
                 time.sleep(0.3)
         yield url, token
     finally:

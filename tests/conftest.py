@@ -1,13 +1,40 @@
 import os
+import shutil
+import tempfile
+from pathlib import Path
 
 import numpy as np
 import pytest
 from hypothesis import settings
 
+# The kernel cache (xla_explorer.codegen.cache.cache_dir()) is one temporary directory per test
+# session, never the user's ~/.cache/xla_explorer. It is set here, when pytest imports this file,
+# before any test module imports the package, so pytest-xdist workers and every subprocess a
+# test starts (notebook kernels, `make lab`, scripts) inherit it. The controller (or a run
+# without -n) makes the directory and removes it at the end; its workers use the same one.
+# Numba caches a generated kernel's machine code beside the kernel's file: in there too. (The
+# package's own cache=True functions, in codegen/, keep theirs in the checkout's __pycache__,
+# which is not the user's cache; NUMBA_CACHE_DIR stays unset so that cache is not rebuilt, by
+# every worker, at every session: about 15 s of compiling for gemm alone.)
+CACHE_ROOT_VAR = "XLA_EXPLORER_TEST_CACHE_ROOT"
+_OWNS_CACHE_ROOT = "PYTEST_XDIST_WORKER" not in os.environ or CACHE_ROOT_VAR not in os.environ
+if _OWNS_CACHE_ROOT:
+    os.environ[CACHE_ROOT_VAR] = tempfile.mkdtemp(prefix="xla-explorer-tests-")
+CACHE_ROOT = Path(os.environ[CACHE_ROOT_VAR])
+os.environ["XLA_EXPLORER_CACHE"] = str(CACHE_ROOT / "kernels")
+# IPython's profile too: the shells of tests/test_magic.py and the notebooks' kernels would
+# otherwise write their history into the user's ~/.ipython.
+os.environ["IPYTHONDIR"] = str(CACHE_ROOT / "ipython")
+
 # CI runs a fixed set of examples so a red run can be reproduced; locally they vary.
 settings.register_profile("ci", derandomize=True, deadline=None, print_blob=True)
 settings.register_profile("dev", deadline=None)
 settings.load_profile("ci" if os.environ.get("CI") else "dev")
+
+
+def pytest_unconfigure(config):
+    if _OWNS_CACHE_ROOT:
+        shutil.rmtree(CACHE_ROOT, ignore_errors=True)
 
 
 @pytest.fixture

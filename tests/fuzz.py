@@ -3,11 +3,11 @@
     python -m tests.fuzz -n 10000 --seed 0 [--backends interpreter,cpu] [--jobs 2]
                          [--kinds float,int,predicates,...] [--cache DIR] [--out DIR] [--only K]
 
-Draws N random cases, runs each on every backend (`xla_explorer.api.BACKENDS` unless --backends
-says otherwise, so a new backend joins by being listed there), and compares every result with
-eager NumPy. Each mismatch or exception is printed as a self-contained NumPy script that
-reproduces it (and written to --out DIR if given). The last line is a summary; the exit status
-is 1 if anything mismatched or failed.
+Draws N random cases, runs each on every backend (`xla_explorer.backends.BACKENDS` unless
+--backends says otherwise, so a new backend joins by being registered there), and compares
+every result with eager NumPy. Each mismatch or exception is printed as a self-contained NumPy
+script that reproduces it (and written to --out DIR if given). The last line is a summary; the
+exit status is 1 if anything mismatched or failed.
 
 Kinds (--kinds, default all of them):
 - float, int: random op-chain programs, the property tests' own strategies (`programs()`,
@@ -92,10 +92,10 @@ MIX = [k for new in STRATEGIES for k in ("float", "float", "float", "int", new)]
 
 
 def default_backends() -> list[str]:
-    """Every backend xla_explorer offers: the one list, in xla_explorer.api."""
-    from xla_explorer import api
+    """Every backend xla_explorer offers: the one registry, in xla_explorer.backends."""
+    from xla_explorer.backends import BACKENDS
 
-    return list(api.BACKENDS)
+    return list(BACKENDS)
 
 
 @dataclass
@@ -420,7 +420,7 @@ def main(argv=None) -> int:
     parser.add_argument("-n", "--n", type=int, default=200, help="how many programs (200)")
     parser.add_argument("--seed", type=int, default=0, help="hypothesis seed (0)")
     parser.add_argument("--backends", default=None,
-                        help="comma-separated backends (default: all of xla_explorer.api.BACKENDS)")
+                        help="comma-separated backends (default: every registered one)")
     parser.add_argument("--jobs", "-j", type=int, default=1,
                         help="worker processes (1); 0 runs the cases in this process, for a "
                              "debugger (a crash in compiled code then ends the run)")

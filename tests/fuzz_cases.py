@@ -442,7 +442,7 @@ def _limits(dtype) -> dict:
     return dict(big=big, tiny=tiny, sub=sub, eps=float(fi.eps), ln_big=math.log(big),
                 ln_tiny=math.log(tiny), ln_sub=math.log(sub), log2_big=math.log2(big),
                 log2_tiny=math.log2(tiny), log2_sub=math.log2(sub),
-                switch=1e4 if f32 else 1e8,  # numpy_api's arcsinh / arccosh change formula
+                switch=1e4 if f32 else 1e8,  # the arcsinh / arccosh lowerings change formula
                 tanh_one=10.0 if f32 else 19.1)  # fastmath's tanh is +-1 from here on
 
 
@@ -789,7 +789,7 @@ def retype_cases(draw, group: int | None = None) -> Scenario:
     # cannot run f on the first ones there is none: jit call 1 judged that).
     lines.append(f"\nex, _ = attempt(lambda: xe.explore(f, {args[0]}, backend=BACKEND))")
     lines.append("if ex is not None:")
-    for k, a in enumerate(args[1:], start=2):
+    for a in args[1:]:
         lines.append(f'    check({f"xe.explore(f, {args[0]}).run({a})"!r}, lambda: ex.run({a}), '
                      f"lambda: f({a}),\n          accepted=(TypeError,))")
     body = ("\n".join(arrays) + f"\n\n\ndef f({', '.join(params)}):\n    return {expression}\n\n\n"

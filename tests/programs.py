@@ -35,7 +35,7 @@ UNARY = [
     ("arctan", np.arctan, "np.arctan({x})"),
     ("min(x*x, 10)", lambda x: np.minimum(x * x, 10), "np.minimum({x} * {x}, 10)"),
     ("x * 1 + 0", lambda x: x * 1 + 0, "{x} * 1 + 0"),
-    ("--x", lambda x: -(-x), "-(-{x})"),
+    ("--x", lambda x: -(-x), "-(-{x})"),  # noqa: B002 - a double negation is the case
     ("x.T.T", lambda x: x.T.T, "{x}.T.T"),
     ("flip0", lambda x: np.flip(x, 0), "np.flip({x}, 0)"),
     ("flip1", lambda x: x[:, ::-1], "{x}[:, ::-1]"),

@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 
 import xla_explorer as xe
@@ -18,6 +19,9 @@ from xla_explorer.runtime.arena import run_in_arena
 from xla_explorer.runtime.reference import run_module
 
 from .test_random_programs import build, describe, programs
+
+# 500 random programs.
+pytestmark = pytest.mark.slow
 
 
 def _check_no_overlap(a):

@@ -248,6 +248,7 @@ print(float(xe.jit(f)(x)[0]), float(xe.jit(g, autocluster=True)(x)))
 '''
 
 
+@pytest.mark.slow  # a subprocess that compiles
 def test_the_flag_dumps_every_compilation_of_a_script_using_jit(tmp_path):
     import os
     import subprocess

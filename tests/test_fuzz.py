@@ -14,7 +14,8 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from xla_explorer import api
+from xla_explorer.backends import BACKENDS, Executable
+from xla_explorer.backends.interpreter import InterpreterBackend
 
 from . import fuzz
 from .fuzz_cases import ALIAS_HELPERS, GROUPS, PRELUDE, STRATEGIES, TRANSCENDENTAL, Scenario
@@ -92,6 +93,7 @@ def test_rendered_programs_compute_what_the_generator_computes():
             assert same_bits(got, expected), text
 
 
+@pytest.mark.slow  # a subprocess that compiles
 def test_a_rendered_program_runs_as_a_script_of_its_own(tmp_path):
     case = next(c for c in fuzz.draw_cases(12, seed=3, kinds=("float", "int"))
                 if c.kind == "float" and len(c.steps) > 2)
@@ -103,34 +105,37 @@ def test_a_rendered_program_runs_as_a_script_of_its_own(tmp_path):
     assert "all outputs match" in done.stdout
 
 
+@pytest.mark.slow  # the fuzz run
 def test_the_fuzzer_passes_on_a_handful_of_programs(capsys):
     assert fuzz.main(["-n", "8", "--seed", "11", "--kinds", "float,int", "--jobs", "0"]) == 0
     out = capsys.readouterr().out.strip().splitlines()
     summary = out[-1]
     assert summary.startswith("fuzz: 8 programs (6 float, 2 int), seed 11;"), summary
-    for backend in api.BACKENDS:
+    for backend in BACKENDS:
         assert f"{backend}: 0 mismatches, 0 errors" in summary
     assert "=====" not in "\n".join(out)  # nothing found, nothing printed
 
 
+class Broken(InterpreterBackend):
+    """A backend with a bug, registered as every backend is: the interpreter with its first
+    output wrong."""
+
+    name = "broken"
+
+    def compile(self, module, assignment) -> Executable:
+        run = super().compile(module, assignment)
+
+        class Wrong(Executable):
+            def __call__(self, *args):
+                first, *rest = run(*args)
+                return [_wrong(first), *rest]
+
+        return Wrong()
+
+
 @pytest.fixture
 def broken_backend(monkeypatch):
-    """A backend 'broken': the interpreter with its first output wrong."""
-    monkeypatch.setattr(api, "BACKENDS", api.BACKENDS + ("broken",))
-    run = api.Exploration.run
-
-    def wrong_run(self, *args):
-        out = run(self, *args)
-        if self.backend != "broken":
-            return out
-        first = np.asarray(out[0] if isinstance(out, tuple) else out)
-        if first.dtype.kind == "f":  # surely different: NaN and inf too, and big values
-            wrong = np.where(np.isfinite(first), first + 1 + np.abs(first), 0).astype(first.dtype)
-        else:
-            wrong = first + 1
-        return (wrong,) + out[1:] if isinstance(out, tuple) else wrong
-
-    monkeypatch.setattr(api.Exploration, "run", wrong_run)
+    monkeypatch.setitem(BACKENDS, Broken.name, Broken())
 
 
 def test_a_wrong_backend_is_reported_with_a_script_that_shows_it(broken_backend, tmp_path):
@@ -356,6 +361,7 @@ def test_each_scenario_kind_reports_a_broken_backend_with_a_script_that_shows_it
         assert "MISMATCH: " in shown and "NumPy:" in shown and "compiled:" in shown
 
 
+@pytest.mark.slow  # a subprocess that compiles
 def test_a_scenario_script_runs_on_its_own_and_agrees_with_the_fuzzer(tmp_path):
     case = fuzz.draw_cases(3, seed=1, kinds=("scalars",))[2]
     findings = case.scenario.run("cpu")
@@ -455,11 +461,12 @@ for dtype in (np.int64, np.float64, np.float32, np.int32):
 @pytest.mark.parametrize("name", ISSUE_22)
 def test_the_issue_22_defects_stay_fixed(name):
     scenario = Scenario(name.split(":")[0], name, ISSUE_22[name])
-    for backend in api.BACKENDS:
+    for backend in BACKENDS:
         bad = [message for status, message in scenario.run(backend) if status != "refused"]
         assert not bad, scenario.script(backend, "\n".join(bad))
 
 
+@pytest.mark.slow  # a small fuzz run: scenarios on every backend
 @pytest.mark.parametrize("kind", SCENARIO_KINDS)
 def test_random_scenarios_match_numpy(kind):
     """A few scenarios of each kind on every backend (`make fuzz` runs many)."""
@@ -467,7 +474,7 @@ def test_random_scenarios_match_numpy(kind):
     @settings(max_examples=5, deadline=None, suppress_health_check=list(HealthCheck))
     @given(STRATEGIES[kind]())
     def agrees(scenario):
-        for backend in api.BACKENDS:
+        for backend in BACKENDS:
             bad = [message for status, message in scenario.run(backend) if status != "refused"]
             assert not bad, scenario.script(backend, "\n".join(bad))
 

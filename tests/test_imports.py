@@ -16,7 +16,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
-PACKAGES = ["xla_explorer.trace"]
+PACKAGES = ["xla_explorer"]
 
 
 def package_modules(package: str, root: Path = ROOT) -> dict[str, Path]:

@@ -8,6 +8,11 @@ import time
 import urllib.request
 from pathlib import Path
 
+import pytest
+
+# A real JupyterLab server, started through make.
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parent.parent
 
 

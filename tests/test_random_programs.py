@@ -6,6 +6,7 @@ tests/fuzz.py); they are re-exported here for the tests that import them from th
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 
 import xla_explorer as xe
@@ -13,6 +14,9 @@ from xla_explorer.api import compare, computed_precision
 
 from .programs import (BINARY, INT_BINARY, INT_OPS, INT_UNARY, OPS, REDUCE,  # noqa: F401
                        UNARY, build, describe, int_programs, programs)
+
+# Hundreds of random programs each (make fuzz runs more).
+pytestmark = pytest.mark.slow
 
 
 @settings(max_examples=500, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])

@@ -39,6 +39,7 @@ def png_size(path: Path) -> tuple[int, int]:
     return struct.unpack(">II", data[16:24])
 
 
+@pytest.mark.slow  # JupyterLab in headless Chromium
 def test_screenshot_renders_the_explorer(tmp_path):
     chromium_or_skip()
     out, report = tmp_path / "explorer.png", tmp_path / "facts.json"

@@ -30,7 +30,7 @@ def squares(x):
 
 
 def heat(u, steps):
-    for t in range(steps):
+    for _ in range(steps):
         u[1:-1] = u[1:-1] + 0.1 * (u[2:] - 2 * u[1:-1] + u[:-2])
     return u
 

@@ -2,25 +2,26 @@
 from __future__ import annotations
 
 import copy
-import re
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
 import numpy as np
 
-from .errors import TraceError, as_python_class, not_compilable
-from .ir.module import Instruction, Module
-from .passes.base import Pipeline, Stage
-from .passes.buffer_assignment import BufferAssignment, is_kernel
-from .passes.fusion import Decision
-from .passes.fusion_groups import ROW_CONFIG
-from .passes.pipeline import default_passes
-from .runtime.arena import run_in_arena
-from .runtime.reference import run_module
+from . import compiler
+from .backends import BACKENDS, Executable, get_backend
+from .errors import TraceError, as_python_class
+from .ir.module import Module
+from .passes.base import Stage
+from .passes.buffer_assignment import BufferAssignment
+from .passes.dataflow import is_kernel
+from .passes.kinds import Decision, is_row_fusion, kernel_kind
+from .passes.names import traced_name
+from .trace.captured import free_values
 from .trace.scalars import GuardFailed, guard_error
 from .trace.tracer import Traced, active_builder, located, trace, unflatten
 
-BACKENDS = ("interpreter", "cpu")
+__all__ = ["BACKENDS", "CacheInfo", "CheckResult", "Exploration", "JitFunction", "Kernel",
+           "explore", "jit"]
 
 
 def tolerance(dtype) -> tuple[float, float]:
@@ -113,7 +114,7 @@ def _restore(value: np.ndarray, like):
 
 
 @dataclass(frozen=True)
-class Fusion:
+class Kernel:
     """One kernel the backend launches: a fusion, or an op that fused with nothing (a fusion
     of one). `instructions` are the HLO instructions it computes (as traced, so a cheap
     producer copied into several kernels appears in each); `reasons` every fusion decision
@@ -131,20 +132,7 @@ class Fusion:
         return f"{self.name} ({what}): {', '.join(self.instructions)}"
 
 
-_CLONE = re.compile(r"(\.clone\.\d+)+$")
-
-
-def traced_name(name: str) -> str:
-    """The name an instruction was traced as: a cheap producer copied into several kernels
-    is named `<name>.clone.N` in each."""
-    return _CLONE.sub("", name)
-
-
-def _kind_of_op(inst: Instruction) -> str:
-    return {"reduce": "kInput", "dot": "kOutput"}.get(inst.opcode, "kLoop")
-
-
-def kernels_of(module: Module, decisions: Sequence[Decision] = ()) -> list[Fusion]:
+def kernels_of(module: Module, decisions: Sequence[Decision] = ()) -> list[Kernel]:
     """The kernels of a module's entry, in schedule order, with the decisions about each."""
     out = []
     for inst in module.entry.instructions:
@@ -156,14 +144,14 @@ def kernels_of(module: Module, decisions: Sequence[Decision] = ()) -> list[Fusio
             root = comp.root
             outs = root.operands if root.opcode == "tuple" else (root,)
             names = tuple(i.name for i in body)
-            fusion = Fusion(inst.name, inst.attr("kind"), names, (),
-                            tuple(o.name for o in outs), inst.attr("backend_config") == ROW_CONFIG)
+            kernel = Kernel(inst.name, kernel_kind(inst), names, (),
+                            tuple(o.name for o in outs), is_row_fusion(inst))
         else:
-            fusion = Fusion(inst.name, _kind_of_op(inst), (inst.name,), (), (inst.name,))
-        traced = {traced_name(n) for n in fusion.instructions}
+            kernel = Kernel(inst.name, kernel_kind(inst), (inst.name,), (), (inst.name,))
+        traced = {traced_name(n) for n in kernel.instructions}
         reasons = tuple(d.reason for d in decisions if _about(d, traced))
-        out.append(Fusion(fusion.name, fusion.kind, fusion.instructions, reasons,
-                          fusion.outputs, fusion.row))
+        out.append(Kernel(kernel.name, kernel.kind, kernel.instructions, reasons,
+                          kernel.outputs, kernel.row))
     return out
 
 
@@ -177,17 +165,17 @@ def _about(d: Decision, names: set[str]) -> bool:
 class Exploration:
     """One function traced, run through the pipeline, and ready to run and compare."""
 
-    def __init__(self, f: Callable, args: Sequence, traced: Traced, stages: list[Stage],
-                 backend: str, autocluster: bool = False):
+    def __init__(self, f: Callable, args: Sequence, traced: Traced,
+                 compiled: compiler.Compilation):
         self.function = f
         self.args = [copy.deepcopy(a) for a in args]
         self.signature = signature(args)
         self._captured = _captured_values(f)  # to explain a check that fails because of them
         self.traced = traced
-        self.stages = stages
-        self.backend = backend
-        self.autocluster = autocluster
-        self._executable = None
+        self.compiled = compiled
+        self.stages = list(compiled.stages)
+        self.backend = compiled.backend.name
+        self.autocluster = compiled.autocluster
         self.last_bench = None  # what `bench` measured last: the viewers show it
         # Auto-clustered programs traced again for other value-dependent shapes (np.unique's
         # length): each compiles the clusters that shape changes, as XLA compiles per shape.
@@ -231,7 +219,7 @@ class Exploration:
     def _repr_mimebundle_(self, include=None, exclude=None):
         """The JupyterLab extension's JSON (application/vnd.xla-explorer.v1+json) and an HTML
         fallback for every other front end."""
-        from .viz.mime import bundle
+        from .viz.display import bundle
 
         return bundle(self, self.last_bench)
 
@@ -247,23 +235,16 @@ class Exploration:
         return [n for s in self.stages for n in s.notes if isinstance(n, Decision)]
 
     @property
-    def fusions(self) -> list[Fusion]:
+    def fusions(self) -> list[Kernel]:
         """One per kernel the backend launches, in schedule order."""
         return kernels_of(self.module, self.decisions)
 
     @property
-    def executable(self):
-        """The compiled program: an `Executable` (cpu backend), or a `ClusteredProgram` of
-        compiled clusters and eager ops under auto-clustering; built on first use."""
-        if self._executable is None and self.autocluster:
-            from .runtime.clustered import ClusteredProgram
-
-            self._executable = ClusteredProgram(self.module, self.backend)
-        elif self._executable is None and self.backend == "cpu":
-            from .runtime.executable import Executable
-
-            self._executable = Executable(self.module, self.buffers)
-        return self._executable
+    def executable(self) -> Executable:
+        """The backend's compiled program (`backends.base.Executable`): for the cpu backend
+        the generated Numba program over its arena; under auto-clustering a
+        `ClusteredProgram` of compiled clusters and eager ops."""
+        return self.compiled.executable
 
     @property
     def clusters(self):
@@ -280,22 +261,18 @@ class Exploration:
 
     @property
     def kernels(self) -> dict[str, str]:
-        """{kernel name: generated source}, for the cpu backend."""
-        return self.executable.kernels if self.executable is not None else {}
+        """{kernel name: generated source}; empty for a backend that generates no code."""
+        return self.executable.kernels
 
     def kernel_of(self, instruction: str) -> str | None:
         """The `kernels` key of the kernel that computes an entry instruction (a fusion, or an
         op that fused with nothing), or None (the interpreter, or not a kernel)."""
-        exe = self.executable
-        return getattr(exe, "kernel_of", {}).get(instruction) if exe is not None else None
+        return self.executable.kernel_of.get(instruction)
 
     @property
     def buffers(self) -> BufferAssignment | None:
         """The buffer assignment (None if the pipeline had no buffer-assignment pass)."""
-        for s in reversed(self.stages):
-            if isinstance(s.artifact, BufferAssignment):
-                return s.artifact
-        return None
+        return compiler.assignment_of(self.stages)
 
     def run(self, *args):
         """Run the compiled program: NumPy in, NumPy out; in-place updates reach the inputs.
@@ -328,43 +305,61 @@ class Exploration:
         the compiled program takes each argument as a separate input, so an update to one
         argument that another shares memory with is refused rather than lost."""
         for out, p in self.traced.aliases:
-            a, name = args[p], self.traced.arg_names[p]
+            conflict = update_conflict(args, p)
+            if conflict is None:
+                continue
+            name = self.traced.arg_names[p]
             site = self.traced.module.entry.root.operands[out].metadata  # the last write
             where = dict(op=f"{name} (in place)", source_file=site.source_file or None,
                          source_line=site.source_line or None)
-            if not a.flags.writeable:
+            if conflict == READ_ONLY:
                 raise as_python_class(ValueError)(
                     f"argument {name!r} is updated in place but is read-only (assignment "
                     "destination is read-only: NumPy refuses this too)",
                     hint=f"Pass a copy: {name}.copy().", **where)
-            for q, other in enumerate(args):
-                if q != p and isinstance(other, np.ndarray) and np.shares_memory(a, other):
-                    other_name = self.traced.arg_names[q]
-                    raise as_python_class(ValueError)(
-                        f"argument {name!r} is updated in place and shares memory with "
-                        f"argument {other_name!r} (one is a view of the other, or they are "
-                        "the same array); the compiled program takes them as separate "
-                        f"inputs, so the update would not show through {other_name!r} as it "
-                        "does in NumPy", hint=f"Pass a copy: {other_name}.copy().", **where)
+            other_name = self.traced.arg_names[conflict]
+            raise as_python_class(ValueError)(
+                f"argument {name!r} is updated in place and shares memory with argument "
+                f"{other_name!r} (one is a view of the other, or they are the same array); "
+                "the compiled program takes them as separate inputs, so the update would "
+                f"not show through {other_name!r} as it does in NumPy",
+                hint=f"Pass a copy: {other_name}.copy().", **where)
 
     def _run(self, args):
         """Run on arguments already checked against the signature and the scalar guards."""
         if self.traced.aliases:
             self._check_writes(args)
-        buffers = self.buffers
-        if self.autocluster:
-            flat = self._run_clustered(args)
-        elif self.executable is not None:
-            flat = self.executable(*args)
-        elif buffers is not None and buffers.module is self.module:
-            flat = run_in_arena(self.module, buffers, args)
-        else:
-            flat = run_module(self.module, args)
+        flat = self._run_clustered(args) if self.autocluster else self.executable(*args)
         n = self.traced.num_outputs
         for (_, param), new in zip(self.traced.aliases, flat[n:]):
             np.copyto(args[param], new)
         leaves = [_restore(v, like) for v, like in zip(flat[:n], self.traced.eager_outputs)]
         return unflatten(self.traced.treedef, leaves)
+
+    def call_path(self) -> Callable[[Sequence], object]:
+        """What a call of the compiled program does once its arguments' signature matched:
+        replay the scalar checks (GuardFailed when a Python value decided another program),
+        run, and give the outputs NumPy's form. Worked out once, so that a cached call
+        does only what it must (what `jit` calls on a cache hit)."""
+        traced = self.traced
+        replay = traced.scalars.replay if traced.scalars else None
+        if self.autocluster or traced.aliases or replay is not None:
+            def checked(args):
+                if replay is not None:
+                    replay(args)
+                return self._run(args)
+
+            return checked
+        exe = self.executable
+        run = exe.run_arrays  # the signature matched: the arguments are the traced arrays
+        if any(kind in _PYTHON_NUMBERS for _, kind in self.signature):
+            def run(args):  # Python numbers become arrays of the parameters' types
+                return exe(*args)
+        if traced.treedef == ("leaf", 0) and isinstance(traced.eager_outputs[0], np.ndarray):
+            return lambda args: run(args)[0]  # one array out: nothing to rebuild
+        treedef, likes = traced.treedef, traced.eager_outputs
+        return lambda args: unflatten(treedef, [_restore(v, like)
+                                                for v, like in zip(run(args), likes)])
 
     def _run_clustered(self, args) -> list:
         """Run the clusters; where an eager op gives a shape this trace did not see, run the
@@ -405,9 +400,9 @@ class Exploration:
         outputs = sum(b.size for b in a.buffers if b.category == OUTPUT) if a else 0
         exe = self.executable
         # The arena as allocated: the assignment's temporaries and the kernels' scratch space.
-        arena = getattr(getattr(exe, "arena", None), "nbytes", a.peak_bytes if a else 0)
+        arena = exe.arena_bytes
         self.last_bench = bench(self.module.name, self.function, self.run, args, repeat, arena,
-                                arena + outputs, exe.compile_seconds if exe else None)
+                                arena + outputs, exe.compile_seconds)
         return self.last_bench
 
     def check(self, *args) -> CheckResult:
@@ -476,17 +471,24 @@ class Exploration:
 def _captured_values(f) -> dict:
     """Copies of the arrays and numbers `f` reads from its globals and closure: tracing
     freezes them into the program as constants."""
-    code = getattr(f, "__code__", None)
-    if code is None:
-        return {}
-    names = {n: getattr(f, "__globals__", {}).get(n) for n in code.co_names}
-    for n, cell in zip(code.co_freevars, getattr(f, "__closure__", None) or ()):
-        try:
-            names[n] = cell.cell_contents
-        except ValueError:  # a cell not yet filled
-            continue
-    return {n: v.copy() if isinstance(v, np.ndarray) else v for n, v in names.items()
+    return {n: v.copy() if isinstance(v, np.ndarray) else v for n, v in free_values(f).items()
             if isinstance(v, (np.ndarray, np.generic, bool, int, float))}
+
+
+READ_ONLY = -1  # update_conflict's answer for an argument NumPy cannot write to either
+
+
+def update_conflict(args: Sequence, p: int) -> int | None:
+    """Why argument `p`, which the program updates in place, cannot be updated as NumPy would
+    update it: READ_ONLY, or the number of another argument it shares memory with (a compiled
+    program takes each argument as a separate input, so the update would not show through the
+    other); None when nothing stands in the way."""
+    a = args[p]
+    if not a.flags.writeable:
+        return READ_ONLY
+    return next((q for q, other in enumerate(args)
+                 if q != p and isinstance(other, np.ndarray) and np.shares_memory(a, other)),
+                None)
 
 
 def _same_value(a, b) -> bool:
@@ -513,37 +515,28 @@ def explore(f: Callable, *args, backend: str = "interpreter", passes=None,
     With `autocluster`, what cannot compile (np.unique, NumPy functions the op table lacks)
     runs eagerly between compiled clusters, as TensorFlow's auto-clustering does; without it
     the cpu backend compiles the whole function or raises CompileError naming what cannot."""
-    if backend not in BACKENDS:
-        raise ValueError(f"backend {backend!r} is not available; choose one of {BACKENDS}")
+    target = get_backend(backend)
+    return _explore(f, args, target, passes, autocluster,
+                    must_compile=not target.runs_eager_ops)
+
+
+def _explore(f: Callable, args, backend, passes, autocluster: bool,
+             must_compile: bool) -> Exploration:
     if active_builder() is not None:
         raise located(TraceError, "xe.explore was called inside a function being traced; "
                                   "nested tracing is not supported", "xe.explore",
                       "Call the function directly inside (its ops join the outer trace), or "
                       "use xe.jit, which does that when nested.")
     traced = trace(f, args, autocluster=autocluster)
-    if backend == "cpu" and not autocluster:
-        _must_compile(traced.module)
-    pipeline = Pipeline(default_passes(autocluster=autocluster) if passes is None else passes)
-    pipeline.run(traced.module)
-    if backend == "cpu" and not any(isinstance(s.artifact, BufferAssignment)
-                                    for s in pipeline.stages):
-        raise ValueError("the cpu backend needs a pipeline that ends in buffer-assignment")
-    ex = Exploration(f, args, traced, pipeline.stages, backend, autocluster)
-    ex.executable  # generate the kernels now: a CompileError belongs to explore()
+    compiled = compiler.compile(traced.module, backend, autocluster=autocluster,
+                                passes=passes, must_compile=must_compile)
+    ex = Exploration(f, args, traced, compiled)
     from .dump import options_from_env
 
     dump = options_from_env()  # XLA_EXPLORER_FLAGS="--dump_to=DIR": every compilation
     if dump is not None:
         ex.dump(dump.directory, dump.pass_re)
     return ex
-
-
-def _must_compile(module: Module) -> None:
-    """The first op that cannot compile, as a CompileError at its line."""
-    for inst in module.entry.instructions:
-        if inst.opcode == "custom-call":
-            raise not_compilable(inst.attr("custom_call_target"), inst.metadata.source_file,
-                                 inst.metadata.source_line)
 
 
 @dataclass(frozen=True)
@@ -562,19 +555,42 @@ def signature(args) -> tuple:
     sig = []
     for a in args:
         if isinstance(a, (bool, int, float, complex)) and not isinstance(a, np.generic):
-            sig.append(((), type(a).__name__))
+            sig.append(((), type(a).__name__))  # one of _PYTHON_NUMBERS
         else:
             a = np.asarray(a)
             sig.append((a.shape, a.dtype.str))
     return tuple(sig)
 
 
+_PYTHON_NUMBERS = ("bool", "int", "float", "complex")  # a Python number's kind in a signature
+
+
 def _describe(sig: tuple) -> str:
     """One argument's signature as a reader writes it: `float64[4]`, `a Python int`."""
     shape, kind = sig
-    if kind in ("bool", "int", "float", "complex"):
+    if kind in _PYTHON_NUMBERS:
         return f"a Python {kind}"
     return f"an array of shape {shape} and type {np.dtype(kind)}"
+
+
+# A Python number's key in the fast cache: its type (its value is the ScalarProgram's).
+_SCALAR_TYPES = frozenset((bool, int, float, complex))
+
+
+def _fast_key(args) -> tuple | None:
+    """The cache key of a call whose arguments are all NumPy arrays or Python numbers: each
+    array's shape and dtype, each number's type; None for anything else (the full
+    `signature` decides those). Cheaper than `signature`: no conversion, no dtype.str."""
+    key = []
+    for a in args:
+        t = type(a)
+        if t is np.ndarray:
+            key.append((a.shape, a.dtype))
+        elif t in _SCALAR_TYPES:
+            key.append(t)
+        else:
+            return None
+    return tuple(key)
 
 
 class JitFunction:
@@ -582,12 +598,13 @@ class JitFunction:
     new shapes); NumPy in, NumPy out."""
 
     def __init__(self, f: Callable, backend: str, autocluster: bool = False):
-        if backend not in BACKENDS:
-            raise ValueError(f"backend {backend!r} is not available; choose one of {BACKENDS}")
+        self._backend = get_backend(backend)
         self.function = f
         self.backend = backend
         self.autocluster = autocluster
-        self._compiled: dict[tuple, Exploration] = {}
+        self._compiled: dict[tuple, list[Exploration]] = {}
+        # The call path of each signature seen, for the next call with it (`_fast_key`).
+        self._fast: dict[tuple | None, Callable] = {}
         self._hits = self._misses = 0
         self.__name__ = getattr(f, "__name__", "jit")
         self.__doc__ = getattr(f, "__doc__", None)
@@ -606,9 +623,8 @@ class JitFunction:
             self._hits += 1
             return ex
         self._misses += 1
-        ex = explore(self.function, *args, backend=self.backend, autocluster=self.autocluster)
-        if not self.autocluster and self.backend == "interpreter":
-            _must_compile(ex.traced.module)  # explore checked it for compiled backends
+        ex = _explore(self.function, args, self._backend, None, self.autocluster,
+                      must_compile=True)
         programs.append(ex)
         return ex
 
@@ -617,7 +633,21 @@ class JitFunction:
             # Called while another function is traced: its ops join that trace, as JAX
             # inlines a nested jit.
             return self.function(*args)
-        return self.explore(*args)._run(args)
+        key = _fast_key(args)
+        call = self._fast.get(key)
+        if call is not None:
+            try:
+                result = call(args)
+            except GuardFailed:  # a Python value decided another program: find or make it
+                pass
+            else:
+                self._hits += 1
+                return result
+        ex = self.explore(*args)
+        result = ex._run(args)
+        if key is not None:
+            self._fast[key] = ex.call_path()
+        return result
 
     def cache_info(self) -> CacheInfo:
         programs = [(k, ex) for k, exs in self._compiled.items() for ex in exs]

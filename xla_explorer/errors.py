@@ -5,6 +5,12 @@ from __future__ import annotations
 import linecache
 
 
+class XlaExplorerError(Exception):
+    """The base of every error the package raises, so `except xe.XlaExplorerError` catches
+    them all; each subclass is also the built-in class a caller would expect (ValueError for
+    bad HLO text, ...)."""
+
+
 class _Located:
     def _locate(self, message: str, op: str | None, source_file: str | None,
                 source_line: int | None, hint: str | None) -> str:
@@ -24,7 +30,7 @@ class _Located:
         return text
 
 
-class CompileError(_Located, Exception):
+class CompileError(_Located, XlaExplorerError):
     """The program cannot be compiled as asked (must-compile semantics)."""
 
     def __init__(self, message: str, *, op: str | None = None, source_file: str | None = None,
@@ -51,7 +57,7 @@ class UnsupportedOpError(CompileError):
     """A NumPy function, method, argument or op the explorer does not support."""
 
 
-class TraceError(_Located, Exception):
+class TraceError(_Located, XlaExplorerError):
     """Tracing needed something a traced array cannot give: a concrete value, a view write..."""
 
     def __init__(self, message: str, *, op: str | None = None, source_file: str | None = None,
@@ -80,7 +86,7 @@ def as_python_class(cls: type[BaseException], base: type = None) -> type:
 _BOTH: dict[tuple[type, type], type] = {}
 
 
-class HloParseError(ValueError):
+class HloParseError(XlaExplorerError, ValueError):
     """HLO text the parser cannot read; says which line and why."""
 
     def __init__(self, message: str, line_number: int | None = None, line: str | None = None):
@@ -93,5 +99,5 @@ class HloParseError(ValueError):
         self.line_number = line_number
 
 
-class VerifyError(ValueError):
+class VerifyError(XlaExplorerError, ValueError):
     """An HLO module breaks an invariant (shapes, types, operand order, names)."""

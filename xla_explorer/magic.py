@@ -24,13 +24,15 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 
+from .backends import BACKENDS
 from .errors import CompileError
 from .ir.shape import hlo_type_name
+from .trace.captured import free_values
 from .trace.cell import (LAST, NO_VALUE, CellError, CellPlan, analyse, cell_names,
                          link_text)
 
-BACKENDS = ("cpu", "cuda", "interpreter")
 FIRST_LINE = 2  # the cell's first line, under the %%xla line: errors count lines as the notebook
+# Backends planned but not registered yet: --backend names them, with what to use instead.
 NOT_BUILT = {"cuda": "the Numba CUDA backend is not built yet; use --backend cpu (Numba CPU "
                      "kernels) or --backend interpreter (the HLO interpreter)"}
 
@@ -81,11 +83,7 @@ def helpers_read(objects, seen=None) -> tuple:
         if code is None or id(f) in seen:
             continue
         seen.add(id(f))
-        values = {n: getattr(f, "__globals__", {}).get(n) for n in code.co_names}
-        for n, cell in zip(code.co_freevars, getattr(f, "__closure__", None) or ()):
-            with contextlib.suppress(ValueError):  # a cell not filled yet
-                values[n] = cell.cell_contents
-        for name, v in sorted(values.items()):
+        for name, v in sorted(free_values(f).items()):
             if isinstance(v, np.ndarray):
                 out.append((name, "array", id(v), v.shape, v.dtype.str))
             elif isinstance(v, (bool, int, float, complex, np.generic)):
@@ -292,22 +290,24 @@ def _copies(args) -> list:
 def _check_updatable(plan: CellPlan, args, updated) -> None:
     """NumPy would write into the caller's array; refuse what the copy-in, copy-out of the
     compiled program cannot do the same way."""
+    from .api import READ_ONLY, update_conflict
+
     for p in updated:
-        name, a = plan.inputs[p], args[p]
+        conflict = update_conflict(args, p)
+        if conflict is None:
+            continue
+        name = plan.inputs[p]
         where = dict(op=f"{name} (in place)", source_file=plan.filename,
                      source_line=plan.update_line(name))
-        if not a.flags.writeable:
+        if conflict == READ_ONLY:
             raise CellError(f"{name} is read-only; NumPy refuses to update it in place too",
                             hint=f"Take a copy first: {name} = {name}.copy().", **where)
-        for q, other in enumerate(args):
-            if q != p and isinstance(other, np.ndarray) and np.may_share_memory(a, other):
-                raise CellError(
-                    f"{name} is updated in place and shares memory with {plan.inputs[q]} (one "
-                    "is a view of the other, or they are the same array); the compiled "
-                    "program takes them as separate inputs, so the update would not show "
-                    f"through {plan.inputs[q]} as it does in NumPy",
-                    hint=f"Use one name in the cell, or copy: {plan.inputs[q]} = "
-                         f"{plan.inputs[q]}.copy().", **where)
+        other = plan.inputs[conflict]
+        raise CellError(
+            f"{name} is updated in place and shares memory with {other} (one is a view of the "
+            "other, or they are the same array); the compiled program takes them as separate "
+            f"inputs, so the update would not show through {other} as it does in NumPy",
+            hint=f"Use one name in the cell, or copy: {other} = {other}.copy().", **where)
 
 
 def _leaf_names(result) -> list[str]:
@@ -449,7 +449,7 @@ class XlaMagics(Magics):
         self.last: CellRun | None = None
 
     @magic_arguments()
-    @argument("--backend", default="cpu", choices=BACKENDS,
+    @argument("--backend", default="cpu", choices=sorted({*BACKENDS, *NOT_BUILT}),
               help="what runs the compiled program: Numba CPU kernels (default), the HLO "
                    "interpreter, or Numba CUDA kernels (not built yet)")
     @argument("--autocluster", action="store_true",
@@ -471,7 +471,7 @@ class XlaMagics(Magics):
         arrays). If anything fails, no name changes. The Exploration is bound to `_xla`, and
         the value of a last line that is an expression is shown as a plain cell shows it."""
         args = parse_argstring(self.xla, line)
-        if args.backend in NOT_BUILT:
+        if args.backend not in BACKENDS:
             raise UsageError(f"--backend {args.backend}: {NOT_BUILT[args.backend]}")
         try:
             run = run_cell(cell, self.shell.user_ns, backend=args.backend,

@@ -266,6 +266,7 @@ AVX2 = {"NUMBA_CPU_NAME": "haswell",
         "NUMBA_CPU_FEATURES": "+avx,+avx2,+fma,+f16c,+bmi,+bmi2,+lzcnt,+movbe,+popcnt,+sse4.2"}
 
 
+@pytest.mark.slow  # this file's tests, compiled again in a subprocess
 @pytest.mark.skipif(platform.machine().lower() not in ("x86_64", "amd64"),
                     reason="the AVX2 CPU named is an x86-64 one")
 def test_the_same_bounds_compiled_for_a_cpu_without_avx512(tmp_path):

@@ -149,6 +149,135 @@ def claim_every_block(b, bp, cover):
     return counters
 
 
+@njit
+def serial_product_of(a, b, c, work):
+    """serial_product, for operands given as they are or as .T of a C-contiguous array."""
+    bp = packed_b(b, work)
+    pack_b(b, bp)
+    product_rows(a, bp, c, 0, a.shape[0])
+
+
+def laid_out(x, transposed):
+    """x itself, or x as the transpose of a C-contiguous copy of x.T (as q @ k.T reads k)."""
+    return np.ascontiguousarray(x.T).T if transposed else x
+
+
+LAYOUTS = {"B transposed": (False, True), "A transposed": (True, False),
+           "both transposed": (True, True)}
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("layout", sorted(LAYOUTS))
+def test_operands_given_transposed_at_every_edge(rng, dtype, layout):
+    a_t, b_t = LAYOUTS[layout]
+    for m in ROWS:
+        for n in COLS:
+            for k in DEPTHS:
+                a = rng.standard_normal((m, k)).astype(dtype)
+                b = rng.standard_normal((k, n)).astype(dtype)
+                c = np.full((m, n), np.nan, dtype)
+                serial_product_of(laid_out(a, a_t), laid_out(b, b_t), c, scratch(b))
+                assert close_to_exact(c, a, b), (m, k, n)
+                if m * n and m * n * k < 20000 and k % 7 == 0:  # shared between threads too
+                    c = np.full((m, n), np.nan, dtype)
+                    product(laid_out(a, a_t), laid_out(b, b_t), c, scratch(b))
+                    assert close_to_exact(c, a, b), ("threads", m, k, n)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_b_given_transposed_packs_into_the_same_panels(rng, dtype):
+    # Whole strips of PACK_ROWS rows, a block's shorter last strip, the zero-padded panel.
+    nr = gemm.panel_width(dtype)
+    for k, n in [(gemm.KC + 3, nr + 5), (2 * gemm.KC + 17, 3 * nr), (5, 2), (gemm.PACK_ROWS, nr)]:
+        b = rng.standard_normal((k, n)).astype(dtype)
+        bt = np.ascontiguousarray(b.T)
+        want = packed_b(b, scratch(b))
+        pack_b(b, want)
+        for packer in (pack_b, pack_b_parallel):
+            got = packed_b(bt.T, scratch(b))
+            packer(bt.T, got)
+            assert np.array_equal(got, want), (packer.__name__, k, n)
+        by_threads = packed_b(bt.T, scratch(b))
+        cover = np.zeros((50, n), np.int64)
+        claim_every_block(bt.T, by_threads, cover)
+        assert np.array_equal(by_threads, want) and (cover == 1).all()
+
+
+def test_an_operand_in_neither_layout_is_refused(rng):
+    a = rng.standard_normal((8, 6)).astype(np.float32)
+    b = rng.standard_normal((12, 10)).astype(np.float32)[::2, ::2]  # strided: neither
+    with pytest.raises(ValueError, match="C-contiguous operands or their transposes"):
+        serial_product_of(a, b, np.empty((8, 5), np.float32), scratch(b))
+
+
+def qkt(q, k):
+    return q @ k.T
+
+
+def at_b(a, b):
+    return a.T @ b
+
+
+def at_bt(a, b):
+    return a.T @ b.T
+
+
+def qkt_bias_relu(q, k, bias):
+    return np.maximum(q @ k.T + bias, 0)
+
+
+def batched_qkt(q, k):
+    return q @ k.swapaxes(1, 2)
+
+
+# (function, operand shapes): the product reads a transposed operand in place, in one kernel.
+TRANSPOSED_DOTS = [
+    (qkt, [(7, 13), (5, 13)]),
+    (qkt, [(64, 32), (64, 32)]),
+    (qkt, [(300, 200), (100, 200)]),  # shared between threads, B packed a panel at a time
+    (at_b, [(13, 7), (13, 5)]),
+    (at_b, [(200, 300), (200, 100)]),
+    (at_bt, [(13, 7), (5, 13)]),
+    (qkt_bias_relu, [(7, 13), (5, 13), (5,)]),
+    (qkt_bias_relu, [(300, 200), (100, 200), (100,)]),  # the epilogue on each thread's blocks
+    (batched_qkt, [(3, 7, 13), (3, 5, 13)]),
+]
+
+
+@pytest.mark.slow  # 18 products, each compiled
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("fn, shapes", TRANSPOSED_DOTS,
+                         ids=[f"{f.__name__}-{'x'.join(map(str, s[0]))}" for f, s in TRANSPOSED_DOTS])
+def test_a_transposed_operand_is_read_in_place_and_matches_numpy(rng, dtype, fn, shapes):
+    args = [rng.standard_normal(s).astype(dtype) for s in shapes]
+    ex = xe.explore(fn, *args, backend="cpu")
+    (source,) = ex.kernels.values()  # no transpose kernel before the dot
+    assert "np.transpose" not in source
+    assert ".T\n" in source or ".transpose(0, 2, 1)\n" in source
+    got = ex.run(*args)
+    exact = fn(*[x.astype(np.float64) for x in args])
+    bound = fn(*[np.abs(x).astype(np.float64) for x in args])  # relu and bias: still a bound
+    k = shapes[1][-1] if fn in (qkt, qkt_bias_relu, batched_qkt) else shapes[0][0]
+    tol = k * np.finfo(dtype).eps * np.abs(bound) + np.finfo(dtype).tiny
+    assert got.dtype == dtype and got.shape == exact.shape
+    assert np.all(np.abs(got - exact) <= tol + 2 * np.finfo(dtype).eps * np.abs(exact))
+    assert ex.check(*args).ok
+
+
+def test_attention_runs_as_three_kernels(rng):
+    def attention(q, k, v):
+        s = q @ k.T
+        p = np.exp(s - s.max(axis=1, keepdims=True))
+        p = p / p.sum(axis=1, keepdims=True)
+        return p @ v
+
+    q, k, v = (rng.standard_normal((64, 32)).astype(np.float32) for _ in range(3))
+    ex = xe.explore(attention, q, k, v, backend="cpu")
+    assert [f.kind for f in ex.fusions] == ["kOutput", "kInput", "kOutput"]
+    assert not any(i.opcode == "transpose" for i in ex.module.entry.instructions)
+    assert ex.check().ok
+
+
 def test_an_epilogue_that_reads_other_elements_of_the_product_runs_after_it(rng):
     # The transpose reads element (j, i) of the product: it may not run on a thread's rows.
     x, w = rng.standard_normal((300, 200)).astype(np.float32), \

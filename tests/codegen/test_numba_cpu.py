@@ -130,6 +130,7 @@ def test_in_place_updates_reach_the_caller(rng):
     np.testing.assert_allclose(out, want_x * 2)
 
 
+@pytest.mark.slow  # 50 random programs, each compiled
 @settings(max_examples=50, deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(programs())
@@ -177,6 +178,7 @@ SECOND_PROCESS = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow  # two subprocesses that compile
 def test_a_second_process_loads_the_kernels_from_the_disk_cache(tmp_path):
     env = dict(os.environ, XLA_EXPLORER_CACHE=str(tmp_path / "cache"))
     first, second = (json.loads(subprocess.run(
@@ -194,7 +196,7 @@ def test_a_second_process_loads_the_kernels_from_the_disk_cache(tmp_path):
 
 
 def test_compile_seconds_count_what_numba_compiled_in_the_first_call(rng):
-    from xla_explorer.runtime.executable import Executable
+    from xla_explorer.backends import BACKENDS
 
     def centre(x):  # two kernels and a driver
         m = x.mean(axis=0)
@@ -209,7 +211,7 @@ def test_compile_seconds_count_what_numba_compiled_in_the_first_call(rng):
     # A second executable of the same module shares the generated file and Numba's compiled
     # driver in this process: its first call compiles nothing and counts nothing, though it
     # runs (and its outputs are right).
-    again = Executable(ex.module, ex.buffers)
+    again = BACKENDS["cpu"].compile(ex.module, ex.buffers)
     out = again(x)
     assert again.compile_seconds == 0.0
     np.testing.assert_allclose(out[1], x.mean(axis=0), rtol=1e-6)

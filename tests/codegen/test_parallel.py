@@ -47,7 +47,7 @@ def claim_with_thread_0_held_up(blocks, owner):
         if me == 0:
             # Held up until another thread finds no block left (or, if none runs, for a
             # few seconds at most, and the test fails instead of hanging).
-            for spin in range(1 << 33):
+            for _spin in range(1 << 33):
                 if load_acquire(finished, 0) > 0:
                     break
         while True:

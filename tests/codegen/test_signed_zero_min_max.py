@@ -20,11 +20,10 @@ import numpy as np
 import pytest
 
 import xla_explorer as xe
-from xla_explorer.api import BACKENDS
 from xla_explorer.passes.base import Pipeline
 from xla_explorer.passes.buffer_assignment import BufferAssignment
 from xla_explorer.passes.pipeline import default_passes
-from xla_explorer.runtime.executable import Executable
+from xla_explorer.backends import BACKENDS
 from xla_explorer.runtime.reference import run_module
 
 from .test_exact_arithmetic import DTYPES, F32, F64, IDS, X86, bit_mismatches
@@ -120,7 +119,7 @@ def run_hlo(module: xe.Module, backend: str, *args):
     pipeline = Pipeline(default_passes())
     pipeline.run(module)
     (stage,) = [s for s in pipeline.stages if isinstance(s.artifact, BufferAssignment)]
-    (out,) = Executable(stage.module, stage.artifact)(*args)
+    (out,) = BACKENDS["cpu"].compile(stage.module, stage.artifact)(*args)
     return out
 
 

@@ -241,6 +241,21 @@ ENTRY main {
   ROOT t = (f32[2,3,5], pred[2,3,5]) tuple(d, pos)
 }
 """,
+    # q @ k.T and a.T @ b after the simplifier: the contracting dimensions say which operand
+    # is read transposed.
+    "transposed_dots": """\
+HloModule transposed_dots, entry_computation_layout={(f32[4,3], f32[5,3], f32[4,2])->(f32[4,5], f32[3,2], f32[5,4])}
+
+ENTRY main {
+  q = f32[4,3] parameter(0)
+  k = f32[5,3] parameter(1)
+  b = f32[4,2] parameter(2)
+  qk = f32[4,5] dot(q, k), lhs_contracting_dims={1}, rhs_contracting_dims={1}
+  ab = f32[3,2] dot(q, b), lhs_contracting_dims={0}, rhs_contracting_dims={0}
+  kq = f32[5,4] dot(k, q), lhs_contracting_dims={1}, rhs_contracting_dims={1}
+  ROOT t = (f32[4,5], f32[3,2], f32[5,4]) tuple(qk, ab, kq)
+}
+""",
 }
 
 

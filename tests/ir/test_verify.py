@@ -222,6 +222,7 @@ fused {
     ("ROOT b = f32[2,3] broadcast(x), dimensions={0,5}", "broadcast"),
     ("ROOT t = f32[3,2] transpose(x), dimensions={1,1}", "permutation"),
     ("ROOT d = f32[2,2] dot(x, x), lhs_contracting_dims={1}, rhs_contracting_dims={0}", "contract"),
+    ("ROOT d = f32[3,3] dot(x, x), lhs_contracting_dims={0}, rhs_contracting_dims={1}", "contract"),
     ("ROOT s = f32[2,4] slice(x), slice={[0:2], [0:4]}", "slice"),
     ("ROOT s = f32[2] slice(x), slice={[0:2]}", "slice"),
     ("ROOT c = f32[4,3] concatenate(x, y), dimensions={0}", "concatenate"),

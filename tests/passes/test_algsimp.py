@@ -170,6 +170,48 @@ s = f32[2,3] slice(x), slice={[0:2], [0:3]}
 ROOT z = f32[2,3] exponential(s)""", """\
 x = f32[2,3] parameter(0)
 ROOT z = f32[2,3] exponential(x)"""),
+    # q @ k.T: the dot reads k with its contracting dimension last, and the transpose goes
+    # (to DCE).
+    "dot(a, transpose(b))": ("dot-transpose-rhs", """\
+q = f32[2,3] parameter(0)
+k = f32[4,3] parameter(1)
+t = f32[3,4] transpose(k), dimensions={1,0}
+ROOT d = f32[2,4] dot(q, t), lhs_contracting_dims={1}, rhs_contracting_dims={0}""", """\
+q = f32[2,3] parameter(0)
+k = f32[4,3] parameter(1)
+t = f32[3,4] transpose(k), dimensions={1,0}
+ROOT dot.1 = f32[2,4] dot(q, k), lhs_contracting_dims={1}, rhs_contracting_dims={1}"""),
+    "dot(transpose(a), b)": ("dot-transpose-lhs", """\
+a = f32[3,2] parameter(0)
+b = f32[3,4] parameter(1)
+t = f32[2,3] transpose(a), dimensions={1,0}
+d = f32[2,4] dot(t, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+ROOT z = f32[2,4] negate(d)""", """\
+a = f32[3,2] parameter(0)
+b = f32[3,4] parameter(1)
+t = f32[2,3] transpose(a), dimensions={1,0}
+dot.1 = f32[2,4] dot(a, b), lhs_contracting_dims={0}, rhs_contracting_dims={0}
+ROOT z = f32[2,4] negate(dot.1)"""),
+    # Batched, k.swapaxes(1, 2): batch dimension 0 stays 0, contracting 1 becomes 2.
+    "batched dot(a, transpose(b))": ("dot-transpose-rhs", """\
+q = f32[5,2,3] parameter(0)
+k = f32[5,4,3] parameter(1)
+t = f32[5,3,4] transpose(k), dimensions={0,2,1}
+ROOT d = f32[5,2,4] dot(q, t), lhs_batch_dims={0}, lhs_contracting_dims={2}, rhs_batch_dims={0}, rhs_contracting_dims={1}""", """\
+q = f32[5,2,3] parameter(0)
+k = f32[5,4,3] parameter(1)
+t = f32[5,3,4] transpose(k), dimensions={0,2,1}
+ROOT dot.1 = f32[5,2,4] dot(q, k), lhs_batch_dims={0}, lhs_contracting_dims={2}, rhs_batch_dims={0}, rhs_contracting_dims={2}"""),
+    # The batch dimension moved too: k's dimension 1 pairs with q's 0.
+    "dot(a, transpose(b)) batch moved": ("dot-transpose-rhs", """\
+q = f32[5,2,3] parameter(0)
+k = f32[4,5,3] parameter(1)
+t = f32[5,3,4] transpose(k), dimensions={1,2,0}
+ROOT d = f32[5,2,4] dot(q, t), lhs_batch_dims={0}, lhs_contracting_dims={2}, rhs_batch_dims={0}, rhs_contracting_dims={1}""", """\
+q = f32[5,2,3] parameter(0)
+k = f32[4,5,3] parameter(1)
+t = f32[5,3,4] transpose(k), dimensions={1,2,0}
+ROOT dot.1 = f32[5,2,4] dot(q, k), lhs_batch_dims={0}, lhs_contracting_dims={2}, rhs_batch_dims={1}, rhs_contracting_dims={2}"""),
     "fold small constants": ("fold-constants", """\
 x = f32[3] parameter(0)
 a = f32[3] constant({1, 2, 3})
@@ -262,6 +304,44 @@ ROOT t2 = f32[{",".join(map(str, d2))}] transpose(t1), dimensions={{{",".join(ma
             np.testing.assert_array_equal(run_module(after, [x])[0], x.transpose(p).transpose(q))
 
 
+def test_a_dot_of_two_transposes_folds_both():
+    before, result = run_pass(AlgebraicSimplifier(), hlo("""\
+a = f64[3,2] parameter(0)
+b = f64[4,3] parameter(1)
+ta = f64[2,3] transpose(a), dimensions={1,0}
+tb = f64[3,4] transpose(b), dimensions={1,0}
+ROOT d = f64[2,4] dot(ta, tb), lhs_contracting_dims={1}, rhs_contracting_dims={0}"""))
+    assert [n.rule for n in result.notes] == ["dot-transpose-lhs", "dot-transpose-rhs"]
+    root = result.module.entry.root
+    assert [o.name for o in root.operands] == ["a", "b"]
+    assert root.attr("lhs_contracting_dims") == (0,) and root.attr("rhs_contracting_dims") == (1,)
+
+
+def test_dot_transpose_folding_against_the_interpreter():
+    """Every permutation of either operand of a batched dot, f32[2,3,4] @ f32[2,4,5]: the
+    folded dot computes the same (run_pass compares them), with no transpose left."""
+    from itertools import permutations
+
+    standard = {0: (2, 3, 4), 1: (2, 4, 5)}
+    for side in (0, 1):
+        for p in permutations(range(3)):
+            dims = standard[side]
+            x_dims = [0] * 3
+            for d, j in enumerate(p):
+                x_dims[j] = dims[d]
+            shapes = [f"f32[{','.join(map(str, standard[s]))}]" for s in (0, 1)]
+            x_shape = f"f32[{','.join(map(str, x_dims))}]"
+            operands = ["t", "b"] if side == 0 else ["a", "t"]
+            text = hlo(f"""\
+a = {shapes[0] if side else x_shape} parameter(0)
+b = {x_shape if side else shapes[1]} parameter(1)
+t = {shapes[side]} transpose({"ab"[side]}), dimensions={{{",".join(map(str, p))}}}
+ROOT d = f32[2,3,5] dot({", ".join(operands)}), lhs_batch_dims={{0}}, lhs_contracting_dims={{2}}, rhs_batch_dims={{0}}, rhs_contracting_dims={{1}}""")
+            before, result = run_pass(AlgebraicSimplifier(), text)
+            root = result.module.entry.root
+            assert root.opcode == "dot" and "t" not in [o.name for o in root.operands], p
+
+
 def test_broadcast_composition_against_the_interpreter():
     cases = [
         ("f32[3]", "f32[3,4]", "{0}", "f32[5,4,3]", "{2,1}"),
@@ -349,6 +429,13 @@ d = f64[2] convert(c)
 s = f64[1] slice(d), slice={[0:1]}
 ss = f64[1] slice(d), slice={[0:2:2]}
 ROOT t = (f64[1], f64[1]) tuple(s, ss)""",
+    # A transpose that swaps a dot operand's free dimensions stays: the result lists them in
+    # the operand's own order, which dimension numbers cannot change.
+    """\
+a = f32[2,3] parameter(0)
+b = f32[3,5,4] parameter(1)
+t = f32[3,4,5] transpose(b), dimensions={0,2,1}
+ROOT d = f32[2,4,5] dot(a, t), lhs_contracting_dims={1}, rhs_contracting_dims={0}""",
     # x + 0.0 is not x for floats: -0.0 + 0.0 is +0.0 (1 / (x + 0) is +inf where 1 / x is -inf).
     """x = f32[2,3] parameter(0)
 zero = f32[] constant(0)

@@ -8,8 +8,8 @@ indices), and a constant the root tuple shares with a kernel.
 """
 from __future__ import annotations
 
-from xla_explorer.passes.fusion import (MAX_INDEX_EVALUATIONS, MAX_OPERANDS_AND_OUTPUTS, Decision,
-                                       Fusion)
+from xla_explorer.passes.fusion import MAX_INDEX_EVALUATIONS, MAX_OPERANDS_AND_OUTPUTS, Fusion
+from xla_explorer.passes.kinds import Decision
 
 from .hlo_pass_helpers import ADD, MAX, entry_body, hlo, run_pass
 

@@ -12,8 +12,8 @@ import xla_explorer as xe
 from xla_explorer.ir.shape import Shape
 from xla_explorer.passes.algsimp import AlgebraicSimplifier
 from xla_explorer.passes.base import Note, Pass, PassClaimError, PassResult, Pipeline, Stage
-from xla_explorer.passes.buffer_assignment import is_kernel
 from xla_explorer.passes.cse import CSE
+from xla_explorer.passes.dataflow import is_kernel
 from xla_explorer.passes.dce import DCE
 from xla_explorer.passes.pipeline import default_passes
 
@@ -32,8 +32,8 @@ ROOT s = f32[2,3] add(e1, e2)""")
 
 def test_default_passes_are_named_in_kebab_case():
     names = [p.name for p in default_passes()]
-    assert names == ["algsimp", "cse", "dce", "fusion", "multi-output-fusion", "schedule",
-                     "buffer-assignment"]
+    assert names == ["algsimp", "cse", "dce", "fusion", "multi-output-fusion", "unused-outputs",
+                     "schedule", "buffer-assignment"]
     assert all(re.fullmatch(r"[a-z]+(-[a-z]+)*", n) for n in names)
 
 

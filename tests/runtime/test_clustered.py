@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import xla_explorer as xe
-from xla_explorer.runtime import clustered
+from xla_explorer import compiler
 
 F32 = np.float32
 
@@ -58,12 +58,12 @@ def test_a_new_unique_length_compiles_only_the_cluster_after_it(rng):
     x2 = np.linspace(-0.3, 0.3, 64, dtype=F32)  # fewer distinct rounded values
     assert len(np.unique(np.round(np.tanh(x2) * 2 + 1))) != len(np.unique(np.round(
         np.tanh(x) * 2 + 1)))
-    before = dict(clustered.CACHE_STATS)
+    before = dict(compiler.CLUSTER_CACHE)
     assert_same(ex.run(x2), unique_between(x2))
     assert len(ex.variants) == 1
     # The variant's cluster 0 is the same HLO: it came from the cache; cluster 1 compiled.
-    assert clustered.CACHE_STATS["hits"] - before["hits"] == 1
-    assert clustered.CACHE_STATS["misses"] - before["misses"] == 1
+    assert compiler.CLUSTER_CACHE["hits"] - before["hits"] == 1
+    assert compiler.CLUSTER_CACHE["misses"] - before["misses"] == 1
     # Both lengths now run without tracing again.
     assert_same(ex.run(x), unique_between(x))
     assert_same(ex.run(x2), unique_between(x2))

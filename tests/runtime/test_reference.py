@@ -482,6 +482,12 @@ ENTRY main {{
     ((2, 7, 3, 4), (3, 4, 7, 2), "lhs_batch_dims={2,0}, lhs_contracting_dims={3}, "
      "rhs_batch_dims={0,3}, rhs_contracting_dims={1}", "aibk,bkja->baij"),
     ((3,), (4,), "", "i,j->ij"),
+    # Operands read transposed, as the simplifier leaves q @ k.T and a.T @ b.
+    ((3, 4), (5, 4), "lhs_contracting_dims={1}, rhs_contracting_dims={1}", "ik,jk->ij"),
+    ((4, 3), (4, 5), "lhs_contracting_dims={0}, rhs_contracting_dims={0}", "ki,kj->ij"),
+    ((4, 3), (5, 4), "lhs_contracting_dims={0}, rhs_contracting_dims={1}", "ki,jk->ij"),
+    ((2, 3, 4), (2, 5, 4), "lhs_batch_dims={0}, lhs_contracting_dims={2}, rhs_batch_dims={0}, "
+     "rhs_contracting_dims={2}", "bik,bjk->bij"),
     ((3, 4), (4,), "lhs_contracting_dims={1}, rhs_contracting_dims={0}", "ik,k->i"),
     ((2, 3), (2, 3), "lhs_batch_dims={0,1}, rhs_batch_dims={0,1}", "ab,ab->ab"),
 ])

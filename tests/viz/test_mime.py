@@ -13,7 +13,7 @@ import pytest
 
 import xla_explorer as xe
 from xla_explorer.passes.pipeline import default_passes
-from xla_explorer.viz import mime
+from xla_explorer.viz import display, mime
 from xla_explorer.viz.diff import diff
 from xla_explorer.viz.graphviz import to_dot
 
@@ -261,7 +261,7 @@ def test_repr_mimebundle_has_the_json_and_the_html_fallback(programs):
 
 def test_bundle_carries_a_bench(benched):
     ex, b = benched
-    bundle = mime.bundle(ex, b)
+    bundle = display.bundle(ex, b)
     assert bundle[mime.MIME_TYPE]["bench"]["speedup"] == b.speedup
     assert f"{b.speedup:.2f}×" in bundle["text/html"]
 

@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import UnsupportedOpError
-from ..ir.ops import COMPARISONS, Group, op
+from ..ir.ops import COMPARISONS, elementwise_like, op
 from . import scalar
 
 # -- the prelude a kernel file starts with --------------------------------------------------
@@ -204,7 +204,7 @@ def scalar_expr(inst, operands: list[str]) -> str:
     """The expression computing one element of `inst` from its operands' elements."""
     opcode = inst.opcode
     row = op(opcode)
-    if row.group not in (Group.ELEMENTWISE, Group.COMPARE_SELECT):
+    if not elementwise_like(opcode):
         raise _unsupported(inst, "not an element-wise op")
     if row.arity is not None and len(operands) != row.arity:
         raise _unsupported(inst, f"takes {row.arity} operands, given {len(operands)}")

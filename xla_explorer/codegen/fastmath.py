@@ -2,11 +2,12 @@
 per (function, dtype), `exp_f32`, `exp_f64`, ..., written the way XLA's CPU backend writes its
 own (range reduction, a polynomial, the exponent put in by bits).
 
-Why: Numba lowers `np.exp`, `np.log` and `np.tanh` to calls into the C library here (no SVML),
-one element at a time, so a loop calling them runs 4-30x slower than the same loop calling
-these (benchmarks/fastmath_vectorize.py). These are branch-free (each special case is a select
-on values already computed), so LLVM vectorizes the calling loop. Each converts its argument
-to its own dtype and computes only in it (every constant is typed).
+Why: without Intel's SVML (docs/machine-facts.md) Numba lowers `np.exp`, `np.log` and
+`np.tanh` to calls into the C library, one element at a time, so a loop calling them does not
+vectorize (benchmarks/fastmath_vectorize.py times both; docs/performance.md). These are
+branch-free (each special case is a select on values already computed), so LLVM vectorizes
+the calling loop. Each converts its argument to its own dtype and computes only in it (every
+constant is typed).
 
   exp, expm1  x = n ln2 + r, |r| <= ln2/2 (Cody-Waite: ln 2 in two parts, the first short
               enough that n * hi is exact), e^r - 1 = r + r^2 E(r), E minimax (degree 5 / 10).
@@ -18,8 +19,9 @@ to its own dtype and computes only in it (every constant is typed).
               elsewhere (AVX2, NEON: a libm call per element there) and in expm1 it is
               2^a 2^b (a + b = n, each a normal float). Either way results overflow, and
               underflow through the denormals to 0, exactly where NumPy's do, with the
-              same largest errors (below). One multiply fewer and no exponent arithmetic
-              make a 4096x1024 softmax 17% faster. The argument is clamped first to where
+              same largest errors (below); where it is one instruction, the ldexp saves
+              a multiply and the exponent arithmetic (docs/performance.md). The
+              argument is clamped first to where
               the result is already inf / 0 / -1.
   log, log1p  x = 2^k m, m in [sqrt(1/2), sqrt(2)) from the bits (denormal inputs scaled by
               2^23 / 2^54 first), f = m - 1, s = f / (2 + f), z = s^2:
@@ -80,8 +82,8 @@ compiled as a function of its own, not `inline="always"`:
     flags would apply: a kernel compiled with reassoc gave the measurements above.
   - Compiled on its own, every instruction keeps its own flags; `forceinline=True` marks the
     LLVM function `alwaysinline`, so LLVM inlines it into the calling loop and vectorizes
-    that. Without it LLVM's inliner left tanh_f64 (too big) as a call in a plain loop: 8.5
-    ns per element instead of 1.1.
+    that. Without it LLVM's inliner left tanh_f64 (too big) as a call in a plain loop, which
+    then did not vectorize (docs/performance.md).
   - `cache=True`: a kernel compiled with `cache=True` carries them in its own cache entry;
     theirs saves compiling them again when a new kernel needs them. Numba keys a kernel's
     cache on the kernel's own file only, so that file must change when this one does
@@ -149,7 +151,7 @@ def _ldexp(typingctx, y, k):
 def _vector_ldexp_is_one_instruction() -> bool:
     """Whether LLVM compiles a vectorized `llvm.ldexp` to one instruction for the CPU Numba
     compiles for: AVX-512's vscalef on x86-64. Elsewhere (AVX2, NEON) it becomes a libm call
-    per element, and the exp below runs 5x slower than with two multiplies instead."""
+    per element, far slower than the two multiplies used there instead (docs/performance.md)."""
     return ll.get_process_triple().startswith("x86_64") and "avx512f" in cpu_features()
 
 

@@ -17,27 +17,29 @@ OpenBLAS's own kernels (Goto's algorithm):
     intrinsics for them and LLVM's vectorizers do not keep accumulators in registers across
     a loop.
 
-Why not NumPy's BLAS: on the machines this project is measured on (AMD Zen 5, AVX-512), the
-environment sets OPENBLAS_CORETYPE=Haswell, which holds NumPy's OpenBLAS to its AVX2 kernels:
-a 1024^3 float32 product takes 8.7-11 ms there, where XLA and this code each take 4.6-5.9 ms
-(benchmarks/gemm.py; the machine's speed drifts from day to day, the two move together).
-The micro-kernel alone runs at 210-263 GFLOP/s on one core.
+Why not NumPy's BLAS: where the environment holds NumPy's OpenBLAS to narrower vectors than
+the CPU has (OPENBLAS_CORETYPE, docs/machine-facts.md), a product written for the CPU's own
+vector registers, as this one and XLA's are, is the faster one; and a dot kernel then runs
+its epilogue on each block of C as it is made. benchmarks/gemm.py times the micro-kernel and
+the product against NumPy and XLA (docs/performance.md).
 
 `product_block` computes a block of C, so a kernel can run it in parallel: each thread makes
 its own group of C's columns (`claims`), claiming blocks of rows from an atomic counter
 (`next_product_block`) and moving on to another group's rows when its own are done, and
 applies the kernel's epilogue to each block it has just made, while it is in cache.
-Arrays are C-contiguous; A is (m, k), B (k, n), C (m, n), all of one float dtype.
+Arrays are C-contiguous, but for A or B given transposed, as the transpose of a C-contiguous
+array (B is `k.T` in q @ k.T): the packing reads them in that layout, so no kernel copies
+them first. A is (m, k), B (k, n), C (m, n), all of one float dtype.
 """
 from __future__ import annotations
 
 import os
 
 # How OpenMP's threads wait, set before Numba loads its threading layer (below). A parallel
-# kernel after idle must not wait milliseconds for them to wake (docs/machine-facts.md), so they sleep
-# when idle (passive); but first they spin GOMP_SPINCOUNT times (GNU OpenMP's count: 5000 is
-# 0.1-0.2 ms here), so that a kernel called straight after another starts its second thread
-# in 0.5 us instead of 25-30, and a loop's threads meet at its end without a wake-up.
+# kernel after idle must not wait milliseconds for them to wake (docs/machine-facts.md), so
+# they sleep when idle (passive); but first they spin GOMP_SPINCOUNT times (GNU OpenMP's
+# count, a fraction of a millisecond), so that a kernel called straight after another finds
+# its second thread awake, and a loop's threads meet at its end without a wake-up.
 os.environ.setdefault("OMP_WAIT_POLICY", "passive")
 os.environ.setdefault("GOMP_SPINCOUNT", "5000")
 
@@ -75,7 +77,7 @@ VECTOR_BYTES, _REGISTERS = _target_vectors()
 # registers (BLIS's Skylake-X tile, transposed for row-major C), 6 x 2 with 16 (Haswell's).
 MR, NV = (12, 2) if _REGISTERS >= 32 else (6, 2)
 # Rows of B per packed block: a micro-panel (KC x NR: 32 KiB of float32 at 512 bits) stays in
-# the 48 KiB L1 while every tile of an A block reuses it.
+# L1 (docs/machine-facts.md) while every tile of an A block reuses it.
 KC = 256
 # Row panels per A block at most: the packed block (MC x KC, MC = 96 rows: 96 KiB of float32)
 # stays in L2 while the micro-panels of B pass through L1.
@@ -266,10 +268,10 @@ def _tile_packing(typingctx, a, a_off, lda, ap, ap_off, b, b_off, c, c_off, ldc,
             x = builder.load(at)
             # The element is copied to packed A through an integer register, loaded a second
             # time: stored from the vector register it is broadcast into, its store would
-            # take a slot on the floating-point pipes the multiply-adds need, and the packing
-            # tile cost 1.47-1.56x a plain one (1.06-1.26x so; the product 0.6-2.6% faster).
-            # The load is atomic (monotonic: a plain move on x86 and Arm) only so that LLVM
-            # keeps it apart from the broadcast's load instead of merging the two.
+            # take a slot on the floating-point pipes the multiply-adds need
+            # (docs/performance.md). The load is atomic (monotonic: a plain move on x86 and
+            # Arm) only so that LLVM keeps it apart from the broadcast's load instead of
+            # merging the two.
             copy = builder.load_atomic(builder.bitcast(at, bits.as_pointer()), "monotonic",
                                        bits.width // 8)
             builder.store(copy, builder.bitcast(builder.gep(ap_ptr, [_packed(builder, k, r)]),
@@ -360,10 +362,9 @@ def _pack_b_rows(b, bp, r0, r1, jp0, jp1):
     """Rows r0..r1 of panels jp0..jp1 of B into their places (block k // KC, row k % KC of
     each panel of that block), PACK_ROWS rows at a time, a panel at a time: the rows of one
     panel are contiguous in bp, so the stores stream, and few enough rows of B are read at
-    once for the loads to stream too. (Row by row, each row's stores land a panel apart, KC *
-    NR elements, 32 KiB; a whole block of rows a panel at a time reads KC rows 4 KiB apart.
-    Packing a 1024 x 1024 float32 B on one thread: 0.37 and 0.21 ms, against 0.10 ms this way
-    and 0.08 for a plain copy.)"""
+    once for the loads to stream too. (Row by row, each row's stores would land a panel
+    apart, KC * NR elements; a whole block of rows a panel at a time would read KC rows of B
+    at once, each its own stream: both slower, docs/performance.md.)"""
     kk, n = b.shape
     nr = _nr(b.itemsize)
     panels = _panels(n, b.itemsize)
@@ -390,6 +391,89 @@ def _pack_b_rows(b, bp, r0, r1, jp0, jp1):
         k0 = k1
 
 
+@intrinsic
+def _transpose_strip(typingctx, src, src_off, ld, dst, dst_off):
+    """dst[dst_off + k*NR + j] = src[src_off + j*ld + k] for j < NR, k < PACK_ROWS: NR rows
+    of B's transpose, PACK_ROWS long, into PACK_ROWS rows of a panel of B. In square blocks
+    of vector registers, each loaded along the rows and transposed in log2(lanes) rounds of
+    shuffles (each round swaps one bit of the row number with that bit of the lane), then
+    stored whole: element by element, the panel's stores or the strip's loads would go one
+    scalar at a time."""
+    if not _float_arrays(src, dst):
+        return None
+
+    def codegen(context, builder, signature, args):
+        s, s_off, ld_, d, d_off = args
+        sty, dty = signature.args[0], signature.args[3]
+        lanes = VECTOR_BYTES // (sty.dtype.bitwidth // 8)
+        vec = ir.VectorType(context.get_value_type(sty.dtype), lanes)
+        s_ptr = _data(context, builder, sty, s, s_off)
+        d_ptr = _data(context, builder, dty, d, d_off)
+        align = sty.dtype.bitwidth // 8
+
+        def const(v):
+            return ir.Constant(s_off.type, v)
+
+        def mask(indices):
+            return ir.Constant(ir.VectorType(ir.IntType(32), lanes), indices)
+
+        for jb in range(NV):
+            for kb in range(PACK_ROWS // lanes):
+                rows = []
+                for j in range(lanes):
+                    at = builder.add(builder.mul(const(jb * lanes + j), ld_), const(kb * lanes))
+                    rows.append(builder.load(builder.bitcast(builder.gep(s_ptr, [at]),
+                                                             vec.as_pointer()), align=align))
+                bit = 1
+                while bit < lanes:
+                    for i in range(lanes):
+                        if i & bit:
+                            continue
+                        lo, hi = rows[i], rows[i + bit]
+                        rows[i] = builder.shuffle_vector(lo, hi, mask(
+                            [c + lanes - bit if c & bit else c for c in range(lanes)]))
+                        rows[i + bit] = builder.shuffle_vector(lo, hi, mask(
+                            [c + lanes if c & bit else c + bit for c in range(lanes)]))
+                    bit *= 2
+                for k in range(lanes):
+                    at = const((kb * lanes + k) * NV * lanes + jb * lanes)
+                    builder.store(rows[k], builder.bitcast(builder.gep(d_ptr, [at]),
+                                                           vec.as_pointer()), align=align)
+        return context.get_dummy_value()
+
+    return types.void(src, types.intp, types.intp, dst, types.intp), codegen
+
+
+@njit(**_JIT)
+def _pack_bt_rows(bt, bp, r0, r1, jp0, jp1):
+    """`_pack_b_rows` for B given as its transpose, bt (n x k, C-contiguous): what q @ k.T
+    hands the product. A panel's rows of B are NR rows of bt, transposed PACK_ROWS at a time
+    on the way in (`_transpose_strip`). A panel at a time, all its rows: bt's NR rows are
+    read front to back and the panel written front to back, where PACK_ROWS rows of every
+    panel at a time would read a few elements from each of bt's n rows, k elements apart."""
+    n, kk = bt.shape
+    nr = _nr(bt.itemsize)
+    panels = _panels(n, bt.itemsize)
+    full = n // nr
+    flat = bt.reshape(-1)
+    for jp in range(jp0, jp1):
+        k0 = r0
+        while k0 < r1:
+            pc = k0 - k0 % KC
+            kc = min(KC, kk - pc)
+            k1 = min(r1, pc + kc, k0 + PACK_ROWS)
+            # row k0 of this panel in its block
+            dst = pc * panels * nr + jp * kc * nr + (k0 - pc) * nr
+            src = jp * nr * kk + k0
+            if jp < full and k1 - k0 == PACK_ROWS:
+                _transpose_strip(flat, src, kk, bp, dst)
+            else:  # a block's last rows, fewer than PACK_ROWS, or the last panel: zero-padded
+                for k in range(k1 - k0):
+                    for j in range(nr):
+                        bp[dst + k * nr + j] = flat[src + j * kk + k] if jp * nr + j < n else 0
+            k0 = k1
+
+
 @njit(**_JIT)
 def _pack_a(a, i, pc, kc, ap, base):
     """A[i:i+MR, pc:pc+kc] into ap[base:], each column's MR elements contiguous: the order in
@@ -403,8 +487,8 @@ def _pack_a(a, i, pc, kc, ap, base):
 
 # The counters that the threads of one parallel product share (`claims`): at GROUPS, how many
 # groups B's columns are split into; then a cache line for each group, with C's row panels
-# handed out, B's rows handed out for packing, and B's rows packed (a group's claims never
-# contend with another's).
+# handed out, B's rows handed out for packing, and B's rows packed (panels, for a B given
+# transposed: see `_pack_group`). A group's claims never contend with another's.
 GROUPS = 0
 ROWS_CLAIMED, B_CLAIMED, B_PACKED = 0, 1, 2
 
@@ -416,12 +500,11 @@ def claims(b):
     packs its group's panels of B and makes its columns of C, for all of C's rows, and moves
     on to another group's rows only when its own are done. What one thread writes, packed B
     and C, is then read and written by that thread alone, call after call, unless a thread
-    falls behind: when the machine puts the two cores of a two-thread product on different
-    L3 caches, a product that shares packed B between threads takes 30% longer, every line
-    the other thread packed crossing between the caches (5.9-6.1 ms against 4.7-4.8 for a
-    1024^3 float32 product, and 5.06 for this split). (Made here, not in the kernel: there
-    Numba would turn np.zeros into a parallel loop of its own, compiled and launched for a
-    few numbers.)"""
+    falls behind: when the machine puts the two cores of a product on different L3 caches
+    (docs/machine-facts.md), a product that shared packed B between threads would pass every
+    line the other thread packed between the caches (docs/performance.md). (Made here, not
+    in the kernel: there Numba would turn np.zeros into a parallel loop of its own, compiled
+    and launched for a few numbers.)"""
     groups = max(1, min(threads(), _panels(b.shape[1], b.itemsize)))
     counters = np.zeros((groups + 1) * LINE, np.int64)
     counters[GROUPS] = groups
@@ -475,9 +558,12 @@ def _last_rows_tile(ap, a_off, bp, b_off, c, c_off, ldc, kc, accumulate, left):
 @njit(**_JIT)
 def _product_block(a, bp, c, r0, r1, c0, c1):
     """C[r0:r1, c0:c1] of C = A @ B, with B packed by `pack_b`; c0 and c1 are where panels
-    begin (or C's width)."""
+    begin (or C's width). A is C-contiguous, or the transpose of a C-contiguous array."""
     m, kk = a.shape
     n = c.shape[1]
+    # A transposed is packed by `_pack_a`, which then reads each column's MR elements from
+    # one place; `_tile_packing` reads A's rows.
+    by_rows = a.flags.c_contiguous
     if r0 >= r1 or c0 >= c1:
         return
     if kk == 0:
@@ -505,8 +591,8 @@ def _product_block(a, bp, c, r0, r1, c0, c1):
                     a_off = q * kc * MR
                     whole = i + MR <= m
                     # The first panel of B packs A's panel as it goes; the others read it.
-                    packing = jp == jp0 and whole
-                    if jp == jp0 and not whole:
+                    packing = jp == jp0 and whole and by_rows
+                    if jp == jp0 and not packing:
                         _pack_a(a, i, pc, kc, ap, a_off)
                     if whole and jp < full:
                         if packing:
@@ -536,8 +622,8 @@ def _product_block(a, bp, c, r0, r1, c0, c1):
 # -- entry points ------------------------------------------------------------------------------
 # The routines above are compiled once (and cached on disk) as C functions, and kernels call
 # them by symbol, as XLA's generated code calls its runtime's matmul. Called as Numba functions
-# they would be linked into every kernel and optimised and code-generated again each time: a
-# cold compile of 2.9 s instead of 0.5 for a dense layer.
+# they would be linked into every kernel and optimised and code-generated again in each
+# kernel's cold compile (docs/performance.md).
 
 _P32, _P64, _N = types.CPointer(types.float32), types.CPointer(types.float64), types.intp
 _ENTRY = dict(cache=True, error_model="numpy", fastmath=True)
@@ -555,6 +641,18 @@ def _block_f64(a, m, k, bp, c, n, r0, r1, c0, c1):
                    carray(c, (m, n)), r0, r1, c0, c1)
 
 
+@cfunc(types.void(_P32, _N, _N, _P32, _P32, _N, _N, _N, _N, _N), **_ENTRY)
+def _block_t_f32(a, m, k, bp, c, n, r0, r1, c0, c1):
+    _product_block(carray(a, (k, m)).T, carray(bp, (_packed_elements(k, n, 4),)),
+                   carray(c, (m, n)), r0, r1, c0, c1)
+
+
+@cfunc(types.void(_P64, _N, _N, _P64, _P64, _N, _N, _N, _N, _N), **_ENTRY)
+def _block_t_f64(a, m, k, bp, c, n, r0, r1, c0, c1):
+    _product_block(carray(a, (k, m)).T, carray(bp, (_packed_elements(k, n, 8),)),
+                   carray(c, (m, n)), r0, r1, c0, c1)
+
+
 @cfunc(types.void(_P32, _N, _N, _P32, _N, _N, _N, _N), **_ENTRY)
 def _pack_f32(b, k, n, bp, r0, r1, jp0, jp1):
     _pack_b_rows(carray(b, (k, n)), carray(bp, (_packed_elements(k, n, 4),)), r0, r1, jp0,
@@ -565,6 +663,18 @@ def _pack_f32(b, k, n, bp, r0, r1, jp0, jp1):
 def _pack_f64(b, k, n, bp, r0, r1, jp0, jp1):
     _pack_b_rows(carray(b, (k, n)), carray(bp, (_packed_elements(k, n, 8),)), r0, r1, jp0,
                  jp1)
+
+
+@cfunc(types.void(_P32, _N, _N, _P32, _N, _N, _N, _N), **_ENTRY)
+def _pack_t_f32(bt, k, n, bp, r0, r1, jp0, jp1):
+    _pack_bt_rows(carray(bt, (n, k)), carray(bp, (_packed_elements(k, n, 4),)), r0, r1, jp0,
+                  jp1)
+
+
+@cfunc(types.void(_P64, _N, _N, _P64, _N, _N, _N, _N), **_ENTRY)
+def _pack_t_f64(bt, k, n, bp, r0, r1, jp0, jp1):
+    _pack_bt_rows(carray(bt, (n, k)), carray(bp, (_packed_elements(k, n, 8),)), r0, r1, jp0,
+                  jp1)
 
 
 def _symbol(entry, name: str, *args) -> types.ExternalFunction:
@@ -579,15 +689,38 @@ _BLOCK32 = _symbol(_block_f32, "xla_explorer_gemm_block_f32", _V, _N, _N, _V, _V
 _BLOCK64 = _symbol(_block_f64, "xla_explorer_gemm_block_f64", _V, _N, _N, _V, _V, *[_N] * 5)
 _PACK32 = _symbol(_pack_f32, "xla_explorer_gemm_pack_f32", _V, _N, _N, _V, _N, _N, _N, _N)
 _PACK64 = _symbol(_pack_f64, "xla_explorer_gemm_pack_f64", _V, _N, _N, _V, _N, _N, _N, _N)
+# The same for an operand given transposed: A as A^T's rows, B as B^T's (q @ k.T).
+_BLOCKT32 = _symbol(_block_t_f32, "xla_explorer_gemm_block_t_f32", _V, _N, _N, _V, _V, *[_N] * 5)
+_BLOCKT64 = _symbol(_block_t_f64, "xla_explorer_gemm_block_t_f64", _V, _N, _N, _V, _V, *[_N] * 5)
+_PACKT32 = _symbol(_pack_t_f32, "xla_explorer_gemm_pack_t_f32", _V, _N, _N, _V, _N, _N, _N, _N)
+_PACKT64 = _symbol(_pack_t_f64, "xla_explorer_gemm_pack_t_f64", _V, _N, _N, _V, _N, _N, _N, _N)
+
+
+@njit(inline="always")
+def _transposed(x):
+    """Whether x (2-d) is the transpose of a C-contiguous array rather than one itself: the
+    two layouts the product reads. (Both at once only where they put every element in the
+    same place.)"""
+    if x.flags.c_contiguous:
+        return False
+    if not x.flags.f_contiguous:
+        raise ValueError("the product reads C-contiguous operands or their transposes")
+    return True
 
 
 @njit(cache=True)
 def product_block(a, bp, c, r0, r1, c0, c1):
-    """C[r0:r1, c0:c1] of C = A @ B (C-contiguous arrays of one float type), with B packed by
-    `pack_b` into bp; c0 and c1 are where panels begin (or C's width)."""
+    """C[r0:r1, c0:c1] of C = A @ B (arrays of one float type: C C-contiguous, A C-contiguous
+    or the transpose of such an array), with B packed by `pack_b` into bp; c0 and c1 are
+    where panels begin (or C's width)."""
     m, k = a.shape
     n = c.shape[1]
-    if a.itemsize == 4:
+    if _transposed(a):
+        if a.itemsize == 4:
+            _BLOCKT32(a.ctypes.data, m, k, bp.ctypes.data, c.ctypes.data, n, r0, r1, c0, c1)
+        else:
+            _BLOCKT64(a.ctypes.data, m, k, bp.ctypes.data, c.ctypes.data, n, r0, r1, c0, c1)
+    elif a.itemsize == 4:
         _BLOCK32(a.ctypes.data, m, k, bp.ctypes.data, c.ctypes.data, n, r0, r1, c0, c1)
     else:
         _BLOCK64(a.ctypes.data, m, k, bp.ctypes.data, c.ctypes.data, n, r0, r1, c0, c1)
@@ -602,7 +735,12 @@ def product_rows(a, bp, c, r0, r1):
 @njit(cache=True)
 def _pack_rows(b, bp, r0, r1, jp0, jp1):
     k, n = b.shape
-    if b.itemsize == 4:
+    if _transposed(b):  # b.ctypes.data is B^T's, n x k
+        if b.itemsize == 4:
+            _PACKT32(b.ctypes.data, k, n, bp.ctypes.data, r0, r1, jp0, jp1)
+        else:
+            _PACKT64(b.ctypes.data, k, n, bp.ctypes.data, r0, r1, jp0, jp1)
+    elif b.itemsize == 4:
         _PACK32(b.ctypes.data, k, n, bp.ctypes.data, r0, r1, jp0, jp1)
     else:
         _PACK64(b.ctypes.data, k, n, bp.ctypes.data, r0, r1, jp0, jp1)
@@ -610,7 +748,8 @@ def _pack_rows(b, bp, r0, r1, jp0, jp1):
 
 @njit(cache=True)
 def pack_b(b, bp):
-    """B (C-contiguous) into panels in bp (from `packed_b`), on this thread."""
+    """B (C-contiguous, or the transpose of a C-contiguous array) into panels in bp (from
+    `packed_b`), on this thread."""
     _pack_rows(b, bp, 0, b.shape[0], 0, _panels(b.shape[1], b.itemsize))
 
 
@@ -619,28 +758,40 @@ def pack_b_parallel(b, bp):
     """B into panels in bp, its rows shared among the threads. (A Numba function, not an
     entry point: a C function cannot start Numba's threads.)"""
     k = b.shape[0]
+    panels = _panels(b.shape[1], b.itemsize)
+    if _transposed(b):  # a panel at a time, all its rows (see `_pack_bt_rows`)
+        for p in prange(panels):
+            _pack_rows(b, bp, 0, k, p, p + 1)
+        return
     for r in prange((k + PACK_ROWS - 1) // PACK_ROWS):
-        _pack_b_rows(b, bp, r * PACK_ROWS, min(k, (r + 1) * PACK_ROWS), 0,
-                     _panels(b.shape[1], b.itemsize))
+        _pack_rows(b, bp, r * PACK_ROWS, min(k, (r + 1) * PACK_ROWS), 0, panels)
 
 
 @njit(cache=True)
 def _pack_group(b, bp, counters, g, c0, c1):
     """Group g's panels of B (columns c0..c1) into bp, by every thread that comes to the
-    group: each claims PACK_ROWS of B's rows at a time and counts them once packed. Returns
-    when every row is packed, so that the product can start. A thread only waits for rows
+    group: each claims PACK_ROWS of B's rows at a time (a panel, of a B given transposed)
+    and counts them once packed. Returns when every row is packed, so that the product can
+    start. A thread only waits for rows
     another thread is packing, never for one yet to start: alone, it packs them all."""
     k = b.shape[0]
-    nr = _nr(b.itemsize)
+    jp0, jp1 = c0 // _nr(b.itemsize), _panels(c1, b.itemsize)
     claimed, packed = _counter(g, B_CLAIMED), _counter(g, B_PACKED)
+    # What is claimed: PACK_ROWS rows of B across the group's panels; of a B given
+    # transposed, a panel, all its rows (see `_pack_bt_rows`).
+    transposed = _transposed(b)
+    units, step = (jp1 - jp0, 1) if transposed else (k, PACK_ROWS)
     while True:
-        r0 = fetch_add(counters, claimed, PACK_ROWS)
-        if r0 >= k:
+        u0 = fetch_add(counters, claimed, step)
+        if u0 >= units:
             break
-        r1 = min(k, r0 + PACK_ROWS)
-        _pack_rows(b, bp, r0, r1, c0 // nr, _panels(c1, b.itemsize))
-        fetch_add(counters, packed, r1 - r0)
-    while load_acquire(counters, packed) < k:
+        u1 = min(units, u0 + step)
+        if transposed:
+            _pack_rows(b, bp, 0, k, jp0 + u0, jp0 + u1)
+        else:
+            _pack_rows(b, bp, u0, u1, jp0, jp1)
+        fetch_add(counters, packed, u1 - u0)
+    while load_acquire(counters, packed) < units:
         pass
 
 

@@ -35,22 +35,21 @@ import numpy as np
 
 from ..errors import CompileError, UnsupportedOpError, not_compilable
 from ..ir.module import Computation, Instruction, Module
-from ..ir.ops import Group, in_group, is_expensive
+from ..ir.ops import Group, elementwise_like, in_group, is_expensive
 from ..ir.printer import format_instruction
-from ..passes.fusion import fits_rows
+from ..passes.kinds import fits_rows, is_row_fusion, kernel_kind
 from . import exprs, gemm
 
 # Element count from which a loop runs in parallel (prange), and from which it does when the
-# kernel computes an expensive op (a transcendental) per element. benchmarks/parallel_threshold.py
-# measured a parallel launch at about 50 us on 2 cores, a call after idle included: a gelu
-# (tanh per element) pays from 2**18 elements (1.02x-1.06x; 1.46x at 2**19), a memory-bound sum
-# from 2**20 or 2**21 (0.80x-1.10x at 2**20, 1.50x at 2**21) in two runs.
+# kernel computes an expensive op (a transcendental) per element. Starting the threads costs
+# tens of microseconds, a call after idle included, which the loop's work must outweigh: a
+# loop that computes much per element outweighs it at fewer elements than one bound by memory.
+# Set from benchmarks/parallel_threshold.py (docs/performance.md).
 PARALLEL_THRESHOLD = 1 << 20
 PARALLEL_THRESHOLD_EXPENSIVE = 1 << 19
 
-# Multiply-adds from which threads share a product's rows: below it a product takes under
-# about 50 us on one core (210-240 GFLOP/s measured with 512-bit vectors), no more than a
-# parallel launch costs.
+# Multiply-adds from which threads share a product's rows: below it a product on one core
+# takes no longer than starting the threads costs (docs/performance.md).
 GEMM_PARALLEL_MACS = 1 << 22
 # Threads a product can use (see _emit_product).
 GEMM_WORKERS = 64
@@ -68,10 +67,10 @@ PARALLEL_BLOCKS = 64
 SUM_BLOCK = 128
 
 # A row kernel fetches the next row ahead (see _prefetch_rows) when the arrays it streams
-# through exceed this, the last-level cache here (below it they come from L3 on every call
-# but the first, and the prefetches only cost: 4-8% on 2048x1024 and 1024x1024 softmax and
-# layernorm), and its rows are no longer than PREFETCH_ROW_BYTES, so that this row and the next
-# of each array fit in L1 together (4096x4096: 3-5% slower with them).
+# through exceed this, the last-level cache (docs/machine-facts.md): below it they come from
+# cache on every call but the first, and the prefetches only cost. And only when its rows
+# are no longer than PREFETCH_ROW_BYTES, so that this row and the next of each array fit in
+# L1 together (docs/performance.md).
 PREFETCH_MIN_BYTES = 32 << 20
 PREFETCH_ROW_BYTES = 4096
 
@@ -238,7 +237,7 @@ class KernelEmitter:
             return exprs.literal(inst.literal.reshape(-1)[0], inst.dtype)
         if op == "iota":
             return f"{np_type(inst.dtype)}({idx[inst.attr('iota_dimension')]})"
-        if in_group(op, Group.ELEMENTWISE, Group.COMPARE_SELECT):
+        if elementwise_like(op):
             # clamp's bounds may be scalars (0-d) beside an array x
             return exprs.scalar_expr(inst, [self.value(o, idx if o.dims or not inst.dims else ())
                                             for o in inst.operands])
@@ -499,6 +498,22 @@ class KernelEmitter:
         """A reduce or dot output writes itself in its phase."""
         return id(o) in self.stored and self.stored[id(o)] == self.out_names.get(id(o))
 
+    def _element_storage(self, inst: Instruction, k: int, needed: bool) -> str | None:
+        """Where element k of a tuple-shaped reduce goes: the output that is its
+        get-tuple-element, else a new array if anything reads it (or if `needed`), else
+        nowhere (None)."""
+        gtes = [i for i in self.comp.instructions if i.opcode == "get-tuple-element"
+                and i.operands[0] is inst and i.attr("index") == k]
+        out = next((self.out_names[id(g)] for g in gtes if id(g) in self.out_names), None)
+        if out is None and (gtes or needed):
+            out = self._storage(inst, k)
+        if out is not None:
+            self.stored[(id(inst), k)] = out
+            for g in gtes:
+                if self.out_names.get(id(g)) == out:
+                    self.stored[id(g)] = out  # written in the reduce's phase (`_written`)
+        return out
+
     def _storage(self, inst: Instruction, index: int | None = None) -> str:
         """Where a materialised value goes: the output it is, or a new array."""
         target = inst if index is None else None
@@ -534,18 +549,13 @@ class KernelEmitter:
         n = prod(b.dims[d] for d in rf)
         pa, pb = f"p{a.parameter_number}", f"p{b.parameter_number}"
         float_dot = np.dtype(inst.dtype).kind == "f" and np.dtype(a.dtype) == np.dtype(inst.dtype)
-        plain = (not lb and not rb and len(a.dims) == 2 and len(b.dims) == 2
-                 and list(lc) == [1] and list(rc) == [0])
+        plain = not lb and not rb and len(a.dims) == 2 and len(b.dims) == 2
         la, rb_ = self.w.fresh("lhs"), self.w.fresh("rhs")
-        # As (batch, m, k) and (batch, k, n) arrays, copied only where the layout needs it.
-        if plain:
-            self.w.line(f"{la} = np.ascontiguousarray({pa})")
-            self.w.line(f"{rb_} = np.ascontiguousarray({pb})")
-        else:
-            self.w.line(f"{la} = np.ascontiguousarray(np.transpose({pa}, "
-                        f"{_dims(list(lb) + lf + list(lc))})).reshape(({batch}, {m}, {k}))")
-            self.w.line(f"{rb_} = np.ascontiguousarray(np.transpose({pb}, "
-                        f"{_dims(list(rb) + list(rc) + rf)})).reshape(({batch}, {k}, {n}))")
+        # As (batch, m, k) and (batch, k, n) arrays, copied only where the layout needs it: an
+        # operand whose contracting dimensions come first (a) or last (b), as in q @ k.T, is
+        # read as the transpose of the parameter, which the product packs as it is.
+        self.w.line(f"{la} = {_operand(pa, lb, lf, lc, batch, m, k, plain)}")
+        self.w.line(f"{rb_} = {_operand(pb, rb, rc, rf, batch, k, n, plain)}")
         if float_dot:
             self._emit_tiled_product(inst, la, rb_, out, plain, batch, m, n, k)
             return
@@ -659,15 +669,15 @@ class KernelEmitter:
         x_dims = operands[0].dims
         axes = sorted(inst.attr("dimensions"))
         kept = [d for d in range(len(x_dims)) if d not in axes]
+        reducer = self.module.computation(inst.attr("to_apply"))
+        suffix = axes == list(range(len(kept), len(x_dims)))
         if inst.shape.is_tuple:
-            stores = [self._storage(inst, k) for k in range(n)]
-            for k, s in enumerate(stores):
-                self.stored[(id(inst), k)] = s
+            # With the reduced dimensions trailing, an element nothing reads stays in its
+            # register (argmax's value); a sweep in memory order keeps every one in an array.
+            stores = [self._element_storage(inst, k, needed=not suffix) for k in range(n)]
         else:
             stores = [self._storage(inst)]
             self.stored[id(inst)] = stores[0]
-        reducer = self.module.computation(inst.attr("to_apply"))
-        suffix = axes == list(range(len(kept), len(x_dims)))
         kept_dims = [x_dims[d] for d in kept]
         red_dims = [x_dims[d] for d in axes]
         if suffix:
@@ -682,7 +692,8 @@ class KernelEmitter:
             self.close(len(red_dims))
             for s, acc, o in zip(stores, accs, inst.shape.elements if inst.shape.is_tuple
                                  else [inst.shape]):
-                self.w.line(f"{_index(s, outer)} = {np_type(o.dtype)}({acc})")
+                if s is not None:
+                    self.w.line(f"{_index(s, outer)} = {np_type(o.dtype)}({acc})")
             self.close(len(kept_dims))
         else:
             # Initialise, then sweep the operand in memory order.
@@ -782,8 +793,9 @@ class KernelEmitter:
             accs = self._init_accs(inst, inits, reducer)
             sums = self._parallel_sums(reducer, accs, operands) if inner_parallel else ()
             wide = _wide_accumulator(reducer, np.dtype(operands[0].dtype), n)
-            # Blocks pay in rows (softmax 4096x1024: 1.8 ms against 2.6 ms in float64); a
-            # single long row (a full sum) runs fastest straight into float64.
+            # In rows, float32 blocks beat converting every element into the float64 sum
+            # (docs/performance.md); a single long row (a full sum) runs fastest straight
+            # into float64.
             if wide != np.dtype(operands[0].dtype) and not inner_parallel and trail and lead:
                 self._blocked_sum(inst, reducer, accs[0], operands[0], ridx, trail)
             else:
@@ -821,9 +833,8 @@ class KernelEmitter:
         and for this row of each full output, before the passes start. The passes run over a
         row held in L1, and while they compute, nothing is in flight from memory: the
         hardware prefetchers follow the stream of addresses, which stands still. Asked for
-        ahead, the next row arrives while this one computes (softmax 4096x1024 from memory:
-        1.19-1.27 ms without, 0.87-0.97 ms with). Only for arrays past the last-level
-        cache, in rows of at most PREFETCH_ROW_BYTES."""
+        ahead, the next row arrives while this one computes (docs/performance.md). Only for
+        arrays past the last-level cache, in rows of at most PREFETCH_ROW_BYTES."""
         full = lead + trail
         roots = [o for r in self._reduces() for o in r.operands[:len(r.operands) // 2]]
         roots += [o for o in self.outputs if o.dims == full]
@@ -934,6 +945,23 @@ class KernelEmitter:
         return tuple(ridx), 1
 
 
+def _operand(param: str, batch_dims, rows, cols, batch: int, r: int, c: int,
+             plain: bool) -> str:
+    """A dot operand as a (batch, r, c) array (r x c if `plain`) whose dimensions are, in
+    order, `batch_dims`, `rows` and `cols` of the parameter: the parameter itself where they
+    are in its order already, its transpose where they are once rows and cols swap places,
+    else a transposed copy."""
+    order = [*batch_dims, *rows, *cols]
+    if order == sorted(order):
+        view = f"np.ascontiguousarray({param})"
+        return view if plain else f"{view}.reshape(({batch}, {r}, {c}))"
+    if [*batch_dims, *cols, *rows] == sorted(order):
+        view = f"np.ascontiguousarray({param})"
+        return f"{view}.T" if plain else f"{view}.reshape(({batch}, {c}, {r})).transpose(0, 2, 1)"
+    return (f"np.ascontiguousarray(np.transpose({param}, {_dims(order)}))"
+            f".reshape(({batch}, {r}, {c}))")
+
+
 def _index(array: str, idx) -> str:
     return f"{array}[{', '.join(idx)}]" if idx else f"{array}[()]"
 
@@ -958,7 +986,7 @@ def _elementwise_closure(roots, dims) -> list[Instruction]:
         if id(inst) in seen or inst.shape.is_tuple or inst.dims != dims:
             continue
         seen.add(id(inst))
-        if in_group(inst.opcode, Group.ELEMENTWISE, Group.COMPARE_SELECT):
+        if elementwise_like(inst.opcode):
             found.append(inst)
             stack.extend(inst.operands)
     return found
@@ -1088,10 +1116,10 @@ def _kernel_computation(module: Module, inst: Instruction) -> tuple[Computation,
     """The computation a kernel runs: a fusion's own, or one op on parameters."""
     if inst.opcode == "fusion":
         comp = module.computation(inst.attr("calls"))
-        return comp, inst.attr("kind"), "schedule" in (inst.attr("backend_config") or "")
+        return comp, kernel_kind(inst), is_row_fusion(inst)
     params = tuple(Instruction(f"param_{n}", "parameter", o.shape, parameter_number=n)
                    for n, o in enumerate(inst.operands))
-    kind = {"reduce": "kInput", "dot": "kOutput"}.get(inst.opcode, "kLoop")
+    kind = kernel_kind(inst)
     body = params + (inst.replace(operands=params),)
     return Computation(f"{inst.name}.computation", body), kind, False
 
@@ -1112,7 +1140,8 @@ def generate_program(module: Module, assignment) -> Program:
     """The Python source of every kernel of `module` and of its driver, using `assignment`
     (the module's buffer assignment) for where every value between kernels lives."""
     from ..passes.buffer_assignment import (CONSTANT, EAGER, OUTPUT, PARAMETER, TEMPORARY,
-                                            buffer_name, dataflow, is_kernel)
+                                            buffer_name)
+    from ..passes.dataflow import dataflow, is_kernel
 
     entry = module.entry
     flow = dataflow(entry)
@@ -1188,7 +1217,7 @@ def generate_program(module: Module, assignment) -> Program:
 
     # What the root hands back, element by element.
     outputs = []
-    for idx, key in flow.points_to[entry.root.name].items():
+    for key in flow.points_to[entry.root.name].values():
         b = assignment.buffer(buffer_name(*key))
         if b.category == OUTPUT:
             outputs.append(("output", out_index[b.name]))

@@ -15,10 +15,9 @@ block no thread has taken, from an atomic counter, until none are left:
                 ...
 
 so a thread the machine slows down does fewer blocks instead of holding up the others, as
-XLA's CPU runtime and OpenMP's dynamic schedule share work. The machines this project is
-measured on slow one of their two cores at times, for up to seconds: in those spells a
-4096x1024 softmax split evenly took 1.62 ms (median), and 1.20 ms claiming blocks, where XLA
-took 1.33 (README, "The CPU backend"). Which thread computes a block changes
+XLA's CPU runtime and OpenMP's dynamic schedule share work: a machine may slow one of its
+cores for a while (docs/machine-facts.md), and an even split then waits for that core
+(docs/performance.md). Which thread computes a block changes
 nothing in the result: the blocks are fixed by the loop's size alone, and sums add their
 blocks' partial sums in block order.
 
@@ -143,9 +142,9 @@ def _next_block(counter, blocks):
     claimed, claimed now; `blocks` once all are. The blocks are split into a region for
     each thread (up to REGIONS): a thread claims its own region's blocks in order, then
     helps with the others'. So each thread streams through memory of its own, as when a
-    loop is split evenly, until one finishes early. (All threads claiming from one counter,
-    their blocks side by side, was 3-11% slower: a 1e7-element gelu and a 16384x1024
-    layernorm 10-11%, a sum with no array output 6%.)"""
+    loop is split evenly, until one finishes early. (All threads claiming from one counter
+    would put their blocks side by side, and their streams through memory would interleave:
+    slower, docs/performance.md.)"""
     regions = min(threads(), REGIONS, blocks)
     first = thread() % regions
     for step in range(regions):
@@ -161,8 +160,8 @@ def _next_block(counter, blocks):
 
 # next_block is compiled once (and cached on disk) as a C function, and kernels call it by
 # symbol, as they call gemm.py's product: called as a Numba function it would be linked into
-# every kernel, and optimised and code-generated again each time (0.2-0.3 s more of each
-# kernel's cold compile).
+# every kernel, and optimised and code-generated again in each kernel's cold compile
+# (docs/performance.md).
 @cfunc(types.int64(types.CPointer(types.int64), types.int64), cache=True)
 def _next_block_entry(counter, blocks):
     return _next_block(carray(counter, (REGIONS * LINE,)), blocks)
@@ -196,9 +195,9 @@ def nonnegative(typingctx, i):
     """i, which the caller knows is not negative, said to LLVM (`llvm.assume`). A block's
     loop starts where LLVM cannot see that it is not negative, so it would keep NumPy's
     wraparound for negative indices (i < 0 ? i + n : i) in every array access, and the loop
-    would gather its elements one at a time (AVX-512's vgather here): a float64 sum over 1e7
-    float32 elements took 9.9 ms on one thread that way, and 1.0 ms with the assumption
-    (prange's own loops are known not to be negative)."""
+    would gather its elements one at a time (a vector gather, or no vectors at all), far
+    slower than loading them side by side (docs/performance.md). prange's own loops
+    are known not to be negative."""
     if not isinstance(i, types.Integer):
         return None
 

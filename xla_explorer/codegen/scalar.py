@@ -41,8 +41,8 @@ __all__ = [
 #
 # A reduction's step is `maximum_nsz` / `minimum_nsz`: LLVM's `llvm.maximum` / `llvm.minimum`
 # (NaN-propagating, IEEE 754-2019) with `nsz`, which the loop vectorizer takes as a reduction
-# in any order, where it leaves a select with a NaN test scalar (a float32 max-reduction: 0.3
-# ms against 8 ms over 4M elements). Which zero the max of -0.0 and +0.0 is stays open there, as
+# in any order, where it leaves a select with a NaN test scalar, one element at a time
+# (docs/performance.md). Which zero the max of -0.0 and +0.0 is stays open there, as
 # it does in NumPy's own reductions (their SIMD loops leave it to the order they combine in);
 # without nsz each vector maximum also needs a sign test and a blend.
 # Integers are a signed (or unsigned) compare and select, pred is or / and.
@@ -257,8 +257,8 @@ def float_to_int(x, to):
 # -- prefetch -------------------------------------------------------------------------------
 # A hint that a[idx]'s cache line will be read (or written) soon, into L1 (LLVM's
 # `llvm.prefetch`, x86's prefetcht0 / prefetchw); it never faults and changes no value. A row
-# kernel asks for the next row while it computes this one: softmax 4096x1024 from memory, 1.2
-# ms without, 0.9 ms with.
+# kernel asks for the next row while it computes this one, so that memory is busy while it
+# computes (numba_cpu._prefetch_rows).
 
 
 def _prefetch(rw: int):

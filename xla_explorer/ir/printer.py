@@ -6,9 +6,12 @@ is row-major. `parser.parse_hlo` reads this text back exactly.
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
-from .module import Computation, Instruction, Metadata, Module
+if TYPE_CHECKING:  # the module imports the printer for Module.to_text
+    from .module import Computation, Instruction, Metadata, Module
 
 # How typed attribute values print. Every other attribute value is a verbatim string.
 INT_LIST_ATTRS = frozenset({

@@ -72,6 +72,32 @@ def _compose_broadcast(i, make):
     return make("broadcast", (inner.operands[0],), i.shape, [("dimensions", tuple(d2[d] for d in d1))])
 
 
+def _dot_through_transpose(side: int):
+    """dot(.., transpose(x, p), ..) -> dot(.., x, ..): the transposed operand's dimension d is
+    x's p[d], so its batch and contracting dimensions are renamed through p. Only where x's
+    free dimensions stay in order, since the result lists an operand's free dimensions in
+    increasing order: always for a matrix, and for q @ k.T with batch dimensions."""
+    prefix = ("lhs", "rhs")[side]
+
+    def apply(i, make):
+        t = i.operands[side]
+        if t.opcode != "transpose":
+            return None
+        p = tuple(t.attr("dimensions"))
+        keys = (f"{prefix}_batch_dims", f"{prefix}_contracting_dims")
+        named = {key: tuple(i.attr(key, ())) for key in keys}
+        free = [p[d] for d in range(len(p)) if all(d not in ds for ds in named.values())]
+        if free != sorted(free):
+            return None
+        renamed = {key: tuple(p[d] for d in ds) for key, ds in named.items()}
+        attrs = [(key, renamed.get(key, value)) for key, value in i.attrs]
+        operands = list(i.operands)
+        operands[side] = t.operands[0]
+        return make("dot", tuple(operands), i.shape, attrs)
+
+    return apply
+
+
 def _identity_broadcast(i):
     x = i.operands[0]
     return x if x.dims == i.dims and tuple(i.attr("dimensions")) == tuple(range(len(i.dims))) else None
@@ -116,6 +142,10 @@ RULES: list[Rule] = [
     Rule("broadcast-id",    "broadcast", "broadcast(x) to x's shape -> x", _operand_if(_identity_broadcast)),
     Rule("broadcast-broadcast", "broadcast", "broadcast(broadcast(x, d1), d2) -> broadcast(x, d2[d1])", _compose_broadcast),
     Rule("convert-same",    "convert",   "convert(x) to x's type -> x", _operand_if(lambda i: i.operands[0] if i.operands[0].dtype == i.dtype else None)),
+    # XLA folds these in TransposeFolding: the product reads the operand in either layout,
+    # so no kernel copies it first (q @ k.T).
+    Rule("dot-transpose-lhs", "dot",     "dot(transpose(a, p), b), dims D of a^T -> dot(a, b), dims p[D]", _dot_through_transpose(0)),
+    Rule("dot-transpose-rhs", "dot",     "dot(a, transpose(b, p)), dims D of b^T -> dot(a, b), dims p[D]", _dot_through_transpose(1)),
     Rule("slice-all",       "slice",     "x[all of it] -> x", _operand_if(_full_slice)),
     Rule("fold-constants",  None,        "op(constants) -> constant", _fold),
 ]

@@ -10,6 +10,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
+from ..errors import XlaExplorerError
 from ..ir.module import Module
 from ..ir.verify import verify
 
@@ -62,7 +63,7 @@ class Pass:
         return f"<pass {self.name}>"
 
 
-class PassClaimError(AssertionError):
+class PassClaimError(XlaExplorerError, AssertionError):
     """A pass said it changed nothing but did (or the reverse)."""
 
 

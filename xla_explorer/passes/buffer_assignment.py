@@ -4,12 +4,13 @@ An analysis, as XLA's BufferAssigner is: the module comes back unchanged and the
 `BufferAssignment` (the Stage's artifact). It works on the entry computation in its instruction
 order (the schedule), in four steps:
 
-1. Logical buffers. Every array an entry instruction makes is a buffer, except that `tuple` and
-   `get-tuple-element` only name arrays other instructions made (they alias). A tuple-shaped
-   kernel (a multi-output fusion, a variadic reduce) makes one buffer per element,
-   `fusion.3{1}`. Each buffer has a category: parameter, constant, output (an element of the
-   root tuple) or temporary; and a live range over the schedule, from the step that defines it
-   to its last use (outputs, parameters and constants live to the end).
+1. Logical buffers, from the dataflow analysis (`dataflow.py`). Every array an entry
+   instruction makes is a buffer, except that `tuple` and `get-tuple-element` only name arrays
+   other instructions made (they alias). A tuple-shaped kernel (a multi-output fusion, a
+   variadic reduce) makes one buffer per element, `fusion.3{1}`. Each buffer has a category:
+   parameter, constant, output (an element of the root tuple) or temporary; and a live range
+   over the schedule, from the step that defines it to its last use (outputs, parameters and
+   constants live to the end).
 2. In-place sharing. A kernel may write an output into an operand's buffer when that operand
    dies there, is a temporary of the same size, and the kernel reads it only element-wise at
    the index it writes (XLA's CanShareOperandBufferWithUser).
@@ -31,8 +32,9 @@ from typing import Iterable
 
 from ..ir.module import Computation, Instruction, Module
 from ..ir.ops import Group, elementwise_like, in_group
-from ..ir.shape import Shape, TupleShape
+from ..ir.shape import Shape
 from .base import Note, Pass, PassResult
+from .dataflow import Dataflow, ShapeIndex, dataflow, is_kernel, subshape
 
 # Every buffer in the arena starts on a 64-byte boundary (a cache line; what XLA's CPU backend
 # asks of its temporaries). Sizes in the arena are rounded up to it, so a buffer's slot is a
@@ -53,67 +55,9 @@ def align(n: int) -> int:
     return -(-n // ALIGNMENT) * ALIGNMENT
 
 
-# ----------------------------------------------------------------------------------------------
-# Dataflow: which buffers each entry instruction's value is made of.
-
-ShapeIndex = tuple[int, ...]
-
-
-def is_kernel(inst: Instruction) -> bool:
-    """Whether an entry instruction computes something (a fusion, a custom-call, or, in a module
-    without fusion, any op): parameters and constants come from outside, and tuple /
-    get-tuple-element only regroup values other instructions made."""
-    return inst.opcode not in ("parameter", "constant") and not in_group(inst.opcode,
-                                                                          Group.STRUCTURAL)
-
-
-def leaf_indices(shape: Shape | TupleShape) -> list[ShapeIndex]:
-    """The index of every array in a (possibly nested) tuple shape; `[()]` for an array."""
-    if not shape.is_tuple:
-        return [()]
-    return [(i,) + rest for i, e in enumerate(shape.elements) for rest in leaf_indices(e)]
-
-
-def subshape(shape: Shape | TupleShape, index: ShapeIndex) -> Shape:
-    for i in index:
-        shape = shape.elements[i]
-    return shape
-
-
 def buffer_name(inst_name: str, index: ShapeIndex) -> str:
     """`fusion.3` for an array, `fusion.3{1}` for element 1 of a tuple, as XLA writes them."""
     return inst_name if not index else f"{inst_name}{{{','.join(map(str, index))}}}"
-
-
-@dataclass(frozen=True)
-class Dataflow:
-    """Points-to sets of one computation: `points_to[name][index]` is the (defining
-    instruction name, index) of the buffer holding that array of the instruction's value."""
-
-    points_to: dict[str, dict[ShapeIndex, tuple[str, ShapeIndex]]]
-    defined: dict[str, list[ShapeIndex]]  # instruction name -> indices of buffers it defines
-
-    def used_by(self, inst: Instruction) -> list[tuple[str, ShapeIndex]]:
-        """Buffers a kernel reads, one entry per operand array (an operand used twice counts
-        twice, as XLA counts uses)."""
-        return [b for o in inst.operands for b in self.points_to[o.name].values()]
-
-
-def dataflow(comp: Computation) -> Dataflow:
-    points_to: dict[str, dict[ShapeIndex, tuple[str, ShapeIndex]]] = {}
-    defined: dict[str, list[ShapeIndex]] = {}
-    for inst in comp.instructions:
-        if inst.opcode == "tuple":
-            points_to[inst.name] = {(i,) + idx: buf for i, o in enumerate(inst.operands)
-                                    for idx, buf in points_to[o.name].items()}
-        elif inst.opcode == "get-tuple-element":
-            k = inst.attr("index")
-            points_to[inst.name] = {idx[1:]: buf for idx, buf
-                                    in points_to[inst.operands[0].name].items() if idx[0] == k}
-        else:
-            defined[inst.name] = leaf_indices(inst.shape)
-            points_to[inst.name] = {idx: (inst.name, idx) for idx in defined[inst.name]}
-    return Dataflow(points_to, defined)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -365,7 +309,9 @@ def _reads_elementwise(module: Module, kernel: Instruction, positions: list[int]
                        out_index: ShapeIndex) -> str | None:
     """Why `kernel` reads its operands at `positions` only at the index it writes output
     `out_index`, or None when it may read them anywhere else (so writing over them early
-    would change what it reads later)."""
+    would change what it reads later). Unlike `elementwise_like`, which asks about one op,
+    this asks about a whole kernel: every path inside a fusion from the operand to the output
+    must be element-wise at the operand's shape, and no other output may read it."""
     callee = kernel.attr("calls") or kernel.attr("to_apply")
     if in_group(kernel.opcode, Group.CALL) and callee:
         comp = module.computation(callee)

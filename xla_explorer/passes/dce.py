@@ -20,7 +20,7 @@ def called_computations(module: Module) -> set[str]:
     return seen
 
 
-def _without_dead(comp: Computation) -> tuple[Computation, list]:
+def without_dead(comp: Computation) -> tuple[Computation, list]:
     """`comp` without what its root does not need (parameters stay: they are its signature)."""
     live = {id(i) for i in post_order([comp.root])}
     dead = [i for i in comp.instructions if id(i) not in live and i.opcode != "parameter"]
@@ -35,7 +35,7 @@ class DCE(Pass):
 
     def run(self, module: Module) -> PassResult:
         notes: list[Note] = []
-        entry, dead = _without_dead(module.entry)
+        entry, dead = without_dead(module.entry)
         notes += [Note(f"removed {i.name}: nothing uses its value", "unused", (i.name,))
                   for i in dead]
         if dead:
@@ -48,7 +48,7 @@ class DCE(Pass):
         for comp in module.computations:
             if comp.name not in called:
                 continue
-            comp, dead = _without_dead(comp)
+            comp, dead = without_dead(comp)
             notes += [Note(f"removed {i.name} from {comp.name}: nothing uses its value", "unused",
                            (i.name,)) for i in dead]
             comps.append(comp)

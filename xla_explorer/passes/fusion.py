@@ -16,14 +16,14 @@ from __future__ import annotations
 
 import heapq
 import itertools
-from dataclasses import dataclass
 
 from ..ir.module import Instruction, Module
 from ..ir.ops import Group as OpGroup
-from ..ir.ops import in_group, is_expensive
+from ..ir.ops import elementwise_like, in_group, is_expensive
 from .autocluster import cluster_boundary
-from .base import Note, Pass, PassResult
+from .base import Pass, PassResult
 from .fusion_groups import FusionGroup, GroupIndex, emit, is_fusible, joined_size
+from .kinds import Decision, fits_rows, row_reduce_space
 from .names import NameGen
 
 # XLA caps a fusion's operands plus outputs; past that, kernels get unwieldy parameter lists.
@@ -36,24 +36,6 @@ MAX_OPERANDS_AND_OUTPUTS = 64
 # stencil share a kernel (16 evaluations for a third), and no kernel of an element-wise,
 # reduction or row program comes near it, each value being read at one index there.
 MAX_INDEX_EVALUATIONS = 15
-
-
-@dataclass(frozen=True)
-class Decision(Note):
-    """A fusion decision: `reason` says why it was taken or refused, in a student's words."""
-
-    producer: str = ""
-    consumer: str = ""
-    fused: bool = False
-    pass_name: str = "fusion"
-
-    @property
-    def reason(self) -> str:
-        return self.message
-
-
-def _elementwise(inst: Instruction) -> bool:
-    return in_group(inst.opcode, OpGroup.ELEMENTWISE, OpGroup.COMPARE_SELECT)
 
 
 class _Graph:
@@ -255,7 +237,7 @@ class Fusion(Pass):
         own shape only: what BLAS's output can feed without being stored first."""
         for m in g.members:
             if m is consumer or _depends_on(consumer, m):
-                if not (_elementwise(m) and m.dims == dot.dims):
+                if not (elementwise_like(m.opcode) and m.dims == dot.dims):
                     return False
         return True
 
@@ -329,14 +311,16 @@ def _scalar(inst: Instruction) -> bool:
 def _same_index(user: Instruction, k: int) -> bool:
     """Whether user reads its k-th operand at user's own index: element-wise ops, and the
     array a dynamic-update-slice writes into. Any other read (a slice, pad, reverse,
-    transpose, broadcast, a reduction's input, an update) is at an index of its own."""
+    transpose, broadcast, a reduction's input, an update) is at an index of its own. Wider
+    than `elementwise_like`, which asks about an op: this asks about one operand of a use,
+    so a dynamic-update-slice's target and a same-shape copy or reshape count too."""
     if user.shape.is_tuple or user.operands[k].shape.is_tuple:
         return False
     if user.opcode == "dynamic-update-slice":
         return k == 0
     if user.opcode in ("copy", "reshape", "bitcast"):
         return user.operands[k].dims == user.dims
-    return _elementwise(user) and user.operands[k].dims == user.dims
+    return elementwise_like(user.opcode) and user.operands[k].dims == user.dims
 
 
 class _IndexEvaluations:
@@ -464,41 +448,6 @@ def _depends_on(inst: Instruction, target: Instruction) -> bool:
     return False
 
 
-def _reduce_space(inst: Instruction):
-    """(leading dims, trailing dims) for a reduce over the trailing axes of its operand."""
-    if inst.opcode != "reduce" or inst.shape.is_tuple:
-        return None
-    x = inst.operands[0].dims
-    dims = tuple(inst.attr("dimensions"))
-    k = len(x) - len(dims)
-    if dims != tuple(range(k, len(x))) or not dims:
-        return None
-    return x[:k], x[k:]
-
-
-def fits_rows(inst: Instruction, lead, trail) -> bool:
-    """Whether inst can run inside a row kernel over rows `lead` of `trail` elements."""
-    full, per_row, kept = lead + trail, lead, lead + (1,) * len(trail)
-    if inst.opcode == "reduce":
-        return _reduce_space(inst) == (lead, trail)
-    if inst.shape.is_tuple:
-        return False
-    shape = inst.dims
-    if inst.opcode == "broadcast":
-        src, mapped = inst.operands[0], tuple(inst.attr("dimensions"))
-        if shape != full:
-            return shape in (per_row, kept, ())
-        if src.dims in (per_row, kept) and mapped[:len(lead)] == tuple(range(len(lead))):
-            return True  # a per-row value spread along its row
-        # A row-independent input (a scalar, or a vector along the trailing axes) is fine.
-        return all(d >= len(lead) for d in mapped) or not src.dims
-    if inst.opcode == "reshape":
-        return {shape, inst.operands[0].dims} <= {per_row, kept}
-    if _elementwise(inst) or inst.opcode in ("constant", "iota"):
-        return shape in (full, per_row, kept, ())
-    return False
-
-
 def _row_space(gp: FusionGroup, gc: FusionGroup, memo: dict):
     """The rows both groups run over, if they can join one row kernel."""
     spaces = _reduce_spaces(gp, memo) | _reduce_spaces(gc, memo)
@@ -518,7 +467,7 @@ def _row_space(gp: FusionGroup, gc: FusionGroup, memo: dict):
 def _reduce_spaces(g: FusionGroup, memo: dict) -> set:
     key = (g.id, len(g.members))
     if key not in memo:
-        memo[key] = {s for m in g.members if (s := _reduce_space(m))}
+        memo[key] = {s for m in g.members if (s := row_reduce_space(m))}
     return memo[key]
 
 

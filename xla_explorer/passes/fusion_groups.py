@@ -10,7 +10,6 @@ pass can regroup what the fusion pass made.
 from __future__ import annotations
 
 import itertools
-import re
 from dataclasses import dataclass, field
 
 from ..ir.module import Computation, Instruction, Module
@@ -18,10 +17,9 @@ from ..ir.ops import Group as OpGroup
 from ..ir.ops import in_group
 from ..ir.shape import TupleShape
 from .autocluster import cluster_of, with_cluster
-from .names import NameGen
+from .kinds import ROW_CONFIG, is_row_fusion, kind_of
+from .names import NameGen, traced_name
 
-ROW_CONFIG = '{"schedule":"row"}'
-_CLONE = re.compile(r"(\.clone\.\d+)+$")  # `multiply.7.clone.36`: a copy of multiply.7
 _group_ids = itertools.count()
 
 
@@ -57,12 +55,7 @@ class FusionGroup:
 
     @property
     def kind(self) -> str:
-        opcodes = {m.opcode for m in self.members}
-        if "dot" in opcodes:
-            return "kOutput"
-        if "reduce" in opcodes or self.row:
-            return "kInput"
-        return "kLoop"
+        return kind_of(self.members, self.row)
 
     @property
     def root(self) -> Instruction:
@@ -155,6 +148,11 @@ def _fusion_name(group: FusionGroup, fresh: NameGen) -> str:
     return fresh(f"{base}_fusion")
 
 
+def _needs(item) -> tuple:
+    """The values a fusion group, or an instruction left alone, reads from outside itself."""
+    return item.external_operands() if isinstance(item, FusionGroup) else item.operands
+
+
 def emit(module: Module, groups: list[FusionGroup], fresh: NameGen) -> Module:
     """The module with every group replaced by one fusion instruction."""
     entry = module.entry
@@ -194,13 +192,11 @@ def emit(module: Module, groups: list[FusionGroup], fresh: NameGen) -> Module:
             pending.append(inst)
         pending.extend(last_member.get(id(inst), []))
     while pending:
-        for k, item in enumerate(pending):
-            needs = item.external_operands() if isinstance(item, FusionGroup) else item.operands
-            if all(id(x) in value for x in needs):
-                break
-        else:
+        k = next((k for k, item in enumerate(pending)
+                  if all(id(x) in value for x in _needs(item))), None)
+        if k is None:
             raise AssertionError("fusion groups depend on each other in a cycle")
-        pending.pop(k)
+        item = pending.pop(k)
         if isinstance(item, FusionGroup) and item.is_single():
             item = item.root  # fused with nothing: it stays the op it is, a kernel of one
         if isinstance(item, FusionGroup):
@@ -243,9 +239,10 @@ def _emit_group(g: FusionGroup, value: dict, fresh: NameGen, copies: dict[int, i
         # several kernels keeps it where it is an output, and is `name.clone.N` elsewhere.
         keep = copies[id(m)] == 1 or id(m) in output_ids
         member_name = m.name if keep else fresh(f"{m.name}.clone")
-        if keep and _CLONE.search(member_name) and _CLONE.sub("", member_name) not in in_use:
+        traced = traced_name(member_name)
+        if keep and traced != member_name and traced not in in_use:
             # A copy that is the only one left takes its traced name back.
-            member_name = _CLONE.sub("", member_name)
+            member_name = traced
             in_use.add(member_name)
         c = m.replace(name=member_name,
                       operands=tuple(clone[id(o)] for o in m.operands))
@@ -340,8 +337,7 @@ def unfuse(module: Module) -> tuple[Module, list[FusionGroup]]:
             outputs = ([inner[id(o)] for o in root.operands] if root.opcode == "tuple"
                        else [inner[id(root)]])
             members = list({id(m): m for m in members}.values())  # a copy may repeat
-            groups.append(FusionGroup(members, outputs,
-                                      row=inst.attr("backend_config") == ROW_CONFIG))
+            groups.append(FusionGroup(members, outputs, row=is_row_fusion(inst)))
             if root.opcode == "tuple":
                 value[id(inst)] = ("tuple", outputs)  # read only through get-tuple-element
             else:

@@ -12,10 +12,12 @@ Kernels with a dot (kOutput) stay as they are: BLAS writes their result.
 from __future__ import annotations
 
 from ..ir.module import Instruction, Module
+from ..ir.ops import elementwise_like
 from .autocluster import cluster_boundary
 from .base import Pass, PassResult
-from .fusion import MAX_OPERANDS_AND_OUTPUTS, Decision, _elementwise
+from .fusion import MAX_OPERANDS_AND_OUTPUTS
 from .fusion_groups import FusionGroup, GroupIndex, emit, joined_size, unfuse
+from .kinds import Decision
 from .names import NameGen
 
 
@@ -39,7 +41,7 @@ def _aligned_reads(value: Instruction, g: FusionGroup) -> bool:
     element of its input once, in its loop)."""
     readers = [m for m in g.members if any(o is value for o in m.operands)]
     return bool(readers) and all(
-        (_elementwise(m) and m.dims == value.dims)
+        (elementwise_like(m.opcode) and m.dims == value.dims)
         or (m.opcode == "reduce" and all(o is not value for o in m.operands[len(m.operands) // 2:]))
         for m in readers)
 

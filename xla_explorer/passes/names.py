@@ -24,3 +24,13 @@ class NameGen:
             if name not in self._used:
                 self._used.add(name)
                 return name
+
+
+# Fusion copies a cheap producer into each kernel that reads it, as `<name>.clone.N`.
+_CLONE = re.compile(r"(\.clone\.\d+)+$")
+
+
+def traced_name(name: str) -> str:
+    """The name an instruction was traced as: a cheap producer copied into several kernels
+    is named `<name>.clone.N` in each."""
+    return _CLONE.sub("", name)

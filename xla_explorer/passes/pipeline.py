@@ -8,6 +8,7 @@ from .buffer_assignment import AssignBuffers
 from .cse import CSE
 from .dce import DCE
 from .fusion import Fusion
+from .unused_outputs import UnusedOutputs
 from .multi_output_fusion import MultiOutputFusion
 from .schedule import Schedule
 
@@ -31,6 +32,9 @@ def default_passes(autocluster: bool = False) -> list[Pass]:
         # Join kernels that share work: a value computed in two kernels, or one large operand
         # read by two loops of the same shape, becomes one kernel with several outputs.
         MultiOutputFusion(),
+        # A kernel writes only what is read: argmax's reduce keeps its running value in
+        # registers instead of storing it for nobody (as XLA's DCE narrows fusions' outputs).
+        UnusedOutputs(),
         # Order the kernels to lower peak memory, now that the kernels are known.
         Schedule(),
         # Last, an analysis of the scheduled program: which values live in memory between

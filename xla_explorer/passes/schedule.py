@@ -16,7 +16,7 @@ from typing import Sequence
 
 from ..ir.module import Computation, Instruction, Module
 from .base import Note, Pass, PassResult
-from .buffer_assignment import Dataflow, dataflow, is_kernel, subshape
+from .dataflow import Dataflow, dataflow, is_kernel, subshape
 
 
 def _sizes(comp: Computation, flow: Dataflow):

@@ -25,7 +25,8 @@ import numpy as np
 
 from ..ir.module import Computation, Instruction, Module
 from ..passes.buffer_assignment import (EAGER, OUTPUT, TEMPORARY, BufferAssignment,
-                                        buffer_name, is_kernel)
+                                        buffer_name)
+from ..passes.dataflow import is_kernel
 from .reference import Interpreter
 
 

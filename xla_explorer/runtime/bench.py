@@ -13,6 +13,7 @@ import copy
 import time
 import tracemalloc
 from dataclasses import dataclass
+from functools import partial
 from typing import Callable, Sequence
 
 import numpy as np
@@ -125,7 +126,7 @@ def bench(name: str, eager: Callable, compiled: Callable, args: Sequence, repeat
                 start = time.perf_counter()
                 fn(*a)
                 times[fn].append(time.perf_counter() - start)
-        peaks = {fn: peak_bytes(lambda fn=fn, a=fresh(): fn(*a)) for fn in (eager, compiled)}
+        peaks = {fn: peak_bytes(partial(fn, *fresh())) for fn in (eager, compiled)}
     return BenchResult(name, Timing.of(times[eager], peaks[eager]),
                        Timing.of(times[compiled], peaks[compiled]), repeat, arena_bytes,
                        predicted_peak_bytes, compile_seconds)

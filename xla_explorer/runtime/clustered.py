@@ -8,24 +8,24 @@ between. Values cross between segments as NumPy arrays.
 A cluster after a value-dependent shape (np.unique's length) was traced for the length seen
 at trace time. When an eager op gives another shape, `ShapeChanged` says so; the exploration
 then traces again for the new shapes, and the clusters that did not change come back from
-the process-wide cache below (by their HLO text) without compiling again.
+the driver's cluster cache (`compiler.compile_cluster`) without compiling again.
 """
 from __future__ import annotations
 
-import threading
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
+from ..backends.base import Executable
+from ..errors import XlaExplorerError
 from ..ir.module import Computation, Instruction, Module
-from ..ir.verify import verify
+from ..ir.shape import TupleShape
 from ..passes.autocluster import EAGER, cluster_of
-from ..passes.buffer_assignment import BufferAssignment, assign_buffers
 from .reference import evaluate_instruction
 
 
-class ShapeChanged(Exception):
+class ShapeChanged(XlaExplorerError):
     """An eager op gave a shape other than the one traced: the program must be traced again.
     `observed` maps every eager instruction run so far to the shape(s) it gave."""
 
@@ -44,50 +44,46 @@ class Segment:
     inputs: tuple[Instruction, ...]  # values it reads that other segments (or parameters) make
     outputs: tuple[Instruction, ...]  # values of its own that others read
     module: Module | None = None  # a cluster's own module; None for an eager step
-    assignment: BufferAssignment | None = None
 
     @property
     def compiled(self) -> bool:
         return self.module is not None
 
 
-# Cluster module fingerprint -> its compiled program, shared by every exploration in the
-# process (XLA's compilation cache plays this part for TensorFlow's clusters).
-_COMPILED: dict[tuple[str, str], object] = {}
-_LOCK = threading.Lock()
-CACHE_STATS = {"hits": 0, "misses": 0}
+class ClusteredProgram(Executable):
+    """`module` (auto-clustered, fused, scheduled) as segments run in dependency order; each
+    cluster compiled by `compile_cluster` (the driver's, which caches them)."""
 
-
-class ClusteredProgram:
-    """`module` (auto-clustered, fused, scheduled) as segments run in dependency order."""
-
-    def __init__(self, module: Module, backend: str):
+    def __init__(self, module: Module, compile_cluster: Callable[[Module], Executable]):
         self.module = module
-        self.backend = backend
         self.segments = plan(module)
-        self.programs = {s.name: _compiled(s, backend) for s in self.segments if s.compiled}
+        self.programs = {s.name: compile_cluster(s.module) for s in self.segments
+                         if s.compiled}
 
     @property
     def kernels(self) -> dict[str, str]:
-        """Every cluster's kernels (cpu backend), named `<cluster>/<kernel>`."""
+        """Every cluster's kernels, named `<cluster>/<kernel>`."""
         return {f"{name}/{k}": src for name, p in self.programs.items()
-                for k, src in getattr(p, "kernels", {}).items()}
+                for k, src in p.kernels.items()}
 
     @property
     def kernel_of(self) -> dict[str, str]:
-        """{HLO instruction: its `kernels` key}, over every cluster (cpu backend)."""
+        """{HLO instruction: its `kernels` key}, over every cluster."""
         return {inst: f"{name}/{k}" for name, p in self.programs.items()
-                for inst, k in getattr(p, "kernel_of", {}).items()}
+                for inst, k in p.kernel_of.items()}
 
     @property
     def sources(self) -> dict[str, str]:
-        """Each compiled cluster's generated file (cpu backend), by cluster name."""
-        return {name: p.program.source for name, p in self.programs.items()
-                if hasattr(p, "program")}
+        """Each compiled cluster's generated file, by cluster name."""
+        return {name: text for name, p in self.programs.items() for text in p.sources.values()}
+
+    @property
+    def arena_bytes(self) -> int:
+        return sum(p.arena_bytes for p in self.programs.values())
 
     @property
     def compile_seconds(self) -> float | None:
-        times = [getattr(p, "compile_seconds", None) for p in self.programs.values()]
+        times = [p.compile_seconds for p in self.programs.values()]
         return None if any(t is None for t in times) else sum(times)
 
     def __call__(self, *args) -> list:
@@ -134,36 +130,6 @@ def declared_shape(inst: Instruction) -> tuple:
     return inst.dims
 
 
-def _compiled(seg: Segment, backend: str):
-    key = (backend, seg.module.fingerprint())
-    with _LOCK:
-        program = _COMPILED.get(key)
-        if program is not None:
-            CACHE_STATS["hits"] += 1
-            return program
-        CACHE_STATS["misses"] += 1
-    if backend == "cpu":
-        from .executable import Executable
-
-        program = Executable(seg.module, seg.assignment)
-    else:
-        program = _Interpreted(seg.module, seg.assignment)
-    with _LOCK:
-        return _COMPILED.setdefault(key, program)
-
-
-class _Interpreted:
-    """A cluster run by the reference interpreter over its own arena."""
-
-    def __init__(self, module: Module, assignment: BufferAssignment):
-        self.module, self.assignment = module, assignment
-
-    def __call__(self, *args):
-        from .arena import run_in_arena
-
-        return run_in_arena(self.module, self.assignment, args)
-
-
 # -- planning -----------------------------------------------------------------------------------
 
 def plan(module: Module) -> list[Segment]:
@@ -200,8 +166,8 @@ def plan(module: Module) -> list[Segment]:
         if key not in clusters:  # one eager instruction (and the elements of its tuple)
             segments.append(Segment(key, tuple(insts), inputs, outputs))
             continue
-        m = extract(module, key, insts, inputs, outputs)
-        segments.append(Segment(key, tuple(insts), inputs, outputs, m, assign_buffers(m)))
+        segments.append(Segment(key, tuple(insts), inputs, outputs,
+                                extract(module, key, insts, inputs, outputs)))
     return segments
 
 
@@ -263,14 +229,10 @@ def extract(module: Module, name: str, insts: Sequence[Instruction],
                        tuple(new[o] for o in outputs))
     entry = Computation(name, tuple(body) + (root,))
     called = _called_computations(module, insts)
-    m = Module(f"{module.name}.{name}", entry, called, is_scheduled=True)
-    verify(m)
-    return m
+    return Module(f"{module.name}.{name}", entry, called, is_scheduled=True)
 
 
 def _tuple_shape(outputs):
-    from ..ir.shape import TupleShape
-
     return TupleShape(tuple(o.shape for o in outputs))
 
 

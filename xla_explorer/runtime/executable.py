@@ -1,23 +1,25 @@
 """A compiled module: the generated Numba program, its arena, and a NumPy-in, NumPy-out call.
 
 The arena is allocated once per executable and reused by every call; outputs are allocated
-with NumPy for each call (NumPy's allocator is the fastest here, docs/machine-facts.md) and handed to
-the caller as arrays of their own. One call is one dispatch into Numba: the driver `run`
-calls every kernel in schedule order.
+with NumPy for each call (NumPy's allocator fills a fresh array fastest,
+docs/machine-facts.md) and handed to the caller as arrays of their own. One call is one
+dispatch into Numba: the driver `run` calls every kernel in schedule order.
 """
 from __future__ import annotations
 
 import re
 import time
+from math import prod
 from typing import Sequence
 
 import numpy as np
 from numba.core import event
 from numba.core.errors import NumbaError
 
+from ..backends.base import Executable
 from ..codegen import cache
-from ..errors import CompileError
 from ..codegen.numba_cpu import CACHE_LINE, Program, generate_program, identifier
+from ..errors import CompileError
 from ..ir.module import Module
 from ..ir.printer import format_instruction
 from ..passes.buffer_assignment import OUTPUT, BufferAssignment
@@ -28,15 +30,16 @@ def _aligned_bytes(nbytes: int) -> np.ndarray:
     byte array CACHE_LINE bytes longer. The arena is made so (NumPy aligns to 16 bytes): the
     threads of a product split the packed B in it, and a line holding the end of one thread's
     part and the start of another's would pass between their cores at every write. So are
-    the outputs a product writes (`Program.line_outputs`): a 1024^3 dense layer ran 0.4-2%
-    faster with its output on a line. Other outputs keep np.empty: on a line, gelu, softmax,
-    layernorm and sum(x + y*z) ran within noise of it (-0.3% to +1.1%, one in-process A/B)."""
+    the outputs a product writes (`Program.line_outputs`): it stores into C a register tile
+    at a time, again and again, and a vector store that straddles two lines costs two.
+    Other outputs keep np.empty: their kernels write each line once, and gain nothing on a
+    line (docs/performance.md)."""
     raw = np.empty(nbytes + CACHE_LINE, np.uint8)
     start = -raw.ctypes.data % CACHE_LINE
     return raw[start:start + nbytes]
 
 
-class Executable:
+class CpuExecutable(Executable):
     """`module` compiled for the CPU with its buffer assignment."""
 
     def __init__(self, module: Module, assignment: BufferAssignment):
@@ -59,6 +62,17 @@ class Executable:
                           for c in self.program.constants]
         self.params = sorted(module.entry.parameters, key=lambda p: p.parameter_number)
         self.output_shapes = [b.shape for b in assignment.buffers if b.category == OUTPUT]
+        # The generated Numba function: run(arena, *parameters, *constants, *outputs).
+        self.entry = self._py.run
+        # What each call allocates and returns, worked out once for the call path.
+        self._out_specs = [(s.dims, np.dtype(s.dtype), k in self.program.line_outputs)
+                           for k, s in enumerate(self.output_shapes)]
+        self._returns_outputs = list(self.program.outputs) == [
+            ("output", k) for k in range(len(self.output_shapes))]
+
+    @property
+    def arena_bytes(self) -> int:
+        return self.arena.nbytes
 
     @property
     def kernels(self) -> dict[str, str]:
@@ -125,22 +139,20 @@ class Executable:
         return ""
 
     def __call__(self, *args) -> list[np.ndarray]:
-        arrays = self._arguments(args)
-        outs = [_aligned_bytes(s.nbytes).view(s.dtype).reshape(s.dims)
-                if k in self.program.line_outputs else np.empty(s.dims, dtype=s.dtype)
-                for k, s in enumerate(self.output_shapes)]
-        if self.compile_seconds is None:  # Numba compiles (or loads from disk) on first call
-            # Timed by Numba's own event for holding its compiler lock, so the seconds are
-            # compiling and loading alone: not the run, nor the first touch of its output.
-            compiling = event.TimingListener()
-            try:
-                with event.install_listener("numba:compiler_lock", compiling):
-                    self._py.run(self.arena, *arrays, *self.constants, *outs)
-            except NumbaError as e:
-                raise self._compile_error(e) from e
-            self.compile_seconds = compiling.duration if compiling.done else 0.0
+        return self.run_arrays(self._arguments(args))
+
+    def run_arrays(self, arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
+        """Run on arrays already of the parameters' shapes and dtypes: the cached call path,
+        which checked them by its signature key, so nothing here checks them again."""
+        outs = [np.empty(dims, dtype) if not on_line else
+                _aligned_bytes(dtype.itemsize * prod(dims)).view(dtype).reshape(dims)
+                for dims, dtype, on_line in self._out_specs]
+        if self.compile_seconds is None:
+            self._first_run(arrays, outs)
         else:
-            self._py.run(self.arena, *arrays, *self.constants, *outs)
+            self.entry(self.arena, *arrays, *self.constants, *outs)
+        if self._returns_outputs:  # each output once, in order: the common case
+            return outs
         results = []
         for where, k in self.program.outputs:
             if where == "output":
@@ -152,3 +164,15 @@ class Executable:
             else:
                 results.append(self.constants[k].copy())
         return results
+
+    def _first_run(self, arrays, outs) -> None:
+        """Numba compiles the program (or loads it from its disk cache) on the first call:
+        timed by Numba's own event for holding its compiler lock, so the seconds are
+        compiling and loading alone, not the run nor the first touch of its output."""
+        compiling = event.TimingListener()
+        try:
+            with event.install_listener("numba:compiler_lock", compiling):
+                self.entry(self.arena, *arrays, *self.constants, *outs)
+        except NumbaError as e:
+            raise self._compile_error(e) from e
+        self.compile_seconds = compiling.duration if compiling.done else 0.0

@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import as_python_class
+from ..errors import XlaExplorerError, as_python_class
 from ..ir.module import Metadata
 
 INT64 = np.iinfo(np.int64)
@@ -88,7 +88,7 @@ class _Guard:
     site: Metadata
 
 
-class GuardFailed(Exception):
+class GuardFailed(XlaExplorerError):
     """A value read as a Python value differs from the traced one: another program is needed."""
 
     def __init__(self, site: Metadata, traced, given):

@@ -31,10 +31,11 @@ from dataclasses import dataclass, field
 
 import graphviz
 
+from ..errors import XlaExplorerError
 from ..ir.module import Computation, Instruction, Module
 from ..ir.ops import COMPARISONS, OPS, Group
 from ..ir.printer import format_attr, format_literal
-from ..passes.fusion_groups import ROW_CONFIG
+from ..passes.kinds import is_row_fusion
 
 # XLA's dumper prints constants of up to 8 elements inline (HloDotDumper, stringify_constant).
 FOLD_MAX_ELEMENTS = 8
@@ -44,7 +45,7 @@ COLLAPSE_ABOVE = 150
 MAX_ATTR_CHARS = 48
 
 
-class GraphvizNotInstalled(RuntimeError):
+class GraphvizNotInstalled(XlaExplorerError, RuntimeError):
     """The `dot` program is needed to render, and it is not on PATH."""
 
 
@@ -242,7 +243,7 @@ def attr_lines(module: Module, inst: Instruction) -> list[str]:
 
 
 def fusion_kind(inst: Instruction) -> str:
-    if inst.attr("backend_config") == ROW_CONFIG:
+    if is_row_fusion(inst):
         return "row fusion"
     return str(inst.attr("kind") or "fusion")
 

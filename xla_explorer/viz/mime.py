@@ -1,9 +1,9 @@
-"""The JupyterLab extension's contract: an Exploration as versioned JSON, and its HTML fallback.
+"""The JupyterLab extension's contract: an Exploration as versioned JSON.
 
 The front end is one mime renderer behind this contract (application/vnd.xla-explorer.v1+json);
 xla_explorer/viz/schema/v1.json describes every key, and the tests validate what `payload`
 writes against it. Other front ends (classic notebook, VS Code, nbviewer, GitHub) do not know
-the mime type and show the `text/html` entry instead: the compact form of the HTML export.
+the mime type and show the `text/html` entry of the bundle (`viz/display.py`) instead.
 
 Everything here reads recorded stages; nothing re-runs a pass.
 """
@@ -52,13 +52,6 @@ def payload(ex, bench=None) -> dict:
     }
 
 
-def bundle(ex, bench=None) -> dict:
-    """What `_repr_mimebundle_` returns: the JSON for the extension, HTML for everyone else."""
-    from .html import fragment
-
-    return {MIME_TYPE: payload(ex, bench), "text/html": fragment(ex, bench)}
-
-
 # -- the parts ---------------------------------------------------------------------------------
 
 
@@ -89,7 +82,7 @@ def stages(ex) -> list[dict]:
 
 def decisions(ex) -> list[dict]:
     """Every fusion decision with the stage that recorded it (ex.decisions' order)."""
-    from ..passes.fusion import Decision
+    from ..passes.kinds import Decision
 
     out = []
     for s, stage in enumerate(ex.stages):

@@ -24,7 +24,7 @@ import re
 
 import ipywidgets as widgets
 
-from ..api import traced_name
+from ..passes.names import traced_name
 from ..ir.printer import format_computation, format_instruction
 from .charts import figure_svg
 from .diff import diff
@@ -172,7 +172,7 @@ def _ended_up(ex, name: str, fusions) -> list[tuple[str, str]]:
 def decision_items(ex) -> list[tuple[int, object]]:
     """(stage index, note) for every fusion decision in pass order, and under auto-clustering
     the auto-cluster pass's notes."""
-    from ..passes.fusion import Decision
+    from ..passes.kinds import Decision
 
     return [(i, n) for i, s in enumerate(ex.stages) for n in s.notes
             if isinstance(n, Decision) or s.name == "auto-cluster"]
@@ -387,7 +387,7 @@ class DecisionsPanel:
 
     def _list(self) -> str:
         rows = []
-        for k, (i, note) in enumerate(self.items):
+        for k, (_, note) in enumerate(self.items):
             style = f" style='background:{HIGHLIGHT}'" if k == self.index else ""
             rows.append(f"<li{style}>{html.escape(decision_text(note))}</li>")
         return f"<ol style='max-height:560px;overflow:auto'>{''.join(rows)}</ol>"

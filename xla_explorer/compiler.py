@@ -1,0 +1,107 @@
+"""The compiler driver: a module in, the pass pipeline run, a backend's executable out.
+
+Every way into the compiler comes through here: `xe.explore`, `xe.jit`, the `%%xla` magic
+(through jit), auto-clustered programs (each cluster compiled by `compile_cluster`) and the
+fuzzer. So what a compilation is (must-compile's check, the pipeline, the buffer
+assignment a backend needs, the compile cache of clusters) is written once, and a backend
+only turns a finished module into an `Executable` (`backends/base.py`).
+"""
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from typing import Sequence
+
+from .backends import Backend, Executable, get_backend
+from .ir.module import Module
+from .ir.verify import verify
+from .passes.base import Pass, Pipeline, Stage
+from .passes.buffer_assignment import BufferAssignment, assign_buffers
+from .passes.pipeline import default_passes
+
+
+@dataclass(frozen=True)
+class Compilation:
+    """What compiling a module gives: every stage of the pipeline (for the viewer), the
+    buffer assignment, and the backend's executable."""
+
+    backend: Backend
+    stages: tuple[Stage, ...]
+    executable: Executable
+    autocluster: bool = False
+
+    @property
+    def module(self) -> Module:
+        return self.stages[-1].module
+
+    @property
+    def assignment(self) -> BufferAssignment | None:
+        return assignment_of(self.stages)
+
+
+def assignment_of(stages: Sequence[Stage]) -> BufferAssignment | None:
+    """The last buffer assignment the pipeline made (None without a buffer-assignment pass)."""
+    for s in reversed(stages):
+        if isinstance(s.artifact, BufferAssignment):
+            return s.artifact
+    return None
+
+
+def check_compilable(module: Module, backend: Backend) -> None:
+    """Must-compile (`jit_compile=True`): the first instruction the backend cannot compile is a
+    CompileError at its source line; nothing falls back to NumPy silently."""
+    for inst in module.entry.instructions:
+        error = backend.unsupported(inst)
+        if error is not None:
+            raise error
+
+
+def compile(module: Module, backend: str | Backend = "cpu", *, autocluster: bool = False,
+            passes: Sequence[Pass] | None = None, must_compile: bool = True) -> Compilation:
+    """Run the pipeline on `module` (the default passes, or `passes`) and compile the result.
+
+    With `autocluster` what the backend cannot compile runs eagerly between compiled clusters;
+    otherwise, with `must_compile`, it is a CompileError before any pass runs."""
+    backend = get_backend(backend) if isinstance(backend, str) else backend
+    if must_compile and not autocluster:
+        check_compilable(module, backend)
+    pipeline = Pipeline(default_passes(autocluster=autocluster) if passes is None else passes)
+    pipeline.run(module)
+    stages = tuple(pipeline.stages)
+    final, assignment = stages[-1].module, assignment_of(stages)
+    if assignment is not None and assignment.module is not final:
+        assignment = None  # passes after buffer assignment changed the module
+    if backend.needs_assignment and assignment is None:
+        raise ValueError(f"the {backend.name} backend needs a pipeline that ends in "
+                         "buffer-assignment")
+    if autocluster:
+        # Imported here: the clustered runner calls back into compile_cluster.
+        from .runtime.clustered import ClusteredProgram
+
+        executable = ClusteredProgram(final, lambda cluster: compile_cluster(cluster, backend))
+    else:
+        executable = backend.compile(final, assignment)
+    return Compilation(backend, stages, executable, autocluster)
+
+
+# Cluster fingerprint -> its executable, shared by every compilation in the process: XLA's
+# compilation cache plays this part for TensorFlow's clusters, so a program traced again for
+# a new value-dependent shape recompiles only the clusters that shape changed.
+_CLUSTERS: dict[tuple[str, str], Executable] = {}
+_LOCK = threading.Lock()
+CLUSTER_CACHE = {"hits": 0, "misses": 0}
+
+
+def compile_cluster(module: Module, backend: Backend) -> Executable:
+    """One auto-clustered cluster, already fused and scheduled with its program: verified,
+    given a buffer assignment of its own, compiled (or found in the cache)."""
+    key = (backend.name, module.fingerprint())
+    with _LOCK:
+        executable = _CLUSTERS.get(key)
+        CLUSTER_CACHE["hits" if executable is not None else "misses"] += 1
+    if executable is None:
+        verify(module)
+        executable = backend.compile(module, assign_buffers(module))
+        with _LOCK:
+            executable = _CLUSTERS.setdefault(key, executable)
+    return executable

@@ -13,9 +13,12 @@ that computes every case's element into its own output, then one loop per reduce
 """
 from __future__ import annotations
 
+import ast
+import dataclasses
 import importlib.util
 import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Callable
 
 import numba
@@ -310,6 +313,39 @@ def test_every_row_is_covered():
         for kind in OPS[name].kinds:
             assert any(c.inst.opcode == name for dt in DTYPES if dt.kind == kind
                        for c in CASES[dt.name]), (name, kind)
+
+
+def test_every_expression_is_the_op_tables(monkeypatch):
+    """An op's scalar expression is written in its op-table row and nowhere else: mark every
+    row's expressions and every expression rendered is marked, and exprs.py holds no template
+    of its own but the reducer steps (the accumulate expressions that differ from the op's)."""
+    with_expr = {n for n, r in OPS.items() if r.scalar}
+    assert with_expr == {n for n, r in OPS.items()
+                         if r.group in (Group.ELEMENTWISE, Group.COMPARE_SELECT)}
+    for name in with_expr:
+        marked = {k: f"marked({t})" for k, t in OPS[name].scalar.items()}
+        monkeypatch.setitem(OPS, name, dataclasses.replace(OPS[name], scalar=marked))
+    for dtype_name, cases in CASES.items():
+        dtype = np.dtype(dtype_name)
+        for case in cases:
+            opcode = case.inst.opcode
+            if case.reducer:
+                if opcode in ("maximum", "minimum") and dtype.kind == "f":
+                    continue  # exprs' own reducer step
+                text = exprs.reducer_update(opcode, "acc", "x", dtype)
+            elif opcode == "convert" and case.inst.dtype == dtype:
+                continue  # a convert to its operand's own type is the operand
+            else:
+                text = exprs.scalar_expr(case.inst, [f"a{k}" for k in range(len(case.inputs))])
+            assert text.startswith("marked("), (dtype_name, case.name, text)
+    tree = ast.parse(Path(exprs.__file__).read_text())
+    steps = next(n.value for n in tree.body if isinstance(n, ast.AnnAssign | ast.Assign)
+                 and "_REDUCER_STEPS" in ast.unparse(n.targets[0] if isinstance(n, ast.Assign)
+                                                     else n.target))
+    allowed = {id(n) for n in ast.walk(steps)}
+    templates = [n.value for n in ast.walk(tree) if isinstance(n, ast.Constant)
+                 and isinstance(n.value, str) and "{0}" in n.value and id(n) not in allowed]
+    assert templates == [], "scalar expressions belong in the op table (ir/ops.py)"
 
 
 # -- the rest of the API ----------------------------------------------------------------------

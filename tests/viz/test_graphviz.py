@@ -257,6 +257,27 @@ ENTRY m {
     assert "f32[3] {1, 2, 3} −" in nodes["s"]["label"]  # constant on the left of the minus
 
 
+def test_folded_operands_take_the_op_tables_symbol():
+    """The symbol is the op table's (a compare's is its direction's); an op without one names
+    the operand, as XLA's dumper does."""
+    text = """HloModule m, entry_computation_layout={(f32[3])->(f32[3], pred[3], f32[3])}
+
+ENTRY m {
+  p = f32[3] parameter(0)
+  c = f32[] constant(2)
+  b = f32[3] broadcast(c), dimensions={}
+  d = f32[3] divide(p, b)
+  le = pred[3] compare(b, p), direction=LE
+  a = f32[3] atan2(p, b)
+  ROOT t = (f32[3], pred[3], f32[3]) tuple(d, le, a)
+}
+"""
+    nodes = Dot(to_dot(xe.parse_hlo(text))).by_name()
+    assert "÷ 2" in nodes["d"]["label"]
+    assert "2 ≤" in nodes["le"]["label"]
+    assert "operand 1 = 2" in nodes["a"]["label"]
+
+
 def test_fusions_collapse_above_the_threshold():
     ex = xe.explore(long_chain, np.ones((4, 4), np.float32))
     module = ex.module

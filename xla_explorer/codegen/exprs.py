@@ -1,18 +1,15 @@
-"""The op table's element-wise ops as Numba scalar expressions, shared by the code generators.
+"""The op table's scalar expressions rendered as Numba code, shared by the code generators.
 
 `scalar_expr(inst, operands)` gives the Python expression that computes one element of an
 ELEMENTWISE or COMPARE_SELECT instruction from its operands' elements (names of scalar locals).
-The expression has exactly the instruction's element type in Numba and the op table's NumPy
-semantics (`impl`): bit-exact for integers and bools, within a few ulp for float functions,
-NaN and Inf as in NumPy. Where Python's operators differ from HLO (NaN and signed zeros in
-max/min/clamp, integer division and remainder, shifts past the width, saturating float->int
-conversion) the expression calls a helper from `scalar.py`.
+The expressions themselves are the op table's (`OpDef.scalar`, per element kind, in
+`ir/ops.py`): this module picks the one for the instruction's types, fills in its placeholders
+(operands, the result type, typed constants, fastmath.py's functions of the type), and writes
+literals and the accumulate steps of reductions that differ from the element-wise op's. An op's
+expression is written there only, so every code generator shares the one definition.
 
-Two facts of Numba's typing shape the table below: it computes int8/int16/int32 arithmetic in
-int64 (so integer results are cast back with `{T}(...)`: the cast wraps, as NumPy does), and a
-float32 combined with a Python float is computed in float64 (so float constants are typed,
-`np.float32(1)`). The kernels must be compiled with `error_model="numpy"` (a float x / 0 is
-inf, not ZeroDivisionError) and without fastmath's `nnan`/`ninf` flags (NaN and Inf are values).
+The kernels must be compiled with `error_model="numpy"` (a float x / 0 is inf, not
+ZeroDivisionError) and without fastmath's `nnan`/`ninf` flags (NaN and Inf are values).
 """
 from __future__ import annotations
 
@@ -92,55 +89,8 @@ def zero_like(dtype) -> str:
 
 
 # -- the expressions ------------------------------------------------------------------------
-# Per opcode, per element kind (b: pred, i: signed integer, f: float; "if" for both): the
-# expression, with {0} {1} {2} the operands, {T} the result's NumPy type, {one} a 1 of that
-# type, {inf} an infinity of the operands' type, and {exp} {expm1} {log} {log1p} {tanh}
-# {logistic} fastmath.py's functions of the type.
-
-_EXPRS: dict[str, dict[str, str]] = {
-    "negate":                 {"i": "{T}(-{0})", "f": "(-{0})"},
-    "abs":                    {"if": "abs({0})"},  # abs(INT_MIN) wraps to INT_MIN, as np.abs
-    "sign":                   {"if": "sign({0})"},
-    "floor":                  {"f": "np.floor({0})"},
-    "ceil":                   {"f": "np.ceil({0})"},
-    "round-nearest-even":     {"f": "np.rint({0})"},
-    "round-nearest-afz":      {"f": "round_afz({0})"},
-    "not":                    {"b": "(not {0})", "i": "{T}(~{0})"},
-    "exponential":            {"f": "{exp}({0})"},
-    "exponential-minus-one":  {"f": "{expm1}({0})"},
-    "log":                    {"f": "{log}({0})"},
-    "log-plus-one":           {"f": "{log1p}({0})"},
-    "sqrt":                   {"f": "np.sqrt({0})"},
-    "rsqrt":                  {"f": "rsqrt({0})"},
-    "cbrt":                   {"f": "np.cbrt({0})"},
-    "sine":                   {"f": "np.sin({0})"},
-    "cosine":                 {"f": "np.cos({0})"},
-    "tan":                    {"f": "np.tan({0})"},
-    "tanh":                   {"f": "{tanh}({0})"},
-    "logistic":               {"f": "{logistic}({0})"},
-    # Not np.isfinite: Numba lowers it to "x - x is not NaN", which reassoc and nsz fold to
-    # True whenever x is itself a sum or product. abs and < fold under no flag but ninf,
-    # which no kernel has, and vectorize.
-    "is-finite":              {"f": "(abs({0}) < {inf})"},
-    # pred arithmetic is logical: add and maximum are or, multiply and minimum are and
-    "add":                    {"b": "({0} | {1})", "i": "{T}({0} + {1})", "f": "({0} + {1})"},
-    "subtract":               {"i": "{T}({0} - {1})", "f": "({0} - {1})"},
-    "multiply":               {"b": "({0} & {1})", "i": "{T}({0} * {1})", "f": "({0} * {1})"},
-    "divide":                 {"i": "int_divide({0}, {1})", "f": "({0} / {1})"},
-    "remainder":              {"i": "int_remainder({0}, {1})", "f": "np.fmod({0}, {1})"},
-    "power":                  {"i": "int_power({0}, {1})", "f": "np.power({0}, {1})"},
-    "atan2":                  {"f": "np.arctan2({0}, {1})"},
-    "maximum":                {"b": "({0} | {1})", "if": "maximum({0}, {1})"},
-    "minimum":                {"b": "({0} & {1})", "if": "minimum({0}, {1})"},
-    "and":                    {"b": "({0} & {1})", "i": "{T}({0} & {1})"},
-    "or":                     {"b": "({0} | {1})", "i": "{T}({0} | {1})"},
-    "xor":                    {"b": "({0} ^ {1})", "i": "{T}({0} ^ {1})"},
-    "shift-left":             {"i": "shift_left({0}, {1})"},
-    "shift-right-arithmetic": {"i": "shift_right_arithmetic({0}, {1})"},
-    "shift-right-logical":    {"i": "shift_right_logical({0}, {1})"},
-    "select":                 {"bif": "({1} if {0} else {2})"},
-    "clamp":                  {"if": "clamp({0}, {1}, {2})"},  # clamp(lo, x, hi)
-}
+# The op table holds them, per opcode and element kind; its comment above `_SCALAR` says what
+# the placeholders filled here mean.
 
 # Reducers that are one binary op of their two parameters: the accumulate expression.
 _REDUCERS = ("add", "multiply", "maximum", "minimum", "and", "or", "xor")
@@ -151,9 +101,12 @@ _REDUCER_STEPS = {"maximum": {"f": "maximum_nsz({0}, {1})"},
                   "minimum": {"f": "minimum_nsz({0}, {1})"}}
 
 
-def _template(opcode: str, kind: str) -> str | None:
-    for kinds, text in _EXPRS.get(opcode, {}).items():
-        if kind in kinds:
+def _template(opcode: str, kind: str, result_kind: str = "") -> str | None:
+    """The op table's expression of `opcode` computing in element kind `kind`; a convert's
+    keys also name the result's kinds (`"f>i"`)."""
+    for kinds, text in (op(opcode).scalar or {}).items():
+        src, _, dst = kinds.partition(">")
+        if kind in src and (not dst or result_kind in dst):
             return text
     return None
 
@@ -164,11 +117,12 @@ def _float_functions(dtype: np.dtype) -> dict[str, str]:
     return {f: f"{f}_{suffix}" for f in scalar.FLOAT_FUNCTIONS}
 
 
-def _fill(text: str, dtype: np.dtype, operands, src: np.dtype | None = None) -> str:
+def _fill(text: str, dtype: np.dtype, operands, src: np.dtype | None = None,
+          **more: str) -> str:
     src = dtype if src is None else src
     inf = literal(np.inf, src) if src.kind == "f" else None
     return text.format(*operands, T=np_type(dtype), one=literal(1, dtype), inf=inf,
-                       **_float_functions(dtype))
+                       **_float_functions(dtype), **more)
 
 
 _ATOM = re.compile(r"[\w.]+")
@@ -217,37 +171,27 @@ def scalar_expr(inst, operands: list[str]) -> str:
     if src.kind not in row.kinds:
         raise _unsupported(inst, f"element type {src} is not one the op takes")
     args = [_atom(x) for x in operands]
-    if opcode == "convert":
-        return _convert(args[0], src, np.dtype(inst.dtype))
+    dst = np.dtype(inst.dtype)
+    more = {}
+    if opcode == "convert" and src == dst:
+        return args[0]  # a convert to the operand's own type changes nothing
     if opcode == "compare":
-        return _compare(inst, args, src)
-    text = _template(opcode, src.kind)
+        more["op"] = _comparison(inst, src)
+    text = _template(opcode, src.kind, dst.kind)
     if text is None:
         raise _unsupported(inst, f"no scalar expression for element type {src}")
-    return _fill(text, np.dtype(inst.dtype), args, src)
+    return _fill(text, dst, args, src, **more)
 
 
-def _compare(inst, args, src: np.dtype) -> str:
+def _comparison(inst, src: np.dtype) -> str:
+    """The Python operator of a compare's direction."""
     direction = inst.attr("direction")
     if direction not in COMPARISONS:
         raise _unsupported(inst, f"unknown comparison direction {direction!r}")
     if str(inst.attr("type", "")).strip('"').upper() == "TOTALORDER" and src.kind == "f":
         # A total order (-NaN < -Inf < ... < -0 < +0 < ... < NaN) is not what < computes.
         raise _unsupported(inst, "type=TOTALORDER float comparisons are not supported")
-    # Python's float comparisons are IEEE's: false with a NaN operand, except !=.
-    return f"({args[0]} {COMPARISONS[direction][1]} {args[1]})"
-
-
-def _convert(x: str, src: np.dtype, dst: np.dtype) -> str:
-    if src == dst:
-        return x
-    if dst == np.bool_:
-        return f"({x} != 0)"  # NaN converts to True, as NumPy's astype(bool)
-    if dst.kind == "i" and src.kind == "f":
-        return f"float_to_int({x}, {np_type(dst)})"  # saturating, NaN -> 0
-    # The remaining casts are LLVM's: integers wrap, int -> float and float -> float round to
-    # nearest (int64 -> float32 in one rounding), float overflow gives Inf; as NumPy's astype.
-    return f"{np_type(dst)}({x})"
+    return COMPARISONS[direction][1]
 
 
 def reducer_update(opcode: str, acc: str, x: str, dtype) -> str | None:

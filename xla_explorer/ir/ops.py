@@ -2,8 +2,11 @@
 
 A row gives the opcode's HLO name, its group, its arity, which element types it takes, its
 result-type rule, its NumPy implementation (HLO semantics, used by the reference interpreter),
-its scalar expression for the code generators, and its cost class. Passes and code generators
-ask this table about groups and costs; they never list opcode names of their own.
+its cost class, and for element-wise and compare/select ops its scalar expressions for the code
+generators, one per element kind (the `_SCALAR` block; `codegen/exprs.py` only fills in their
+placeholders) and the symbol a reader knows a binary op by (`×`, `≤`; the graph viewer's
+labels). Passes and code generators ask this table about groups, costs and expressions; they
+never list opcode names of their own.
 
 Shape inference lives here too, one function per row that needs one, so the tracer, the parser
 and the verifier agree on what every instruction produces.
@@ -12,7 +15,7 @@ from __future__ import annotations
 
 import enum
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from math import prod
 from typing import Any, Callable, Sequence
 
@@ -58,9 +61,12 @@ class OpDef:
     result: str  # "same" (operand 0's type), "pred", "operand1" (select), "declared"
     impl: Callable[..., Any]  # impl(instr, operand_values, ctx) -> np.ndarray | tuple
     cost: Cost = Cost.CHEAP
-    expr: str | None = None  # scalar expression for codegen, operands as {0}, {1}, ...
     infer: Callable[..., Any] | None = None  # infer(operand_shapes, attrs) -> shape
     doc: str = ""
+    # Per element kind, the scalar expression code generators emit: the row's entry in _SCALAR
+    # (a dict, so left out of the row's hash).
+    scalar: dict[str, str] | None = field(default=None, hash=False)
+    symbol: str | None = None  # a binary op's infix symbol for readers ("×"); see infix_symbol
 
     def is_expensive(self, dtype) -> bool:
         if self.cost is Cost.EXPENSIVE_FOR_INTEGERS:
@@ -71,8 +77,10 @@ class OpDef:
 OPS: dict[str, OpDef] = {}
 
 
-def _op(name, group, arity, kinds, result, impl, cost=Cost.CHEAP, expr=None, infer=None, doc=""):
-    OPS[name] = OpDef(name, group, arity, kinds, result, impl, cost, expr, infer, doc)
+def _op(name, group, arity, kinds, result, impl, cost=Cost.CHEAP, infer=None, doc="",
+        symbol=None):
+    OPS[name] = OpDef(name, group, arity, kinds, result, impl, cost, infer, doc,
+                      _SCALAR.get(name), symbol)
 
 
 def op(name: str) -> OpDef:
@@ -176,50 +184,118 @@ def _infer_pred(shapes, attrs):
     return shapes[0].with_dtype(np.bool_)
 
 
-# Element-wise unary and binary ops.                            NumPy (HLO semantics)     codegen
+# Element-wise unary and binary ops.                            NumPy (HLO semantics)     reader
 _EW = [
-    # name                     arity kinds    cost                         impl               expr
-    ("negate",                     1, NUMERIC, Cost.CHEAP,                 np.negative,       "(-{0})"),
-    ("abs",                        1, NUMERIC, Cost.CHEAP,                 np.abs,            "abs({0})"),
-    ("sign",                       1, NUMERIC, Cost.CHEAP,                 np.sign,           "np.sign({0})"),
-    ("floor",                      1, FLOAT,   Cost.CHEAP,                 np.floor,          "np.floor({0})"),
-    ("ceil",                       1, FLOAT,   Cost.CHEAP,                 np.ceil,           "np.ceil({0})"),
-    ("round-nearest-even",         1, FLOAT,   Cost.CHEAP,                 np.rint,           "np.rint({0})"),
+    # name                     arity kinds    cost                         impl               symbol
+    ("negate",                     1, NUMERIC, Cost.CHEAP,                 np.negative,       None),
+    ("abs",                        1, NUMERIC, Cost.CHEAP,                 np.abs,            None),
+    ("sign",                       1, NUMERIC, Cost.CHEAP,                 np.sign,           None),
+    ("floor",                      1, FLOAT,   Cost.CHEAP,                 np.floor,          None),
+    ("ceil",                       1, FLOAT,   Cost.CHEAP,                 np.ceil,           None),
+    ("round-nearest-even",         1, FLOAT,   Cost.CHEAP,                 np.rint,           None),
     ("round-nearest-afz",          1, FLOAT,   Cost.CHEAP,                 _round_afz,        None),
-    ("not",                        1, INTEGRAL, Cost.CHEAP,                _not,              "(~{0})"),
-    ("exponential",                1, FLOAT,   Cost.EXPENSIVE,             np.exp,            "np.exp({0})"),
-    ("exponential-minus-one",      1, FLOAT,   Cost.EXPENSIVE,             np.expm1,          "np.expm1({0})"),
-    ("log",                        1, FLOAT,   Cost.EXPENSIVE,             np.log,            "np.log({0})"),
-    ("log-plus-one",               1, FLOAT,   Cost.EXPENSIVE,             np.log1p,          "np.log1p({0})"),
-    ("sqrt",                       1, FLOAT,   Cost.EXPENSIVE,             np.sqrt,           "np.sqrt({0})"),
-    ("rsqrt",                      1, FLOAT,   Cost.EXPENSIVE,             lambda x: 1 / np.sqrt(x), "(1 / np.sqrt({0}))"),
-    ("cbrt",                       1, FLOAT,   Cost.EXPENSIVE,             np.cbrt,           "np.cbrt({0})"),
-    ("sine",                       1, FLOAT,   Cost.EXPENSIVE,             np.sin,            "np.sin({0})"),
-    ("cosine",                     1, FLOAT,   Cost.EXPENSIVE,             np.cos,            "np.cos({0})"),
-    ("tan",                        1, FLOAT,   Cost.EXPENSIVE,             np.tan,            "np.tan({0})"),
-    ("tanh",                       1, FLOAT,   Cost.EXPENSIVE,             np.tanh,           "np.tanh({0})"),
+    ("not",                        1, INTEGRAL, Cost.CHEAP,                _not,              None),
+    ("exponential",                1, FLOAT,   Cost.EXPENSIVE,             np.exp,            None),
+    ("exponential-minus-one",      1, FLOAT,   Cost.EXPENSIVE,             np.expm1,          None),
+    ("log",                        1, FLOAT,   Cost.EXPENSIVE,             np.log,            None),
+    ("log-plus-one",               1, FLOAT,   Cost.EXPENSIVE,             np.log1p,          None),
+    ("sqrt",                       1, FLOAT,   Cost.EXPENSIVE,             np.sqrt,           None),
+    ("rsqrt",                      1, FLOAT,   Cost.EXPENSIVE,             lambda x: 1 / np.sqrt(x), None),
+    ("cbrt",                       1, FLOAT,   Cost.EXPENSIVE,             np.cbrt,           None),
+    ("sine",                       1, FLOAT,   Cost.EXPENSIVE,             np.sin,            None),
+    ("cosine",                     1, FLOAT,   Cost.EXPENSIVE,             np.cos,            None),
+    ("tan",                        1, FLOAT,   Cost.EXPENSIVE,             np.tan,            None),
+    ("tanh",                       1, FLOAT,   Cost.EXPENSIVE,             np.tanh,           None),
     ("logistic",                   1, FLOAT,   Cost.EXPENSIVE,             _logistic,         None),
-    ("add",                        2, ANY,     Cost.CHEAP,                 np.add,            "({0} + {1})"),
-    ("subtract",                   2, NUMERIC, Cost.CHEAP,                 np.subtract,       "({0} - {1})"),
-    ("multiply",                   2, ANY,     Cost.CHEAP,                 np.multiply,       "({0} * {1})"),
-    ("divide",                     2, NUMERIC, Cost.EXPENSIVE_FOR_INTEGERS, _int_divide,      "({0} / {1})"),
+    ("add",                        2, ANY,     Cost.CHEAP,                 np.add,            "+"),
+    ("subtract",                   2, NUMERIC, Cost.CHEAP,                 np.subtract,       "−"),
+    ("multiply",                   2, ANY,     Cost.CHEAP,                 np.multiply,       "×"),
+    ("divide",                     2, NUMERIC, Cost.EXPENSIVE_FOR_INTEGERS, _int_divide,      "÷"),
     ("remainder",                  2, NUMERIC, Cost.EXPENSIVE_FOR_INTEGERS, _remainder,       None),
-    ("power",                      2, NUMERIC, Cost.EXPENSIVE,             np.power,          "({0} ** {1})"),
-    ("atan2",                      2, FLOAT,   Cost.EXPENSIVE,             np.arctan2,        "np.arctan2({0}, {1})"),
-    ("maximum",                    2, ANY,     Cost.CHEAP,                 np.maximum,        "max({0}, {1})"),
-    ("minimum",                    2, ANY,     Cost.CHEAP,                 np.minimum,        "min({0}, {1})"),
-    ("and",                        2, INTEGRAL, Cost.CHEAP,                _and,              "({0} & {1})"),
-    ("or",                         2, INTEGRAL, Cost.CHEAP,                np.bitwise_or,     "({0} | {1})"),
-    ("xor",                        2, INTEGRAL, Cost.CHEAP,                np.bitwise_xor,    "({0} ^ {1})"),
+    ("power",                      2, NUMERIC, Cost.EXPENSIVE,             np.power,          "^"),
+    ("atan2",                      2, FLOAT,   Cost.EXPENSIVE,             np.arctan2,        None),
+    ("maximum",                    2, ANY,     Cost.CHEAP,                 np.maximum,        None),
+    ("minimum",                    2, ANY,     Cost.CHEAP,                 np.minimum,        None),
+    ("and",                        2, INTEGRAL, Cost.CHEAP,                _and,              "&"),
+    ("or",                         2, INTEGRAL, Cost.CHEAP,                np.bitwise_or,     "|"),
+    ("xor",                        2, INTEGRAL, Cost.CHEAP,                np.bitwise_xor,    "^"),
     ("shift-left",                 2, "i",     Cost.CHEAP,                 _shift_left,       None),
     ("shift-right-arithmetic",     2, "i",     Cost.CHEAP,                 _shift_right_arith, None),
     ("shift-right-logical",        2, "i",     Cost.CHEAP,                 _shift_right_logical, None),
 ]
-for _name, _arity, _kinds, _cost, _fn, _expr in _EW:
-    _op(_name, Group.ELEMENTWISE, _arity, _kinds, "same", _ew(_fn), _cost, _expr, _infer_elementwise)
 
-_op("is-finite", Group.ELEMENTWISE, 1, FLOAT, "pred", _ew(np.isfinite), Cost.CHEAP,
-    "np.isfinite({0})", _infer_pred)
+# The scalar expressions code generators emit (codegen/exprs.py fills in the placeholders), per
+# opcode, per element kind of the type the op computes in (its operands'; select's data
+# operands'): b pred, i signed integer, f float, several letters for several kinds; convert's
+# keys are "from>to" kinds, the first that matches taken. {0} {1} {2} are the operands, {T} the
+# result's NumPy type, {one} a 1 of that type, {inf} an infinity of the operands' type, {op}
+# compare's Python operator (COMPARISONS), and {exp} {expm1} {log} {log1p} {tanh} {logistic}
+# codegen/fastmath.py's functions of the type.
+# Each has exactly the result's element type in Numba and the row's `impl` semantics: bit-exact
+# for integers and bools, within a few ulp for float functions, NaN and Inf as in NumPy. Where
+# Python's operators differ from HLO (NaN and signed zeros in max/min/clamp, integer division
+# and remainder, shifts past the width, saturating float -> int conversion) it calls a helper
+# from codegen/scalar.py. Two facts of Numba's typing shape them: it computes int8/int16/int32
+# arithmetic in int64 (so integer results are cast back with `{T}(...)`: the cast wraps, as
+# NumPy does), and a float32 combined with a Python float is computed in float64 (so float
+# constants are typed, `np.float32(1)`).
+_SCALAR: dict[str, dict[str, str]] = {
+    "negate":                 {"i": "{T}(-{0})", "f": "(-{0})"},
+    "abs":                    {"if": "abs({0})"},  # abs(INT_MIN) wraps to INT_MIN, as np.abs
+    "sign":                   {"if": "sign({0})"},
+    "floor":                  {"f": "np.floor({0})"},
+    "ceil":                   {"f": "np.ceil({0})"},
+    "round-nearest-even":     {"f": "np.rint({0})"},
+    "round-nearest-afz":      {"f": "round_afz({0})"},
+    "not":                    {"b": "(not {0})", "i": "{T}(~{0})"},
+    "exponential":            {"f": "{exp}({0})"},
+    "exponential-minus-one":  {"f": "{expm1}({0})"},
+    "log":                    {"f": "{log}({0})"},
+    "log-plus-one":           {"f": "{log1p}({0})"},
+    "sqrt":                   {"f": "np.sqrt({0})"},
+    "rsqrt":                  {"f": "rsqrt({0})"},
+    "cbrt":                   {"f": "np.cbrt({0})"},
+    "sine":                   {"f": "np.sin({0})"},
+    "cosine":                 {"f": "np.cos({0})"},
+    "tan":                    {"f": "np.tan({0})"},
+    "tanh":                   {"f": "{tanh}({0})"},
+    "logistic":               {"f": "{logistic}({0})"},
+    # Not np.isfinite: Numba lowers it to "x - x is not NaN", which reassoc and nsz fold to
+    # True whenever x is itself a sum or product. abs and < fold under no flag but ninf,
+    # which no kernel has, and vectorize.
+    "is-finite":              {"f": "(abs({0}) < {inf})"},
+    # pred arithmetic is logical: add and maximum are or, multiply and minimum are and
+    "add":                    {"b": "({0} | {1})", "i": "{T}({0} + {1})", "f": "({0} + {1})"},
+    "subtract":               {"i": "{T}({0} - {1})", "f": "({0} - {1})"},
+    "multiply":               {"b": "({0} & {1})", "i": "{T}({0} * {1})", "f": "({0} * {1})"},
+    "divide":                 {"i": "int_divide({0}, {1})", "f": "({0} / {1})"},
+    "remainder":              {"i": "int_remainder({0}, {1})", "f": "np.fmod({0}, {1})"},
+    "power":                  {"i": "int_power({0}, {1})", "f": "np.power({0}, {1})"},
+    "atan2":                  {"f": "np.arctan2({0}, {1})"},
+    "maximum":                {"b": "({0} | {1})", "if": "maximum({0}, {1})"},
+    "minimum":                {"b": "({0} & {1})", "if": "minimum({0}, {1})"},
+    "and":                    {"b": "({0} & {1})", "i": "{T}({0} & {1})"},
+    "or":                     {"b": "({0} | {1})", "i": "{T}({0} | {1})"},
+    "xor":                    {"b": "({0} ^ {1})", "i": "{T}({0} ^ {1})"},
+    "shift-left":             {"i": "shift_left({0}, {1})"},
+    "shift-right-arithmetic": {"i": "shift_right_arithmetic({0}, {1})"},
+    "shift-right-logical":    {"i": "shift_right_logical({0}, {1})"},
+    # NaN converts to True, as NumPy's astype(bool); float -> integer saturates, NaN to 0. The
+    # other casts are LLVM's: integers wrap, int -> float and float -> float round to nearest
+    # (int64 -> float32 in one rounding), float overflow gives Inf; as NumPy's astype.
+    "convert":                {"bif>b": "({0} != 0)", "f>i": "float_to_int({0}, {T})",
+                               "bif>if": "{T}({0})"},
+    # Python's float comparisons are IEEE's: false with a NaN operand, except !=.
+    "compare":                {"bif": "({0} {op} {1})"},
+    "select":                 {"bif": "({1} if {0} else {2})"},
+    "clamp":                  {"if": "clamp({0}, {1}, {2})"},  # clamp(lo, x, hi)
+}
+
+for _name, _arity, _kinds, _cost, _fn, _symbol in _EW:
+    _op(_name, Group.ELEMENTWISE, _arity, _kinds, "same", _ew(_fn), _cost, _infer_elementwise,
+        symbol=_symbol)
+
+_op("is-finite", Group.ELEMENTWISE, 1, FLOAT, "pred", _ew(np.isfinite), Cost.CHEAP, _infer_pred)
 
 
 def _convert_impl(instr, args, ctx):
@@ -246,19 +322,20 @@ def _infer_convert(shapes, attrs):
     return shapes[0].with_dtype(attrs["new_dtype"])
 
 
-_op("convert", Group.ELEMENTWISE, 1, ANY, "declared", _convert_impl, Cost.CHEAP, None,
+_op("convert", Group.ELEMENTWISE, 1, ANY, "declared", _convert_impl, Cost.CHEAP,
     _infer_convert, "change the element type; the target type is the instruction's own")
 
 
 # Compare and select.
 
+# Per direction: NumPy's function, Python's operator (compare's {op}), the symbol for readers.
 COMPARISONS = {
-    "EQ": (np.equal, "=="),
-    "NE": (np.not_equal, "!="),
-    "LT": (np.less, "<"),
-    "LE": (np.less_equal, "<="),
-    "GT": (np.greater, ">"),
-    "GE": (np.greater_equal, ">="),
+    "EQ": (np.equal,         "==", "=="),
+    "NE": (np.not_equal,     "!=", "≠"),
+    "LT": (np.less,          "<",  "<"),
+    "LE": (np.less_equal,    "<=", "≤"),
+    "GT": (np.greater,       ">",  ">"),
+    "GE": (np.greater_equal, ">=", "≥"),
 }
 
 
@@ -284,12 +361,21 @@ def _clamp_impl(instr, args, ctx):
         return np.asarray(np.where((hi < t) | (hi != hi), hi, t)).astype(instr.dtype, copy=False)
 
 
-_op("compare", Group.COMPARE_SELECT, 2, ANY, "pred", _compare_impl, Cost.CHEAP,
-    "({0} {op} {1})", _infer_pred, "attribute direction=EQ|NE|LT|LE|GT|GE")
+_op("compare", Group.COMPARE_SELECT, 2, ANY, "pred", _compare_impl, Cost.CHEAP, _infer_pred,
+    "attribute direction=EQ|NE|LT|LE|GT|GE")
 _op("select", Group.COMPARE_SELECT, 3, ANY, "operand1", _select_impl, Cost.CHEAP,
-    "({1} if {0} else {2})", lambda s, a: s[1], "select(pred, on_true, on_false)")
+    lambda s, a: s[1], "select(pred, on_true, on_false)")
 _op("clamp", Group.COMPARE_SELECT, 3, NUMERIC, "operand1", _clamp_impl, Cost.CHEAP,
-    "min(max({1}, {0}), {2})", lambda s, a: s[1], "clamp(min, x, max)")
+    lambda s, a: s[1], "clamp(min, x, max)")
+
+
+def infix_symbol(instr) -> str | None:
+    """The symbol a reader knows a binary instruction's op by (`×`, `≤`), or None: its row's,
+    or for a compare its direction's."""
+    if instr.opcode == "compare":
+        return COMPARISONS.get(str(instr.attr("direction")), (None, None, "?"))[2]
+    row = OPS.get(instr.opcode)
+    return row.symbol if row is not None else None
 
 
 # Reductions. `to_apply` names the reducer computation; the interpreter runs known reducers
@@ -310,8 +396,8 @@ def _infer_reduce(shapes, attrs):
     return outs[0] if n == 1 else TupleShape(tuple(outs))
 
 
-_op("reduce", Group.REDUCE, None, ANY, "same", _reduce_impl, Cost.EXPENSIVE, None,
-    _infer_reduce, "reduce(operands..., inits...), dimensions={...}, to_apply=reducer")
+_op("reduce", Group.REDUCE, None, ANY, "same", _reduce_impl, Cost.EXPENSIVE, _infer_reduce,
+    "reduce(operands..., inits...), dimensions={...}, to_apply=reducer")
 
 
 def _reduce_window_impl(instr, args, ctx):
@@ -319,7 +405,7 @@ def _reduce_window_impl(instr, args, ctx):
 
 
 _op("reduce-window", Group.REDUCE, None, ANY, "same", _reduce_window_impl, Cost.EXPENSIVE,
-    None, None, "windowed reduction (XLA's CPU backend splits big sums into one)")
+    None, "windowed reduction (XLA's CPU backend splits big sums into one)")
 
 
 # Data movement: these change where elements live, not their values.
@@ -482,7 +568,7 @@ def _infer_dot(shapes, attrs):
     return a.with_dims(dims)
 
 
-_op("dot", Group.DOT, 2, ANY, "same", _dot_impl, Cost.EXPENSIVE, None, _infer_dot,
+_op("dot", Group.DOT, 2, ANY, "same", _dot_impl, Cost.EXPENSIVE, _infer_dot,
     "lhs/rhs_batch_dims and lhs/rhs_contracting_dims; result dims: batch, lhs free, rhs free")
 
 

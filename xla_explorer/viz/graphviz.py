@@ -33,7 +33,7 @@ import graphviz
 
 from ..errors import XlaExplorerError
 from ..ir.module import Computation, Instruction, Module
-from ..ir.ops import COMPARISONS, OPS, Group
+from ..ir.ops import OPS, Group, infix_symbol
 from ..ir.printer import format_attr, format_literal
 from ..passes.kinds import is_row_fusion
 
@@ -172,21 +172,11 @@ def constant_text(const: Instruction) -> str:
     return f"{const.shape} {format_literal(const.literal)}"
 
 
-# Infix symbols a student reads faster than the op table's Python operators.
-_PRETTY = {"*": "×", "/": "÷", "-": "−", "**": "^", "<=": "≤", ">=": "≥", "!=": "≠"}
-_INFIX = re.compile(r"^\(\{0\} (\S+) \{1\}\)$")
-
-
 def folded_operand_line(user: Instruction, index: int, text: str) -> str:
-    """How user's label shows a folded operand: `× 0.5` when the op table writes the op as an
-    infix operator, else XLA's `operand 1 = 0.5`."""
-    row = OPS.get(user.opcode)
-    m = _INFIX.match(row.expr) if row and row.expr and len(user.operands) == 2 else None
-    if m:
-        symbol = m.group(1)
-        if symbol == "{op}":
-            symbol = COMPARISONS.get(str(user.attr("direction")), (None, "?"))[1]
-        symbol = _PRETTY.get(symbol, symbol)
+    """How user's label shows a folded operand: `× 0.5` when the op table gives the op an infix
+    symbol, else XLA's `operand 1 = 0.5`."""
+    symbol = infix_symbol(user) if len(user.operands) == 2 else None
+    if symbol:
         return f"{symbol} {text}" if index == 1 else f"{text} {symbol}"
     if len(user.operands) == 1:
         return f"operand = {text}"

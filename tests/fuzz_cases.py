@@ -26,7 +26,11 @@ the reproduction of whatever it finds, so a printed script shows exactly what ra
                   ints, floats and bools of every size (0, 2, 127, 2**31, 2**40, 2**63,
                   2**70, negative, inf, nan, ...) beside arrays of int8..int64, uint8..uint64,
                   float32, float64 and bool; where NumPy raises (NEP 50: int32 array * 2**40
-                  is an OverflowError) the compiled call must raise too.
+                  is an OverflowError) the compiled call must raise too. Also functions that
+                  write a Python number into an array (a[...] = n: NaN, inf and big floats
+                  into an int array raise) and np.clip / np.where with big bounds (NumPy drops
+                  a clip bound beyond the array's type, where wraps a big int); an error that
+                  says NumPy raises where NumPy answered is a mismatch, not a refusal.
   aliasing        a function that updates an input in place (x += 1, x *= 2, x[1:3] = 0, ...),
                   called with arguments that share memory (f(b, b), f(b, b[1:]), f(b[::2], b),
                   f(b, b.T), ...), after a warm-up call on unshared copies or none; what it
@@ -196,7 +200,10 @@ def check(what, compiled, numpy, precision=None, rtol=None, accepted=(), refusal
         if got_error is None:
             FINDINGS.append(("mismatch", f"{said}\\n    NumPy raised; the compiled call did not"))
     elif got_error is not None:
-        if not isinstance(got_error, accepted):
+        if "NumPy raises this too" in str(got_error):  # a false claim: no refusal
+            FINDINGS.append(("mismatch", f"{said}\\n    the compiled call says NumPy raises; "
+                                         "it did not"))
+        elif not isinstance(got_error, accepted):
             status = "refused" if isinstance(got_error, refusals) else "error"
             FINDINGS.append((status, said))
     else:
@@ -577,6 +584,16 @@ SCALAR_FUNCTIONS = [
     ("n", "n / 3"),
     ("a, b, n", "a * n + b"),
     ("a, n, m", "a * n - m"),
+    # A Python number written into an array (NumPy converts it as int(v): NaN, inf and
+    # floats beyond an integer type fail), and clip and where with big bounds (NumPy drops a
+    # clip bound beyond the array's type on its own side; where wraps a big int unchecked).
+    ("a, n", "a[...] = n\nreturn a"),
+    ("a, n", "a[a > 0] = n * 2\nreturn a"),
+    ("a, n", "np.clip(a, 0, n)"),
+    ("a, n", "np.clip(a, n, None)"),
+    ("a, n, m", "np.clip(a, n, m)"),
+    ("a, n", "np.where(a > 0, n, -n)"),
+    ("a, n", "a + np.asarray(n, dtype=a.dtype)"),
 ]
 # The dtypes xla_explorer takes, then the others, which it must refuse with a clear error.
 SUPPORTED_DTYPES = [np.int32, np.int64, np.float32, np.float64, np.bool_]
@@ -594,6 +611,13 @@ def _scalars():
     return st.one_of(st.sampled_from(INT_SCALARS), st.sampled_from(INT_SCALARS),
                      st.sampled_from(FLOAT_SCALARS), st.booleans(),
                      st.integers(-2**70, 2**70))
+
+
+def _typed_scalars(kind: type):
+    """Python numbers of one type: a call with it hits the program another one compiled."""
+    if kind is float:
+        return st.sampled_from(FLOAT_SCALARS)
+    return st.one_of(st.sampled_from(INT_SCALARS), st.integers(-2**70, 2**70))
 
 
 def _small_array(rng, dtype, shape) -> np.ndarray:
@@ -617,6 +641,11 @@ def scalar_cases(draw, group: int | None = None) -> Scenario:
     first = draw(st.sampled_from(ARRAY_DTYPES))
     b_dtype = draw(st.sampled_from(ARRAY_DTYPES))
     rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    # Half the time each Python number argument keeps one type, and the first call passes a
+    # small one: the later calls, big ones, NaN and inf among them, run the program it
+    # compiled (and must check what NumPy checks there, as the first trace did).
+    warm = {p: draw(st.sampled_from([int, float])) for p in params if p not in ("a", "b")} \
+        if draw(st.booleans()) else None
     arrays: dict[str, np.ndarray] = {}
     checks, titles = [], []
     for call in range(draw(st.integers(3, 6))):
@@ -630,17 +659,24 @@ def scalar_cases(draw, group: int | None = None) -> Scenario:
                 if name not in arrays:
                     arrays[name] = _small_array(rng, dt, shape)
                 args.append(name)
-            else:
+            elif warm is None:
                 args.append(py_source(draw(_scalars())))
+            elif call == 0:
+                args.append(py_source(draw(st.sampled_from([1, 2, 5] if warm[p] is int
+                                                           else [0.5, 2.0, 2.7]))))
+            else:
+                args.append(py_source(draw(_typed_scalars(warm[p]))))
         plain, copies = ", ".join(args), ", ".join(
             f"{a}.copy()" if a in arrays else a for a in args)
         checks.append(f'check({f"call {call + 1}: f({plain})"!r}, lambda: j({copies}), '
                       f"lambda: f({copies}),\n      refusals=CLEAR)")
         titles.append(f"f({plain})")
     body = "\n".join(f"{name} = {array_source(a)}" for name, a in arrays.items())
-    body += (f"\n\n\ndef f({', '.join(params)}):\n    return {expression}\n\n\n"
+    code = expression if "\n" in expression else f"return {expression}"  # statements, or one
+    body += (f"\n\n\ndef f({', '.join(params)}):\n{_indent(code)}\n\n\n"
              "j = xe.jit(f, backend=BACKEND)\n" + "\n".join(checks) + "\n")
-    return Scenario("scalars", f"f = {expression}: " + ", ".join(titles), body)
+    return Scenario("scalars", f"f = {expression.replace(chr(10), '; ')}: " + ", ".join(titles),
+                    body)
 
 
 # ---------------------------------------------------------------------------------------------

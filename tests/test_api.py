@@ -1,4 +1,6 @@
 """The public API as the README names it: explore, stages, hlo, run, check, parse_hlo, errors."""
+import copy
+
 import numpy as np
 import pytest
 
@@ -195,3 +197,111 @@ def test_check_explains_a_global_frozen_at_trace_time():
     finally:
         SCALE = saved
     assert j.explore(x).check(x).ok and not j.explore(x).check(x).note
+
+
+# -- arguments as NumPy has them: subclasses, NumPy scalars, keywords ---------------------------
+
+
+def times(a, b):
+    return a * b
+
+
+def masked_sum(x):
+    return x.sum()
+
+
+@pytest.mark.parametrize("f,make,fix", [
+    (times, lambda: (np.matrix([[1.0, 2.0], [3.0, 4.0]]), np.matrix([[0.0, 1.0], [1.0, 0.0]])),
+     "np.asarray(a)"),
+    (masked_sum, lambda: (np.ma.masked_array([1.0, 2.0, 3.0], mask=[0, 1, 0]),), "x.filled("),
+], ids=["matrix", "masked"])
+@pytest.mark.filterwarnings("ignore:the matrix subclass:PendingDeprecationWarning")
+def test_array_subclasses_are_refused_naming_the_argument_and_its_class(f, make, fix):
+    # NumPy gives np.matrix's * a matrix product and a masked sum 4.0: a plain array's answer
+    # would be silently wrong, so every way in refuses them, the cached call too.
+    args = make()
+    plain = [np.asarray(a) for a in args]
+    name = f.__code__.co_varnames[0]
+    cls = type(args[0])
+    j = xe.jit(f)
+    j(*plain)  # the plain arrays' program is cached: the subclass must not reach it
+    calls = [lambda: xe.jit(f)(*args), lambda: j(*args), lambda: xe.explore(f, *args),
+             lambda: xe.explore(f, *plain).run(*args)]
+    for call in calls:
+        with pytest.raises(TypeError) as info:
+            call()
+        err = info.value
+        assert isinstance(err, xe.XlaExplorerError)
+        message = str(err)
+        assert f"argument {name!r} is a {cls.__module__}.{cls.__qualname__}" in message
+        assert fix in message, message
+        assert err.source_file == __file__ and err.source_line == call.__code__.co_firstlineno
+    assert j.cache_info().hits == 0  # nothing ran the plain program
+
+
+def test_a_numpy_scalar_and_a_0d_array_get_programs_of_their_own():
+    def same(s):
+        return s
+
+    j = xe.jit(same)
+    scalar, zero_d = j(np.float64(2.5)), j(np.array(2.5))
+    assert type(scalar) is np.float64 and scalar == 2.5  # as NumPy returns each
+    assert type(zero_d) is np.ndarray and zero_d.shape == () and zero_d == 2.5
+    assert type(j(np.float64(3.5))) is np.float64 and j(np.float64(3.5)) == 3.5
+    info = j.cache_info()
+    assert info.misses == 2 and info.signatures == ((((), "np.float64"),), (((), "<f8"),))
+    with pytest.raises(TypeError, match=r"argument 's' is an array of shape \(\) .* traced for "
+                                        r"a NumPy scalar \(np.float64\)"):
+        xe.explore(same, np.float64(1.0)).run(np.array(1.0))
+
+
+@pytest.mark.parametrize("f", [
+    lambda s: s.copy(), lambda s: s * 2, lambda s: np.sqrt(s), lambda s: s.sum(),
+    lambda s: s.astype(np.float32), lambda s: -s, lambda s: s, lambda s: np.copy(s),
+], ids=["copy", "times2", "sqrt", "sum", "astype", "neg", "itself", "np.copy"])
+@pytest.mark.parametrize("arg", [np.float64(2.5), np.float32(2.5), np.int64(3), np.array(2.5)],
+                         ids=["float64", "float32", "int64", "0-d"])
+def test_numpy_scalar_arguments_give_numpys_output_forms(f, arg):
+    j = xe.jit(f)
+    j(np.array(arg))  # a 0-d array first: the scalar must not get its program
+    want, got = f(copy.deepcopy(arg)), j(arg)
+    assert type(got) is type(want), (got, want)
+    assert np.asarray(got).dtype == np.asarray(want).dtype and got == want
+
+
+def scaled_shifted(x, scale=2.0, bias=0.0):
+    return x * scale + bias
+
+
+def sums(x, *, axis=0, shift=0.0):
+    return x.sum(axis=axis) + shift
+
+
+def test_keyword_arguments_are_bound_as_jax_jit_takes_them():
+    x = np.arange(6.0).reshape(2, 3)
+    j = xe.jit(scaled_shifted)
+    np.testing.assert_array_equal(j(x, scale=3.0), scaled_shifted(x, scale=3.0))
+    np.testing.assert_array_equal(j(x, 3.0), scaled_shifted(x, 3.0))
+    assert j.cache_info().misses == 1  # a keyword that is a position shares its program
+    np.testing.assert_array_equal(j(x, bias=1.0), scaled_shifted(x, bias=1.0))  # scale's default
+    np.testing.assert_array_equal(j(x, bias=5.0, scale=-1.0),
+                                  scaled_shifted(x, scale=-1.0, bias=5.0))
+    np.testing.assert_array_equal(j(scale=4.0, x=x), scaled_shifted(x, 4.0))
+    k = xe.jit(sums)  # keyword-only parameters
+    for kwargs in ({}, {"axis": 1}, {"axis": 1, "shift": 2.5}, {"shift": 1.0}, {"axis": 0}):
+        np.testing.assert_array_equal(k(x, **kwargs), sums(x, **kwargs))
+    assert k.explore(x, axis=1, shift=2.5).check(x, 1, 2.5).ok
+    np.testing.assert_array_equal(xe.jit(lambda x, **kw: x * kw["s"])(x, s=4.0), x * 4.0)
+    with pytest.raises(TypeError, match="scaled_shifted.*unexpected keyword argument 'scal'"):
+        j(x, scal=3.0)
+
+
+def test_numpy_scalar_types_of_a_python_number_argument_cast_its_value():
+    x32, xi = np.ones(3, np.float32), np.arange(3, dtype=np.int32)
+    for f, x in [(lambda x, s: x * np.float32(s), x32), (lambda x, s: x + np.int32(s), xi),
+                 (lambda x, s: x * np.float64(s), x32), (lambda x, s: x + np.float16(s) * 0, x32)]:
+        j = xe.jit(f)
+        for s in (0.5, 2.75, 0.5, 3):
+            want, got = f(x, s), j(x, s)
+            assert got.dtype == want.dtype
+            np.testing.assert_array_equal(got, want)

@@ -175,3 +175,27 @@ def test_a_new_shape_or_dtype_on_the_cached_path_compiles_again():
         out = f(x)
         assert out.dtype == x.dtype and out.shape == x.shape
     assert f.cache_info().misses == 3 and f.cache_info().hits == 1
+
+
+def unique_sum(x):
+    return np.unique(x).sum()
+
+
+def test_must_compile_names_the_outer_function_that_an_autoclustered_jit_was_traced_into():
+    inner = xe.jit(unique_sum, autocluster=True)
+
+    def outer(x):
+        return inner(x) * 2
+
+    x = np.array([1.0, 1.0, 2.0])
+    with pytest.raises(xe.CompileError, match=r"np\.unique is not compilable") as info:
+        xe.jit(outer)(x)
+    err = info.value
+    assert err.source_line == unique_sum.__code__.co_firstlineno + 1  # the op's own line
+    assert f"outer function outer (defined at {__file__}:{outer.__code__.co_firstlineno})" \
+        in err.hint and "unique_sum" in err.hint, err.hint
+    assert "xe.jit(outer, autocluster=True)" in err.hint
+    assert xe.jit(outer, autocluster=True)(x) == outer(x) == 6.0  # what the hint says works
+    with pytest.raises(xe.CompileError) as info:  # an inner without autocluster: as before
+        xe.jit(lambda x: xe.jit(unique_sum)(x) * 2)(x)
+    assert "outer function" not in str(info.value)

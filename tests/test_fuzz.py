@@ -286,10 +286,13 @@ def test_the_judge_compares_exceptions_too(judge):
     check("an unclear error as NumPy raises", raises(IndexError("oops")), raises(ValueError("x")))
     check("a clear error, no refusal allowed", raises(TypeError("no")), lambda: 1)
     check("a wrong value", lambda: np.array([2.0]), lambda: np.array([1.0]))
+    check("a false claim", raises(OverflowError("5 is too big (NumPy raises this too)")),
+          lambda: 1, refusals=clear)  # an error that says NumPy raises is no refusal
     assert [(s, m.splitlines()[0]) for s, m in judge["FINDINGS"]] == [
         ("mismatch", "NumPy raises, compiled answers"), ("refused", "a refusal"),
         ("error", "an unclear error"), ("error", "an unclear error as NumPy raises"),
-        ("error", "a clear error, no refusal allowed"), ("mismatch", "a wrong value")]
+        ("error", "a clear error, no refusal allowed"), ("mismatch", "a wrong value"),
+        ("mismatch", "a false claim")]
 
 
 def _wrong(value):

@@ -618,3 +618,30 @@ def test_a_last_line_expression_is_shown_as_a_plain_cell_shows_it(shell, xy):
                 assert result.result == want, last
         assert magics(shell).last.hit, last
     assert "__xla_last" not in shell.user_ns
+
+
+@pytest.mark.filterwarnings("ignore:the matrix subclass:PendingDeprecationWarning")
+def test_an_array_subclass_input_is_refused_naming_its_line(shell):
+    # NumPy's answers (a matrix product, a masked sum of 4.0) are not a plain array's.
+    shell.user_ns.update(a=np.matrix([[1.0, 2.0], [3.0, 4.0]]),
+                         m=np.ma.masked_array([1.0, 2.0, 3.0], mask=[0, 1, 0]))
+    for body, failing, fix in [("c = a * a\n", "c = a * a", "a = np.asarray(a)"),
+                               ("t = m.sum()\n", "t = m.sum()", "m = m.filled(")]:
+        before = snapshot(shell)
+        result, out = run(shell, "%%xla\n" + body)
+        assert isinstance(result.error_in_exec, xe.TraceError), out
+        assert "subclass of np.ndarray" in out and fix in out, out
+        assert f"line 2 of the cell:\n    {failing}" in out
+        assert_unchanged(shell, before)
+
+
+def test_a_numpy_scalar_input_keeps_numpys_output_forms(shell):
+    shell.user_ns.update(s=np.float64(2.5), z=np.array(2.5))
+    body = "c = s.copy()\nd = s * 2\nr = np.sqrt(s)\ne = z.copy()\n"
+    want = numpy_run(body, s=np.float64(2.5), z=np.array(2.5))
+    result, out = run(shell, "%%xla --quiet\n" + body)
+    assert result.success, out
+    for name in "cdre":
+        assert type(shell.user_ns[name]) is type(want[name]), name
+        assert shell.user_ns[name] == want[name], name
+    assert "s: np.float64" in run(shell, "%xla_cache")[1]

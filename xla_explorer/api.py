@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import copy
+import inspect
+import threading
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
@@ -9,16 +11,18 @@ import numpy as np
 
 from . import compiler
 from .backends import BACKENDS, Executable, get_backend
-from .errors import TraceError, as_python_class
+from .errors import CompileError, TraceError, as_python_class
 from .ir.module import Module
 from .passes.base import Stage
 from .passes.buffer_assignment import BufferAssignment
 from .passes.dataflow import is_kernel
 from .passes.kinds import Decision, is_row_fusion, kernel_kind
 from .passes.names import traced_name
+from .runtime.reference import ShapeChanged, declared_shape
 from .trace.captured import free_values
 from .trace.scalars import GuardFailed, guard_error
-from .trace.tracer import Traced, active_builder, located, trace, unflatten
+from .trace.tracer import (Traced, argument_names, active_builder, check_plain_array,
+                           located, trace, unflatten)
 
 __all__ = ["BACKENDS", "CacheInfo", "CheckResult", "Exploration", "JitFunction", "Kernel",
            "explore", "jit"]
@@ -293,6 +297,8 @@ class Exploration:
         if len(args) != len(names):
             raise TypeError(f"{self.module.name}() takes {len(names)} arguments "
                             f"({', '.join(names)}), got {len(args)}")
+        for name, a in zip(names, args):
+            check_plain_array(a, name)  # np.matrix, a masked array: refused, not run as arrays
         for name, given, want in zip(names, signature(args), self.signature):
             if given != want:
                 raise TypeError(f"argument {name!r} is {_describe(given)}; this exploration "
@@ -329,12 +335,33 @@ class Exploration:
         """Run on arguments already checked against the signature and the scalar guards."""
         if self.traced.aliases:
             self._check_writes(args)
-        flat = self._run_clustered(args) if self.autocluster else self.executable(*args)
-        n = self.traced.num_outputs
-        for (_, param), new in zip(self.traced.aliases, flat[n:]):
+        ran, flat = self._run_clustered(args) if self.autocluster else (self, self._run_whole(args))
+        # The outputs as the trace that ran gives them: a variant traced for other shapes may
+        # return another form (a Python int where this trace returned an np.int64).
+        traced = ran.traced
+        if ran is not self and traced.aliases:
+            ran._check_writes(args)
+        n = traced.num_outputs
+        for (_, param), new in zip(traced.aliases, flat[n:]):
             np.copyto(args[param], new)
-        leaves = [_restore(v, like) for v, like in zip(flat[:n], self.traced.eager_outputs)]
-        return unflatten(self.traced.treedef, leaves)
+        leaves = [_restore(v, like) for v, like in zip(flat[:n], traced.eager_outputs)]
+        return unflatten(traced.treedef, leaves)
+
+    def _run_whole(self, args) -> list:
+        """The executable without auto-clustering: only the interpreter runs eager ops here,
+        and one that gives another shape than traced means other values than traced."""
+        try:
+            return self.executable(*args)
+        except ShapeChanged as changed:
+            inst = changed.inst
+            what = str(inst.attr("custom_call_target", inst.name)).replace("numpy.", "np.")
+            line = f" (line {inst.metadata.source_line})" if inst.metadata.source_line else ""
+            raise TypeError(
+                f"{self.module.name} was traced for other values: {what}{line} gives shape "
+                f"{changed.observed[inst.name]} for these arguments, and the program was "
+                f"traced for {declared_shape(inst)}. Explore again with these arguments, or "
+                "use xe.jit(f, autocluster=True), which traces a program for each such "
+                "shape") from None
 
     def call_path(self) -> Callable[[Sequence], object]:
         """What a call of the compiled program does once its arguments' signature matched:
@@ -361,33 +388,39 @@ class Exploration:
         return lambda args: unflatten(treedef, [_restore(v, like)
                                                 for v, like in zip(run(args), likes)])
 
-    def _run_clustered(self, args) -> list:
+    def _run_clustered(self, args) -> tuple[Exploration, list]:
         """Run the clusters; where an eager op gives a shape this trace did not see, run the
         variant traced for it (tracing one the first time: its clusters that did not change
-        come from the compile cache)."""
-        from .runtime.clustered import ShapeChanged
-
+        come from the compile cache). Returns the exploration that ran and its outputs."""
         tried = []
         candidate = self
         while True:
             tried.append(candidate)
             try:
-                return candidate.executable(*args)
+                return candidate, candidate.executable(*args)
             except ShapeChanged as changed:
                 observed = changed.observed
-            candidate = next((v for v in self.variants
-                              if v not in tried and v._eager_shapes_agree(observed)), None)
+            candidate = next((v for v in self.variants if v not in tried
+                              and v._eager_shapes_agree(observed) and v._guards_hold(args)),
+                             None)
             if candidate is None:
                 candidate = explore(self.function, *args, backend=self.backend,
                                     autocluster=True)
                 self.variants.append(candidate)
 
     def _eager_shapes_agree(self, observed: dict[str, tuple]) -> bool:
-        from .runtime.clustered import declared_shape
-
         shapes = {i.name: declared_shape(i) for i in self.module.entry.instructions
                   if i.opcode == "custom-call"}
         return all(shapes.get(name) == shape for name, shape in observed.items())
+
+    def _guards_hold(self, args) -> bool:
+        """Whether the Python scalar arguments read as this variant's trace read them: past
+        a new shape, a trace may read them differently."""
+        try:
+            self.traced.scalars.replay(args)
+        except GuardFailed:
+            return False
+        return True
 
     def bench(self, *args, repeat: int = 20):
         """Eager NumPy against the compiled program on the same inputs: medians over
@@ -527,9 +560,18 @@ def _explore(f: Callable, args, backend, passes, autocluster: bool,
                                   "nested tracing is not supported", "xe.explore",
                       "Call the function directly inside (its ops join the outer trace), or "
                       "use xe.jit, which does that when nested.")
-    traced = trace(f, args, autocluster=autocluster)
-    compiled = compiler.compile(traced.module, backend, autocluster=autocluster,
-                                passes=passes, must_compile=must_compile)
+    nested: list[JitFunction] = []
+    saved, _nested.autoclustered = getattr(_nested, "autoclustered", None), nested
+    try:
+        traced = trace(f, args, autocluster=autocluster)
+        compiled = compiler.compile(traced.module, backend, autocluster=autocluster,
+                                    passes=passes, must_compile=must_compile)
+    except CompileError as e:
+        if nested and not autocluster and "autocluster" in (e.hint or ""):
+            raise _outer_must_compile(e, f, nested) from None
+        raise
+    finally:
+        _nested.autoclustered = saved
     ex = Exploration(f, args, traced, compiled)
     from .dump import options_from_env
 
@@ -537,6 +579,33 @@ def _explore(f: Callable, args, backend, passes, autocluster: bool,
     if dump is not None:
         ex.dump(dump.directory, dump.pass_re)
     return ex
+
+
+# The xe.jit functions with autocluster=True called inside the trace being made (their ops
+# join it, and follow its setting): a must-compile error then names the outer function.
+_nested = threading.local()
+
+
+def _outer_must_compile(error: CompileError, f: Callable, nested: list[JitFunction]
+                        ) -> CompileError:
+    """`error` (an op must-compile refuses) with a hint that names the outer function: the
+    autocluster=True of an xe.jit traced into it does not apply there."""
+    def named(g) -> str:  # `<lambda> (defined at cell.py:3)`
+        code = getattr(g, "__code__", None)
+        where = f" (defined at {code.co_filename}:{code.co_firstlineno})" if code else ""
+        return getattr(g, "__name__", "f") + where
+
+    name = getattr(f, "__name__", "f")
+    call = f"xe.jit({name}, autocluster=True)" if name.isidentifier() else \
+        "xe.jit(..., autocluster=True)"
+    inner = ", ".join(named(j.function) for j in nested)
+    hint = (f"The outer function {named(f)} is compiled whole (must-compile: xe.jit without "
+            f"autocluster=True), and the xe.jit functions it calls with autocluster=True "
+            f"({inner}) are traced into its program and follow its setting. Pass "
+            f"autocluster=True to the outer one: {call} (or xe.explore(..., autocluster=True), "
+            "%%xla --autocluster).")
+    return type(error)(error.message, op=error.op, source_file=error.source_file,
+                       source_line=error.source_line, hint=hint)
 
 
 @dataclass(frozen=True)
@@ -551,11 +620,15 @@ class CacheInfo:
 def signature(args) -> tuple:
     """What a compiled program is specialised on: each argument's shape and type (a Python
     number by its type: NumPy treats it as weakly typed; what its value decides is checked
-    on each call by the trace's ScalarProgram)."""
+    on each call by the trace's ScalarProgram). A NumPy scalar is apart from a 0-d array of
+    its type (`np.float64` against `float64[]`): NumPy gives the two different outputs
+    (`s.copy()`, `s` itself), so each gets a program of its own."""
     sig = []
     for a in args:
         if isinstance(a, (bool, int, float, complex)) and not isinstance(a, np.generic):
             sig.append(((), type(a).__name__))  # one of _PYTHON_NUMBERS
+        elif isinstance(a, np.generic):
+            sig.append(((), f"np.{a.dtype.name}"))  # a NumPy scalar: its type, as np. names it
         else:
             a = np.asarray(a)
             sig.append((a.shape, a.dtype.str))
@@ -570,6 +643,8 @@ def _describe(sig: tuple) -> str:
     shape, kind = sig
     if kind in _PYTHON_NUMBERS:
         return f"a Python {kind}"
+    if kind.startswith("np."):
+        return f"a NumPy scalar ({kind})"
     return f"an array of shape {shape} and type {np.dtype(kind)}"
 
 
@@ -608,11 +683,21 @@ class JitFunction:
         self._hits = self._misses = 0
         self.__name__ = getattr(f, "__name__", "jit")
         self.__doc__ = getattr(f, "__doc__", None)
+        self._parameters: inspect.Signature | None = None  # f's, read at the first keyword
+        # Calls with keywords that cannot be positions: (positions, keywords) -> their jit.
+        self._by_keywords: dict[tuple, JitFunction] = {}
 
-    def explore(self, *args) -> Exploration:
+    def explore(self, /, *args, **kwargs) -> Exploration:
         """The Exploration behind the compiled program for these arguments: one per signature,
         and per value of a Python scalar argument that decided the program (a shape, an
         index, a branch), as JAX compiles per value of a static argument."""
+        if kwargs:
+            target, args = self._bind(args, kwargs)
+            if target is not self:
+                return target.explore(*args)
+        for i, a in enumerate(args):
+            if isinstance(a, np.ndarray) and type(a) is not np.ndarray:
+                check_plain_array(a, argument_names(self.function, len(args))[i])
         key = signature(args)
         programs = self._compiled.setdefault(key, [])
         for ex in programs:
@@ -628,10 +713,19 @@ class JitFunction:
         programs.append(ex)
         return ex
 
-    def __call__(self, *args):
-        if active_builder() is not None:
+    def __call__(self, /, *args, **kwargs):
+        if kwargs:
+            target, args = self._bind(args, kwargs)
+            if target is not self:
+                return target(*args)
+        b = active_builder()
+        if b is not None:
             # Called while another function is traced: its ops join that trace, as JAX
             # inlines a nested jit.
+            if self.autocluster and not b.autocluster:
+                calls = getattr(_nested, "autoclustered", None)
+                if calls is not None and self not in calls:
+                    calls.append(self)  # for the outer's error, should one of its ops fail
             return self.function(*args)
         key = _fast_key(args)
         call = self._fast.get(key)
@@ -649,10 +743,59 @@ class JitFunction:
             self._fast[key] = ex.call_path()
         return result
 
+    def _bind(self, args: tuple, kwargs: dict) -> tuple[JitFunction, tuple]:
+        """A call with keyword arguments as a call by position, as jax.jit takes them: the
+        keywords bound to f's parameters (inspect.signature), so that `f(x, scale=3.0)` is
+        `f(x, 3.0)` and shares its programs. Keywords that cannot be positions (a
+        keyword-only parameter, one after a default left out, **kwargs) come last, to a
+        JitFunction of their own that passes them to f by keyword; f's defaults are f's."""
+        if self._parameters is None:
+            try:
+                self._parameters = inspect.signature(self.function)
+            except (TypeError, ValueError) as e:
+                raise TypeError(f"{self.__name__}() was called with keyword arguments "
+                                f"({', '.join(kwargs)}), but its parameters cannot be read "
+                                f"({e}); pass them by position") from None
+        try:
+            bound = self._parameters.bind(*args, **kwargs)
+        except TypeError as e:  # Python's own complaint, as calling f would give
+            raise TypeError(f"{self.__name__}(): {e}") from None
+        if not bound.kwargs:
+            return self, bound.args
+        key = (len(bound.args), tuple(bound.kwargs))
+        target = self._by_keywords.get(key)
+        if target is None:
+            target = self._by_keywords[key] = JitFunction(
+                _KeywordCall(self.function, *key), self.backend, self.autocluster)
+        return target, (*bound.args, *bound.kwargs.values())
+
     def cache_info(self) -> CacheInfo:
-        programs = [(k, ex) for k, exs in self._compiled.items() for ex in exs]
-        return CacheInfo(self._hits, self._misses, tuple(k for k, _ in programs),
+        jits = [self, *self._by_keywords.values()]
+        programs = [(k, ex) for j in jits for k, exs in j._compiled.items() for ex in exs]
+        return CacheInfo(sum(j._hits for j in jits), sum(j._misses for j in jits),
+                         tuple(k for k, _ in programs),
                          tuple(ex.traced.scalars.static_arguments() for _, ex in programs))
+
+
+class _KeywordCall:
+    """`f` called with its last `len(keywords)` arguments by keyword: what xe.jit traces for
+    a call whose keywords cannot be positions. It names its parameters, and shows its code,
+    globals and closure, as `f` does, so that errors, metadata and `check` speak of `f`."""
+
+    def __init__(self, f: Callable, positional: int, keywords: tuple[str, ...]):
+        self.function, self.positional, self.keywords = f, positional, keywords
+        self.__name__ = getattr(f, "__name__", "f")
+        for attr in ("__code__", "__globals__", "__closure__", "__doc__"):
+            if hasattr(f, attr):
+                setattr(self, attr, getattr(f, attr))
+        names = argument_names(f, positional) + list(keywords)
+        self.__signature__ = inspect.Signature(
+            [inspect.Parameter(n if n.isidentifier() else f"arg{i}",
+                               inspect.Parameter.POSITIONAL_ONLY) for i, n in enumerate(names)])
+
+    def __call__(self, *args):
+        k = self.positional
+        return self.function(*args[:k], **dict(zip(self.keywords, args[k:])))
 
 
 def jit(f: Callable | None = None, *, backend: str = "cpu", autocluster: bool = False):

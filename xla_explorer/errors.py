@@ -67,11 +67,13 @@ class TraceError(_Located, XlaExplorerError):
 
 def as_python_class(cls: type[BaseException], base: type = None) -> type:
     """A `base` error (TraceError by default) that is also `cls`'s nearest built-in class
-    (OverflowError, ValueError, AttributeError, ...), so that NumPy's or Python's own error,
-    raised while tracing or found at call time, is still caught by `except OverflowError`
-    while it names the user's line."""
+    (OverflowError, ValueError, AttributeError, ...) or public NumPy class
+    (`numpy.exceptions.AxisError`, itself a ValueError and an IndexError), so that NumPy's or
+    Python's own error, raised while tracing or found at call time, is still caught by
+    `except OverflowError` or `except np.exceptions.AxisError` while it names the user's
+    line."""
     base = base or TraceError
-    builtin = next(c for c in cls.__mro__ if c.__module__ == "builtins")
+    builtin = next(c for c in cls.__mro__ if c.__module__ in _PYTHONS_AND_NUMPYS)
     if builtin in (Exception, BaseException) or not issubclass(builtin, Exception):
         return base
     if (base, builtin) not in _BOTH:
@@ -84,6 +86,9 @@ def as_python_class(cls: type[BaseException], base: type = None) -> type:
 
 
 _BOTH: dict[tuple[type, type], type] = {}
+# The modules whose exception classes a caller may catch by name: Python's built-ins and
+# NumPy's public exceptions (its private ones, such as _UFuncNoLoopError, give their base).
+_PYTHONS_AND_NUMPYS = ("builtins", "numpy.exceptions")
 
 
 class HloParseError(XlaExplorerError, ValueError):

@@ -162,6 +162,8 @@ def _counts(hits: int, misses: int) -> str:
 def _type_text(shape, dtype) -> str:
     if dtype in ("bool", "int", "float", "complex"):
         return dtype  # a Python number: compiled for its type, whatever its value
+    if dtype.startswith("np."):
+        return dtype  # a NumPy scalar (np.float64), compiled apart from a 0-d array
     return f"{hlo_type_name(np.dtype(dtype))}[{','.join(map(str, shape))}]"
 
 

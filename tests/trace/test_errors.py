@@ -405,3 +405,91 @@ def test_np_array_of_traced_values_stacks_them(backend):
     for g, w in zip(got, want):
         assert g.dtype == w.dtype
         np.testing.assert_array_equal(g, w)
+
+
+# -- arguments the explorer cannot take, and NumPy's AxisError --------------------------------
+
+
+def test_a_big_endian_argument_says_so_and_how_to_convert_it():
+    def f(x, y):
+        return x * y
+    def call(x):
+        return xe.jit(f)(x, 2.0)
+    big = np.arange(3.0).astype(">f8")
+    with pytest.raises(TypeError) as info:
+        call(big)
+    message = str(info.value)
+    assert "argument 'x'" in message and "big-endian" in message, message
+    assert "x.astype(x.dtype.newbyteorder('='))" in message
+    assert isinstance(info.value, xe.XlaExplorerError)
+    assert info.value.source_line == line_of(call, "xe.jit(f)(x, 2.0)")  # the call's line
+    np.testing.assert_array_equal(xe.jit(f)(big.astype(big.dtype.newbyteorder("=")), 2.0),
+                                  f(big, 2.0))
+
+
+def test_a_complex_argument_says_complex_numbers_are_not_supported():
+    def f(x, y):
+        return x * y
+    for args, name in [((np.ones(2), 1j), "y"), ((np.ones(2, np.complex128), 2.0), "x"),
+                       ((np.ones(2), np.complex64(1j)), "y")]:
+        with pytest.raises(TypeError, match="complex numbers are not supported") as info:
+            xe.jit(f)(*args)
+        assert f"argument {name!r}" in str(info.value)
+        assert "expected a NumPy array" not in str(info.value)
+
+
+def test_np_float32_of_an_array_argument_names_it_and_suggests_astype():
+    def f(x):
+        return np.float32(x) * 2
+    with pytest.raises(xe.TraceError) as info:
+        xe.jit(f)(np.ones(3))
+    message = str(info.value)
+    assert "np.float32(x)" in message and "argument 'x'" in message, message
+    assert "x.astype(np.float32)" in message
+    assert info.value.source_line == line_of(f, "np.float32(x)")
+
+
+def test_np_inner_suggests_what_computes_it():
+    a, b = X, np.arange(8.0, dtype=np.float32).reshape(2, 4)
+    with pytest.raises(xe.UnsupportedOpError) as info:
+        xe.jit(lambda a, b: np.inner(a, b))(a, b)
+    assert "alternative: a @ b.T for 2-D" in str(info.value)
+    assert "alternative: np.dot" not in str(info.value)
+    np.testing.assert_allclose(xe.jit(lambda a, b: a @ b.T)(a, b), np.inner(a, b), rtol=1e-6)
+
+
+def _axis_cases():
+    """Every function with a lowering that takes `axis`, given one out of range; and the
+    methods, ufunc reductions and the functions that name their axes otherwise."""
+    from xla_explorer.trace.numpy.registry import FUNCTIONS
+
+    cases = []
+    for func in FUNCTIONS:
+        try:
+            takes_axis = "axis" in inspect.signature(func).parameters
+        except (TypeError, ValueError):
+            continue
+        if takes_axis:
+            seq = func in (np.concatenate, np.stack)
+            cases.append(pytest.param(
+                lambda x, func=func, seq=seq: func([x, x] if seq else x, axis=5),
+                id=func.__name__))
+    return cases + [
+        pytest.param(lambda x: np.argmax(x, axis=2), id="argmax-2"),
+        pytest.param(lambda x: x.sum(axis=-3), id="method"),
+        pytest.param(lambda x: np.add.reduce(x, axis=2), id="add.reduce"),
+        pytest.param(lambda x: np.swapaxes(x, 0, 2), id="swapaxes"),
+        pytest.param(lambda x: np.moveaxis(x, 2, 0), id="moveaxis"),
+    ]
+
+
+@pytest.mark.parametrize("f", _axis_cases())
+def test_an_axis_out_of_range_is_numpys_axis_error(f):
+    with pytest.raises(np.exceptions.AxisError):
+        f(X)  # NumPy's own class
+    with pytest.raises(np.exceptions.AxisError) as info:
+        xe.jit(f)(X)
+    err = info.value
+    assert isinstance(err, xe.TraceError) and isinstance(err, (ValueError, IndexError))
+    assert isinstance(err, IndexError)
+    assert err.source_line == f.__code__.co_firstlineno and "is out of bounds" in str(err)

@@ -128,3 +128,106 @@ def test_scalars_of_every_size_through_a_warm_cache(backend, value):
                 got = j(a, value)
             assert got.dtype == want.dtype
             np.testing.assert_array_equal(got, want)
+
+
+# -- a Python number written into, or clipping, an array of a narrower type -----------------
+# Each case: compiled with the small value, then called with the big one (a cache hit) and,
+# in a fresh jit function, first with the big one; both must give NumPy 2's values and dtype,
+# or raise NumPy's error class. NumPy checks a Python number where it converts it as a Python
+# value (x[i] = v: int(v), so NaN, inf and floats beyond the type fail), wraps it unchecked
+# in np.where, and drops a np.clip bound beyond the array type on its own side.
+
+def _set_first(x, v):
+    x[0] = v
+    return x
+
+
+def _set_tail(x, v):
+    x[1:] = v
+    return x
+
+
+def _set_strided(x, v):
+    x[::2] = v
+    return x
+
+
+def _set_masked(x, v):
+    x[x > 0] = v
+    return x
+
+
+def _set_derived(x, v):
+    x[0] = v * 2
+    return x
+
+
+I32 = np.array([-3, 0, 1, 2], np.int32)
+I64 = np.array([-3, 0, 1, 2], np.int64)
+NARROW_CASES = {  # name: (function, array, small value, big value)
+    "x[0] = 1e10 (int32)": (_set_first, I32, 2.7, 1e10),
+    "x[0] = nan (int32)": (_set_first, I32, 2.7, float("nan")),
+    "x[0] = inf (int32)": (_set_first, I32, 2.7, float("inf")),
+    "x[0] = -inf (int64)": (_set_first, I64, 2.7, -float("inf")),
+    "x[0] = 1e19 (int64)": (_set_first, I64, 2.7, 1e19),
+    "x[1:] = 1e10": (_set_tail, I32, -2.5, 1e10),
+    "x[::2] = -1e10": (_set_strided, I32, -2.5, -1e10),
+    "x[x > 0] = nan": (_set_masked, I32, 0.5, float("nan")),
+    "x[0] = v * 2, v = 2**31 - 0.5": (_set_derived, I32, 1.25, 2147483647.5),
+    "np.asarray(v, int32), v = 2**40": (lambda x, v: x + np.asarray(v, dtype=np.int32), I32,
+                                        5, 2**40),
+    "np.asarray(v, int32), v = nan": (lambda x, v: x + np.asarray(v, dtype=np.int32), I32,
+                                      2.5, float("nan")),
+    "np.clip(x, 0, 2**40)": (lambda x, v: np.clip(x, 0, v), I32, 5, 2**40),
+    "np.clip(x, 0, 2**31)": (lambda x, v: np.clip(x, 0, v), I32, 5, 2**31),
+    "np.clip(x, -2**40, 10)": (lambda x, v: np.clip(x, v, 10), I32, -1, -2**40),
+    "np.clip(x, -v, v), v = 2**40": (lambda x, v: np.clip(x, -v, v), I32, 1, 2**40),
+    "np.clip(x, None, 2**40)": (lambda x, v: np.clip(x, None, v), I32, 1, 2**40),
+    "np.clip(x, min=-2**40)": (lambda x, v: np.clip(x, min=v), I32, 1, -2**40),
+    "x.clip(0, 2**63 - 1)": (lambda x, v: x.clip(0, v), I32, 5, 2**63 - 1),
+    "np.clip(x, -2**40, v), v = 2**40": (lambda x, v: np.clip(x, -2**40, v), I32, 1, 2**40),
+    "np.clip(x, v, 2**40), v = inf": (lambda x, v: np.clip(x, v, 2**40), I32, 0.5, float("inf")),
+    "np.clip(x, inf, v), v = 2**40": (lambda x, v: np.clip(x, np.inf, v), I32, 5, 2**40),
+    "np.where(x > 0, x, 2**40 + 7)": (lambda x, v: np.where(x > 0, x, v), I32, 5, 2**40 + 7),
+    "np.where(x > 0, -2**31 - 1, x)": (lambda x, v: np.where(x > 0, v, x), I32, 5,
+                                       -2**31 - 1),
+    "x ** -2**40 (int32)": (lambda x, v: x ** v, I32, 2, -2**40),
+}
+
+
+def _outcome(f, *args):
+    """f(*args): (dtype, values), or the class of NumPy's built-in error it raises."""
+    try:
+        with np.errstate(all="ignore"):
+            got = np.asarray(f(*args))
+    except xe.XlaExplorerError as e:  # a TraceError that is also OverflowError, ValueError...
+        return next(c for c in type(e).__mro__ if c.__module__ == "builtins")
+    except Exception as e:
+        return type(e)
+    return got.dtype, got.tolist()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("case", NARROW_CASES)
+def test_a_python_number_meeting_a_narrower_array_is_numpys_on_every_call(backend, case):
+    f, x, small, big = NARROW_CASES[case]
+    j = xe.jit(f, backend=backend)
+    assert _outcome(j, x.copy(), small) == _outcome(f, x.copy(), small)
+    want = _outcome(f, x.copy(), big)
+    assert _outcome(j, x.copy(), big) == want  # the program traced with the small value
+    assert _outcome(xe.jit(f, backend=backend), x.copy(), big) == want  # traced with the big one
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_numpys_own_overflow_errors_stay_on_a_cache_hit(backend):
+    """What NumPy does refuse: a clip bound beyond the array's type on the other side, and a
+    Python int written into an int32 array."""
+    for f, small, big in [(lambda x, v: np.clip(x, v, None), 1, 2**40),
+                          (lambda x, v: np.clip(x, 0, v), 5, -2**40),
+                          (_set_first, 5, 2**31)]:
+        j = xe.jit(f, backend=backend)
+        j(I32.copy(), small)
+        with pytest.raises(OverflowError):
+            f(I32.copy(), big)
+        with pytest.raises(OverflowError, match="out of bounds for int32"):
+            j(I32.copy(), big)

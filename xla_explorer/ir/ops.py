@@ -631,6 +631,11 @@ CUSTOM_CALLS: dict[str, Callable] = {
 }
 
 
+# Custom-calls whose shape is their operand's, whatever its values: a trace that reads the
+# shape of their result depends on no value (opaque calls may return any shape).
+SHAPE_KEEPING = frozenset({"numpy.sort"})
+
+
 # Opaque calls: NumPy functions the op table lacks, traced under auto-clustering as
 # custom-calls whose backend_config is a key here; the value rebuilds the call from the
 # operands. The key is the function's name and a digest of the call's other arguments, so

@@ -18,21 +18,10 @@ from typing import Callable, Sequence
 import numpy as np
 
 from ..backends.base import Executable
-from ..errors import XlaExplorerError
 from ..ir.module import Computation, Instruction, Module
 from ..ir.shape import TupleShape
 from ..passes.autocluster import EAGER, cluster_of
-from .reference import evaluate_instruction
-
-
-class ShapeChanged(XlaExplorerError):
-    """An eager op gave a shape other than the one traced: the program must be traced again.
-    `observed` maps every eager instruction run so far to the shape(s) it gave."""
-
-    def __init__(self, inst: Instruction, observed: dict[str, tuple]):
-        super().__init__(f"{inst.name} gave shape {observed[inst.name]}; it was traced as "
-                         f"{declared_shape(inst)}")
-        self.observed = observed
+from .reference import ShapeChanged, evaluate_instruction, shape_of
 
 
 @dataclass(frozen=True)
@@ -99,13 +88,14 @@ class ClusteredProgram(Executable):
                     env[id(inst)] = value
                 continue
             for inst in seg.instructions:
-                out = evaluate_instruction(self.module, inst,
-                                           [_value(env, o) for o in inst.operands])
+                try:  # a custom-call checks its own shape (runtime/reference.py)
+                    out = evaluate_instruction(self.module, inst,
+                                               [_value(env, o) for o in inst.operands])
+                except ShapeChanged as changed:  # the variant to run must agree on all so far
+                    raise ShapeChanged(inst, {**observed, **changed.observed}) from None
                 env[id(inst)] = out
                 if inst.opcode == "custom-call":
-                    observed[inst.name] = _shape_of(out)
-                    if observed[inst.name] != declared_shape(inst):
-                        raise ShapeChanged(inst, observed)
+                    observed[inst.name] = shape_of(out)
         root = self.module.entry.root
         parts = root.operands if root.opcode == "tuple" else (root,)
         return [_value(env, p) for p in parts]
@@ -115,19 +105,6 @@ def _value(env, inst: Instruction):
     if inst.opcode == "constant":
         return inst.literal.reshape(inst.dims)
     return env[id(inst)]
-
-
-def _shape_of(value) -> tuple:
-    if isinstance(value, tuple):
-        return tuple(np.shape(v) for v in value)
-    return np.shape(value)
-
-
-def declared_shape(inst: Instruction) -> tuple:
-    """An instruction's traced shape as np.shape gives it (a tuple of them for a tuple)."""
-    if inst.shape.is_tuple:
-        return tuple(e.dims for e in inst.shape.elements)
-    return inst.dims
 
 
 # -- planning -----------------------------------------------------------------------------------

@@ -11,8 +11,34 @@ from typing import Sequence
 
 import numpy as np
 
+from ..errors import XlaExplorerError
 from ..ir.module import Computation, Instruction, Module
 from ..ir.ops import op, run_custom_call
+
+class ShapeChanged(XlaExplorerError):
+    """An eager op (a custom-call) gave a shape other than the one traced: the program must be
+    traced again. `observed` maps every eager instruction run so far to the shape(s) it gave."""
+
+    def __init__(self, inst: Instruction, observed: dict[str, tuple]):
+        super().__init__(f"{inst.name} gave shape {observed[inst.name]}; it was traced as "
+                         f"{declared_shape(inst)}")
+        self.inst = inst
+        self.observed = observed
+
+
+def shape_of(value) -> tuple:
+    """np.shape of a value (a tuple of them for a tuple)."""
+    if isinstance(value, tuple):
+        return tuple(np.shape(v) for v in value)
+    return np.shape(value)
+
+
+def declared_shape(inst: Instruction) -> tuple:
+    """An instruction's traced shape as np.shape gives it (a tuple of them for a tuple)."""
+    if inst.shape.is_tuple:
+        return tuple(e.dims for e in inst.shape.elements)
+    return inst.dims
+
 
 # Reducers that are one element-wise op of their two parameters run as NumPy's ufunc.reduce.
 _UFUNC_OF = {
@@ -39,7 +65,13 @@ class _Frame:
         return self.interp.evaluate(self.interp.module.computation(name), args)
 
     def custom_call(self, instr: Instruction, args):
-        return run_custom_call(instr, args)
+        # What follows was traced for the shape seen at trace time (np.unique's length): on
+        # another, it would compute something else, or fail further on.
+        out = run_custom_call(instr, args)
+        shape = shape_of(out)
+        if shape != declared_shape(instr):
+            raise ShapeChanged(instr, {instr.name: shape})
+        return out
 
     def reduce(self, name, operands, inits, axes, shape):
         """Each output element is its input elements combined, starting from init once (as

@@ -12,7 +12,7 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from ..ir.module import Computation, Instruction, Metadata, Module
-from ..ir.ops import infer_shape
+from ..ir.ops import SHAPE_KEEPING, infer_shape
 from ..ir.shape import Shape, TupleShape, hlo_type_name, scalar
 from .scalars import ScalarProgram
 
@@ -34,6 +34,14 @@ def _uniform(array: np.ndarray) -> bool:
     return bool((bits == bits[0]).all())
 
 
+def _value_shaped(inst: Instruction) -> bool:
+    """A custom-call whose shape depends on its operands' values, or an element of one (a
+    tracer holds the element, never the tuple)."""
+    if inst.opcode == "get-tuple-element" and inst.operands[0].opcode == "custom-call":
+        inst = inst.operands[0]
+    return inst.opcode == "custom-call" and inst.attr("custom_call_target") not in SHAPE_KEEPING
+
+
 class Builder:
     """Collects the instructions and computations of one traced function."""
 
@@ -49,6 +57,10 @@ class Builder:
         self.site = Metadata()
         # What the trace read of Python scalar arguments, replayed on every call.
         self.scalars = ScalarProgram()
+        # Value-dependent results (np.unique's, a boolean mask's) whose shape the trace read
+        # as a Python value, in the order first read; see `read_shape`.
+        self.shape_reads: dict[Instruction, None] = {}
+        self._shape_sources: dict[Instruction, tuple[Instruction, ...]] = {}
 
     # -- naming and emission ----------------------------------------------------------------
 
@@ -69,6 +81,41 @@ class Builder:
 
     def parameter(self, number: int, shape: Shape, name: str) -> Instruction:
         return self.emit("parameter", shape=shape, name=self.fresh(name), parameter_number=number)
+
+    # -- shapes read as Python values -------------------------------------------------------
+
+    def read_shape(self, node: Instruction) -> None:
+        """The trace read node's shape as a Python value (len, .shape, .size). Where that
+        shape comes from a value-dependent result, the program is right only for the shape
+        seen now: the result is recorded so that the trace keeps it as an output, and every
+        run computes it and checks its shape, even when nothing else uses it."""
+        for source in self.shape_sources(node):
+            self.shape_reads.setdefault(source, None)
+
+    def shape_sources(self, node: Instruction) -> tuple[Instruction, ...]:
+        """The value-dependent results node's shape may come from: custom-calls (or elements
+        of one) upstream of it whose shape depends on values. A scalar's shape is () whatever
+        its operands' are, so the walk stops there; np.sort's shape is its operand's."""
+        memo = self._shape_sources
+        stack = [node]
+        while stack:  # a post-order walk, memoised: a long trace reads shapes many times
+            inst = stack[-1]
+            if inst in memo:
+                stack.pop()
+                continue
+            if _value_shaped(inst):
+                memo[inst] = (inst,)
+            elif inst.opcode in ("parameter", "constant") or (not inst.shape.is_tuple
+                                                              and inst.shape.rank == 0):
+                memo[inst] = ()
+            else:
+                todo = [o for o in inst.operands if o not in memo]
+                if todo:
+                    stack.extend(todo)
+                    continue
+                memo[inst] = tuple(dict.fromkeys(s for o in inst.operands for s in memo[o]))
+            stack.pop()
+        return memo[node]
 
     # -- leaves -----------------------------------------------------------------------------
 

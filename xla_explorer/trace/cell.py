@@ -54,7 +54,7 @@ import numpy as np
 
 from ..errors import TraceError
 from ..ir.shape import is_supported_dtype
-from .tracer import Tracer, located
+from .tracer import Tracer, located, subclass_refusal
 
 _ARGS = "__xla_args"  # the inputs as passed, kept so outputs can be told apart from them
 _OUTPUTS = "__xla_outputs"
@@ -766,6 +766,10 @@ class _Inputs:
 
     def _add(self, name: str, param: str, path: tuple, value, line: int) -> None:
         # Refused here rather than by the trace, which would name the parameter, not the path.
+        refusal = subclass_refusal(value, name)
+        if refusal is not None:
+            raise CellError(f"{name} {refusal[0]}", op=name, source_file=self.filename, source_line=line,
+                            hint=f"Convert it first: {name} = {refusal[1]}.")
         if isinstance(value, (np.ndarray, np.generic)) and not is_supported_dtype(value.dtype):
             raise CellError(f"{name} has dtype {value.dtype}, a type the explorer does not "
                             "support", op=name, source_file=self.filename, source_line=line,

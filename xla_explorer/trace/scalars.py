@@ -10,7 +10,11 @@ its type, a compiled program must not get wrong silently:
   is an error at the user's line, at trace time and at call time alike.
 - NumPy raises OverflowError when a Python int meets an array of a narrower integer type
   (`int32_array * 2**40`), and ValueError for an integer array to a negative Python int
-  power; an int argument must fit the int64 parameter. Each is checked on every call.
+  power; an int argument must fit the int64 parameter. A Python number written into an
+  integer array (`x[i] = v`, `np.asarray(v, np.int32)`) is converted as Python's int(v) is,
+  which refuses NaN and inf, and must then fit. Each is checked on every call, and only where
+  NumPy checks: `np.where` converts a Python int unchecked (wrapping), `np.clip` drops a bound
+  beyond the array's type on its own side.
 - A value read as a Python value (`range(n)`, `np.zeros(n)`, `if n > 0:`, `v[i]`) decides
   the program itself, as JAX's static arguments do. That reading is recorded as a guard; a
   call where it reads differently needs a program traced for it (`JitFunction` traces one).
@@ -42,7 +46,7 @@ PYTHON_OPS = {
     "less": operator.lt, "less_equal": operator.le, "greater": operator.gt,
     "greater_equal": operator.ge, "equal": operator.eq, "not_equal": operator.ne,
     "negative": operator.neg, "positive": operator.pos, "absolute": abs,
-    "invert": operator.invert,
+    "invert": operator.invert, "maximum": max, "minimum": min,
 }
 
 
@@ -62,6 +66,14 @@ class _Op:
 
 @dataclass(frozen=True)
 class _Fits:
+    ref: int
+    dtype: np.dtype
+    site: Metadata
+
+
+@dataclass(frozen=True)
+class _Assigned:
+    """A Python number written into an array of `dtype` (x[i] = v)."""
     ref: int
     dtype: np.dtype
     site: Metadata
@@ -141,6 +153,22 @@ def check_fits(value, dtype: np.dtype, site: Metadata) -> None:
                          "(x.astype(np.int64)).")
 
 
+def check_assigned(value, dtype: np.dtype, site: Metadata) -> None:
+    """NumPy's check when a Python number is written into an array of `dtype` (x[i] = v,
+    np.asarray(v, dtype)): into an integer type a float converts as int(v) does (NaN and inf
+    refused, the fraction dropped), and the int must fit."""
+    if dtype.kind not in "iu" or type(value) not in (int, float):
+        return
+    if type(value) is float:
+        if value != value or value in (float("inf"), float("-inf")):
+            cls, what = ((ValueError, "NaN") if value != value else (OverflowError, "infinity"))
+            raise _error(cls, f"cannot convert float {what} to integer, writing it into a "
+                              f"{dtype} array (NumPy raises this too)", site,
+                         "Check the value first, or write into a float array.")
+        value = int(value)
+    check_fits(value, dtype, site)
+
+
 @dataclass
 class ScalarProgram:
     """What a trace read of its Python scalar arguments, to replay on each call."""
@@ -167,6 +195,9 @@ class ScalarProgram:
 
     def fits(self, ref: int, dtype, site: Metadata) -> None:
         self.steps.append(_Fits(ref, np.dtype(dtype), site))
+
+    def assigned(self, ref: int, dtype, site: Metadata) -> None:
+        self.steps.append(_Assigned(ref, np.dtype(dtype), site))
 
     def nonnegative(self, ref: int, site: Metadata) -> None:
         self.steps.append(_NonNegative(ref, site))
@@ -199,6 +230,8 @@ class ScalarProgram:
                 check_argument(values[step.ref], step.name, step.site)
             elif isinstance(step, _Fits):
                 check_fits(values[step.ref], step.dtype, step.site)
+            elif isinstance(step, _Assigned):
+                check_assigned(values[step.ref], step.dtype, step.site)
             elif isinstance(step, _NonNegative):
                 if values[step.ref] < 0:
                     raise _error(ValueError, "Integers to negative integer powers are not "

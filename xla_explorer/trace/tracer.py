@@ -148,6 +148,9 @@ class Tracer:
 
     @property
     def shape(self) -> tuple[int, ...]:
+        # A Python value the program may depend on: where it comes from np.unique & co.,
+        # every run must check it (Builder.read_shape).
+        self._b.read_shape(self._node)
         return self._node.dims
 
     @property
@@ -156,7 +159,7 @@ class Tracer:
 
     @property
     def ndim(self) -> int:
-        return len(self.shape)
+        return len(self._node.dims)  # the rank of a value-dependent result does not vary
 
     @property
     def size(self) -> int:
@@ -260,6 +263,21 @@ class Tracer:
     def __array__(self, dtype=None, copy=None):
         # NumPy asks for a concrete array when it meets a traced one it cannot dispatch on:
         # np.asarray(x), np.float32(x), or a list holding traced arrays (np.sum([x, y])).
+        if self._weak and self._ref is not None and self._b is active_builder():
+            # np.float32(n), np.int32(n) of a Python number argument cast its value, which
+            # then decides the program (guarded, as float(n) is).
+            what = f"np.{np.dtype(dtype).name}()" if dtype is not None else "np.asarray()"
+            return np.asarray(self._static(what), dtype=dtype)
+        node = self._node if self._b is active_builder() else None
+        name = node.metadata.op_name if node is not None and node.opcode == "parameter" else ""
+        if dtype is not None and name:
+            typename = np.dtype(dtype).name
+            raise located(TraceError, f"np.{typename}({name}) (or np.asarray({name}, "
+                                      f"np.{typename})) of the argument {name!r}, a traced "
+                                      f"{self.dtype} array of shape {self.shape}, needs its "
+                                      "value, which is only known when the compiled program "
+                                      "runs", f"np.{typename}()",
+                          f"Change its type with {name}.astype(np.{typename}).")
         raise located(TraceError, "converting a traced array to a NumPy array (np.asarray, "
                                   "np.array, np.float32(x), or a list of traced arrays passed "
                                   "to NumPy) needs its value, which is only known when the "
@@ -333,7 +351,9 @@ class Tracer:
         return np.dot(self, other)
 
     def copy(self, order="C"):
-        return np.copy(self)
+        copied = np.copy(self)
+        # A NumPy scalar's .copy() is a NumPy scalar; np.copy makes it a 0-d array.
+        return copied[()] if isinstance(self._value, np.generic) else copied
 
     def round(self, decimals=0):
         return np.round(self, decimals)
@@ -368,6 +388,13 @@ def value_of(x):
     return x
 
 
+def read_shape(x) -> None:
+    """Note that the trace reads x's shape as a Python value (see Builder.read_shape): for a
+    lowering whose result takes x's shape without reading x (np.zeros_like, np.shape)."""
+    if isinstance(x, Tracer):
+        x._b.read_shape(x._node)
+
+
 def node_of(x, dtype=None) -> Instruction:
     """The instruction for x: a Tracer's, or a constant for a Python or NumPy value."""
     b = active_builder()
@@ -392,6 +419,18 @@ def node_of(x, dtype=None) -> Instruction:
     return b.convert(node, dtype) if dtype is not None else node
 
 
+def assigned_node(x, dtype) -> Instruction:
+    """node_of(x, dtype) for a value written into an array of `dtype` (x[i] = v,
+    np.asarray(v, dtype)): NumPy converts a Python number there as int(v) does, refusing NaN,
+    inf and a float beyond the type, which a Python scalar argument is checked for on each
+    call (an int's check is node_of's)."""
+    if isinstance(x, Tracer) and x._ref is not None and type(x.value) is float \
+            and np.dtype(dtype).kind in "iu":
+        b = active_builder()
+        b.scalars.assigned(x._ref, dtype, b.site)
+    return node_of(x, dtype)
+
+
 # -- tracing a function ----------------------------------------------------------------------
 
 
@@ -402,7 +441,9 @@ class Traced:
     module: Module
     eager_outputs: list  # NumPy's values, one per output leaf (np.generic for scalars)
     treedef: Any  # how to rebuild the function's return value from the leaves
-    num_outputs: int  # leaves of the return value; the root tuple then holds updated inputs
+    # Leaves of the return value; the root tuple then holds updated inputs (`aliases`), then
+    # the value-dependent results whose shape the trace read (Builder.read_shape).
+    num_outputs: int
     aliases: tuple  # (output index, parameter number) for inputs the function changed
     arg_names: list[str]
     eager_args: list  # the inputs after eager execution (in-place updates applied)
@@ -431,7 +472,7 @@ def unflatten(treedef, leaves):
     return kind(unflatten(t, leaves) for t in body)
 
 
-def _argument_names(f, n: int) -> list[str]:
+def argument_names(f, n: int) -> list[str]:
     try:
         params = list(inspect.signature(f).parameters.values())
     except (TypeError, ValueError):
@@ -453,10 +494,61 @@ def _sanitize(name: str) -> str:
     return out if out and not out[0].isdigit() else f"p_{out}"
 
 
+_SUPPORTED = "bool, int32, int64, float32 and float64"
+
+
+def subclass_refusal(arg, name: str) -> tuple[str, str] | None:
+    """Why an ndarray subclass (np.matrix, np.ma.MaskedArray, ...) `name` is refused ("is a
+    numpy.matrix, ..."), and what to pass instead; None for anything else. The trace sees a plain array, so what the subclass
+    changes (`*` as a matrix product, a mask) would be lost, and the compiled answer would
+    differ from NumPy's silently."""
+    if not isinstance(arg, np.ndarray) or type(arg) is np.ndarray:
+        return None
+    cls = type(arg)
+    if isinstance(arg, np.ma.MaskedArray):
+        lost = "its mask would be ignored"
+        fix = (f"{name}.filled(v), with v the value a masked entry should count as (0 for a "
+               f"sum), or np.asarray({name}) to drop the mask")
+    elif isinstance(arg, np.matrix):
+        lost = "* and ** would be element-wise instead of matrix products"
+        fix = f"np.asarray({name}), and write @ for a matrix product"
+    else:
+        lost = "what the subclass changes would be lost"
+        fix = f"np.asarray({name})"
+    return (f"is a {cls.__module__}.{cls.__qualname__}, a subclass of np.ndarray; the "
+            f"explorer traces plain arrays, so {lost}", fix)
+
+
+def check_plain_array(arg, name: str) -> None:
+    """A TypeError, at the user's line, for an ndarray subclass passed as argument `name`."""
+    refusal = subclass_refusal(arg, name)
+    if refusal is not None:
+        why, fix = refusal
+        raise located(as_python_class(TypeError), f"argument {name!r} {why}", name,
+                      f"Pass {fix}.")
+
+
+def _dtype_refusal(name: str, dtype: np.dtype) -> tuple[str, str]:
+    """Why an argument's dtype is refused, and what to pass instead."""
+    if not dtype.isnative and is_supported_dtype(dtype.newbyteorder("=")):
+        order = "big" if dtype.byteorder == ">" else "little"
+        return (f"argument {name!r} has dtype {dtype.str}, {dtype.newbyteorder('=')} in "
+                f"{order}-endian byte order, not this machine's, which the explorer does not "
+                "support",
+                f"Pass {name}.astype({name}.dtype.newbyteorder('=')).")
+    if dtype.kind == "c":
+        return (f"argument {name!r} has dtype {dtype}: complex numbers are not supported "
+                f"(the explorer's types are {_SUPPORTED})",
+                "Pass the real and imaginary parts as two float arrays (x.real, x.imag).")
+    return (f"argument {name!r} has dtype {dtype}; supported are {_SUPPORTED}",
+            f"Convert it first: {name}.astype(np.float64) or similar.")
+
+
 def make_parameter(b: Builder, number: int, arg, name: str) -> Tracer:
     """A parameter Tracer for one argument; arrays are copied so tracing never changes them."""
     if isinstance(arg, Tracer):
         raise TypeError("nested tracing is not supported: pass NumPy arrays")
+    check_plain_array(arg, name)
     weak = isinstance(arg, (bool, int, float)) and not isinstance(arg, np.generic)
     if weak:
         check_argument(arg, name, b.site)
@@ -466,12 +558,20 @@ def make_parameter(b: Builder, number: int, arg, name: str) -> Tracer:
     elif isinstance(arg, (np.ndarray, np.generic)):
         value = np.array(arg, copy=True) if isinstance(arg, np.ndarray) else arg
         dtype, dims = arg.dtype, np.shape(arg)
+    elif isinstance(arg, complex):
+        raise located(as_python_class(TypeError),
+                      f"argument {name!r} is the Python complex {arg!r}: complex numbers are "
+                      f"not supported (the explorer's types are {_SUPPORTED})", name,
+                      "Pass the real and imaginary parts as two floats.")
     else:
-        raise TypeError(f"argument {name!r} is a {type(arg).__name__}; expected a NumPy array, "
-                        "a NumPy scalar or a Python number")
+        raise located(as_python_class(TypeError),
+                      f"argument {name!r} is a {type(arg).__name__}; expected a NumPy array, "
+                      "a NumPy scalar or a Python number", name,
+                      "Other values (None, strings, tuples) cannot be arguments of a compiled "
+                      f"program: close over them instead (xe.jit(lambda x: f(x, {name}=...))).")
     if not is_supported_dtype(dtype):
-        raise TypeError(f"argument {name!r} has dtype {dtype}; supported are bool, int32, "
-                        "int64, float32 and float64")
+        message, hint = _dtype_refusal(name, np.dtype(dtype))
+        raise located(as_python_class(TypeError), message, name, hint)
     node = b.parameter(number, Shape(dtype, dims), _sanitize(name))
     tracer = Tracer(b, node, value, weak=weak)
     if weak:
@@ -510,7 +610,7 @@ def trace(f: Callable, args, *, name: str | None = None, autocluster: bool = Fal
     if name == "_lambda_":
         name = "lambda"
     b = Builder(name, autocluster)
-    arg_names = _argument_names(f, len(args))
+    arg_names = argument_names(f, len(args))
     params = []
     def_file, def_line = _return_site(f)
     for i, (a, n) in enumerate(zip(args, arg_names)):
@@ -534,6 +634,10 @@ def trace(f: Callable, args, *, name: str | None = None, autocluster: bool = Fal
     for n in nodes:
         if not is_supported_dtype(n.dtype):
             raise dtype_error("the return value", n.dtype)
+    # The value-dependent results whose shape the trace read go out last (unflatten drops
+    # them): as outputs they run on every call, where a new shape stops the program.
+    returned = set(nodes)
+    nodes += [n for n in b.shape_reads if n not in returned]
     module = b.module(name, nodes, aliases)
     return Traced(module, eager, treedef, len(leaves), tuple(aliases), arg_names,
                   [p.value for p in params], b.scalars)

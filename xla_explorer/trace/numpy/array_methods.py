@@ -8,10 +8,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..scalars import Const, python_op
-from ..tracer import Tracer, active_builder, at_user_site, value_of
+from ..tracer import Tracer
 from .dispatch import assign_inplace, call_function, call_ufunc
-from .elementwise import astype
+from .elementwise import astype, python_scalar_op
 from .indexing import getitem, setitem
 from .util import is_python_scalar
 
@@ -39,39 +38,6 @@ Tracer.astype = _astype
 
 
 # -- operators ---------------------------------------------------------------------------------
-
-
-# Python keeps bool for these between bools; all other arithmetic on bools gives int.
-_PY_BOOL_RESULT = {"bitwise_and", "bitwise_or", "bitwise_xor", "less", "less_equal", "greater",
-                   "greater_equal", "equal", "not_equal"}
-
-
-def python_scalar_op(ufunc, operands):
-    """An operator between Python scalars: the operands take Python's common type (bool <
-    int < float, bools becoming ints for arithmetic), NumPy computes at that type, and the
-    result is a weak Python scalar again."""
-    b = active_builder()
-    name = ufunc.__name__
-    with at_user_site(b, name) as site:
-        python = python_op(name, [value_of(x) for x in operands], site)
-        ref = b.scalars.op(name, tuple(x._ref if isinstance(x, Tracer) else Const(x)
-                                       for x in operands), type(python), site)
-    kinds = {type(value_of(x)) for x in operands}
-    if float in kinds:
-        dt = np.dtype(np.float64)
-    elif kinds == {bool} and name in _PY_BOOL_RESULT:
-        dt = np.dtype(np.bool_)
-    else:
-        dt = np.dtype(np.int64)
-        if name == "power" and value_of(operands[1]) < 0:
-            dt = np.dtype(np.float64)  # Python: 2 ** -1 == 0.5 (NumPy refuses it for ints)
-    with at_user_site(b, name):
-        strong = [astype(x, dt) if isinstance(x, Tracer) else np.asarray(x, dt)[()]
-                  for x in operands]
-    result = ufunc(*strong)
-    # Python's value, not NumPy's at the traced type: they differ only where python_op refused.
-    result._weak, result._value, result._ref = True, python, ref
-    return result
 
 
 def _operator(ufunc, *operands):

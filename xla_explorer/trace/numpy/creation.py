@@ -11,8 +11,8 @@ import sys
 import numpy as np
 
 from ...ir.shape import is_supported_dtype
-from ..tracer import (Tracer, active_builder, at_user_site, dtype_error, node_of, value_of,
-                      while_tracing)
+from ..tracer import (Tracer, active_builder, assigned_node, at_user_site, dtype_error, node_of,
+                      read_shape, value_of, while_tracing)
 from .elementwise import astype
 from .registry import lowers
 from .util import eager, unsupported, wrap
@@ -23,6 +23,7 @@ from .util import eager, unsupported, wrap
 
 def _like(fill):
     def lower(value, a, *args, **kw):
+        read_shape(a)  # the result takes a's shape but does not read a: keep a's shape checked
         v = np.asarray(value)
         return active_builder().full(fill if fill is not None else 0, v.dtype, v.shape)
     return lower
@@ -37,6 +38,7 @@ lowers(np.empty_like, eager=np.zeros_like)(_like(None))
 @lowers(np.full_like)
 def _full_like(value, a, fill_value, dtype=None, order="K", subok=True, shape=None, **kw):
     b = active_builder()
+    read_shape(a)
     v = np.asarray(value)
     if isinstance(fill_value, Tracer):
         return b.broadcast_to(node_of(fill_value, v.dtype), v.shape)
@@ -165,6 +167,9 @@ def _stacked(obj, dtype):
     level, each leaf converted first, so nothing rounds through another type on the way."""
     if isinstance(obj, (list, tuple)):
         return np.stack([_stacked(o, dtype) for o in obj])
+    if isinstance(obj, Tracer) and obj._weak:  # a Python number: NumPy converts it checked
+        value = eager(lambda v: np.asarray(v, dtype), "np.array", obj.value)
+        return wrap(assigned_node(obj, dtype), value, "np.array")
     return astype(obj, dtype) if isinstance(obj, Tracer) else np.asarray(obj, dtype)
 
 

@@ -15,7 +15,7 @@ import numpy as np
 from ...errors import TraceError, UnsupportedOpError
 from ...ir.shape import is_supported_dtype
 from ..tracer import (Tracer, active_builder, at_user_site, dtype_error, located, node_of,
-                      value_of)
+                      read_shape, value_of)
 from .indexing import view_write_back
 from .opaque import opaque_call
 from .registry import EAGER, FUNCTIONS, GUFUNCS, STATIC, UFUNC_REDUCE, UFUNCS, VIEWS
@@ -91,15 +91,17 @@ def call_ufunc(ufunc, method: str, inputs, kwargs):
             if exact is not None:
                 return _finish_out(wrap(exact, value, f"np.{name}"), out)
             in_types = _exact_comparison_types(inputs, in_types)
-        if name == "power" and out_type.kind in "iu" and isinstance(inputs[1], Tracer) \
-                and inputs[1]._ref is not None:
-            b.scalars.nonnegative(inputs[1]._ref, b.site)  # NumPy's ValueError, on each call
         lower = UFUNCS[name]
         if getattr(lower, "takes_inputs", False):
             node = lower(b, shape, inputs, in_types)
         else:
             node = lower(b, *(b.broadcast_to(node_of(x, t), shape)
                               for x, t in zip(inputs, in_types)))
+        if name == "power" and out_type.kind in "iu" and isinstance(inputs[1], Tracer) \
+                and inputs[1]._ref is not None:
+            # NumPy's ValueError, on each call; after the conversion's OverflowError (node_of's
+            # check), which NumPy raises first (int32 ** -2**40).
+            b.scalars.nonnegative(inputs[1]._ref, b.site)
         node = b.convert(node, out_type)
         return _finish_out(wrap(node, value, f"np.{name}"), out)
 
@@ -126,6 +128,8 @@ def _compare_python_int(b, inputs, in_types, value, shape):
         if is_python_scalar(x) and type(v) is int and not isinstance(x, Tracer) and \
                 not np.iinfo(np.int64).min <= v <= np.iinfo(np.int64).max:
             answer = bool(np.asarray(value).flat[0]) if np.size(value) else False
+            for y in inputs:  # the answer takes their shape without reading them
+                read_shape(y)
             return b.full(answer, np.bool_, shape)
     return None
 

@@ -18,6 +18,7 @@ import numpy as np
 
 from ...ir.module import Instruction
 from ...ir.shape import is_supported_dtype
+from ..scalars import Const, python_op
 from ..tracer import Tracer, active_builder, at_user_site, dtype_error, node_of, value_of
 from .opaque import lower_nonzero
 from .registry import lowers, lowers_ufunc, static
@@ -396,7 +397,36 @@ def _where(value, condition, x=None, y=None):
     dt = np.asarray(value).dtype  # x and y promoted together, Python scalars weakly
     shape = np.shape(value)
     cond = b.broadcast_to(truth(b, node_of(condition)), shape)
-    return b.select(cond, b.broadcast_to(node_of(x, dt), shape), b.broadcast_to(node_of(y, dt), shape))
+
+    def operand(v):
+        # NumPy's where converts a Python int to the result type unchecked: on an int32 x,
+        # np.where(x > 0, x, 2**40 + 7) gives 7 where x + 2**40 raises. So a Python scalar
+        # argument is converted without node_of's overflow check, and wraps as NumPy's does.
+        node = b.convert(node_of(v), dt) if isinstance(v, Tracer) and v._weak else node_of(v, dt)
+        return b.broadcast_to(node, shape)
+    return b.select(cond, operand(x), operand(y))
+
+
+def _int_bound(bound, dtype: np.dtype, result_dtype: np.dtype, lower: bool):
+    """A bound of np.clip on an integer array as NumPy takes it: a Python int at or beyond
+    the array type's limit on its own side is dropped (np.clip(int32, 0, 2**40) is
+    np.maximum(int32, 0)), and one beyond the other side is converted, and refused, as a
+    ufunc converts it (np.clip(int32, 2**40, None) raises OverflowError)."""
+    v = value_of(bound)
+    if type(v) is not int:
+        return bound
+    info = np.iinfo(dtype)
+    limit = int(info.min if lower else info.max)
+    if not isinstance(bound, Tracer):  # a literal: dropped or not now
+        return None if (v <= limit if lower else v >= limit) else bound
+    if result_dtype == dtype:
+        # Taken to the limit, the bound clips nothing, as a dropped one does, and one beyond
+        # the other side still fails node_of's check, on each call.
+        return python_scalar_op(np.maximum if lower else np.minimum, (bound, limit))
+    # A wider result (a float bound beside it): a bound at the limit would clip what the
+    # other one moved past it, so whether it is dropped decides the program (a guard).
+    beyond = bound <= limit if lower else bound >= limit
+    return None if beyond else bound
 
 
 @lowers(np.clip)
@@ -404,19 +434,23 @@ def _clip(value, a, a_min=np._NoValue, a_max=np._NoValue, out=None, *, min=np._N
           max=np._NoValue, **kw):
     lo = a_min if a_min is not np._NoValue else min
     hi = a_max if a_max is not np._NoValue else max
-    given = [v for v in (lo, hi) if v is not None and v is not np._NoValue]
+    lo, hi = (None if v is np._NoValue else v for v in (lo, hi))
+    a_dtype, dt = np.asarray(value_of(a)).dtype, np.asarray(value).dtype
+    if a_dtype.kind in "iu":
+        lo, hi = _int_bound(lo, a_dtype, dt, True), _int_bound(hi, a_dtype, dt, False)
+    given = [v for v in (lo, hi) if v is not None]
     if len(given) == 2 and all(np.ndim(value_of(v)) == 0 for v in given):
         # Two scalar bounds: NumPy keeps x where it equals a bound (clip(+0.0, -0.0, 1) is
         # +0.0), which HLO's clamp does and maximum-then-minimum does not.
-        b, dt = active_builder(), np.asarray(value).dtype
+        b = active_builder()
         x = b.broadcast_to(node_of(a, dt), np.shape(value))
         return b.emit("clamp", (node_of(lo, dt), x, node_of(hi, dt)))
     result = a
-    if lo is not None and lo is not np._NoValue:
+    if lo is not None:
         result = np.maximum(result, lo)
-    if hi is not None and hi is not np._NoValue:
+    if hi is not None:
         result = np.minimum(result, hi)
-    return active_builder().convert(node_of(result), np.asarray(value).dtype)
+    return active_builder().convert(node_of(result), dt)
 
 
 @lowers(np.round, np.around)
@@ -468,3 +502,38 @@ def _promotion_key(x):
 def _result_type(*a):
     return np.result_type(*(_promotion_key(x) for x in a))
 
+
+# -- arithmetic between Python scalars ---------------------------------------------------------
+
+
+# Python keeps bool for these between bools; all other arithmetic on bools gives int.
+_PY_BOOL_RESULT = {"bitwise_and", "bitwise_or", "bitwise_xor", "less", "less_equal", "greater",
+                   "greater_equal", "equal", "not_equal"}
+
+
+def python_scalar_op(ufunc, operands):
+    """An operator between Python scalars: the operands take Python's common type (bool <
+    int < float, bools becoming ints for arithmetic), NumPy computes at that type, and the
+    result is a weak Python scalar again."""
+    b = active_builder()
+    name = ufunc.__name__
+    with at_user_site(b, name) as site:
+        python = python_op(name, [value_of(x) for x in operands], site)
+        ref = b.scalars.op(name, tuple(x._ref if isinstance(x, Tracer) else Const(x)
+                                       for x in operands), type(python), site)
+    kinds = {type(value_of(x)) for x in operands}
+    if float in kinds:
+        dt = np.dtype(np.float64)
+    elif kinds == {bool} and name in _PY_BOOL_RESULT:
+        dt = np.dtype(np.bool_)
+    else:
+        dt = np.dtype(np.int64)
+        if name == "power" and value_of(operands[1]) < 0:
+            dt = np.dtype(np.float64)  # Python: 2 ** -1 == 0.5 (NumPy refuses it for ints)
+    with at_user_site(b, name):
+        strong = [astype(x, dt) if isinstance(x, Tracer) else np.asarray(x, dt)[()]
+                  for x in operands]
+    result = ufunc(*strong)
+    # Python's value, not NumPy's at the traced type: they differ only where python_op refused.
+    result._weak, result._value, result._ref = True, python, ref
+    return result

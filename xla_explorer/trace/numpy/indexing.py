@@ -9,7 +9,8 @@ import numpy as np
 
 from ...errors import TraceError, UnsupportedOpError
 from ...ir.module import Instruction
-from ..tracer import Tracer, active_builder, at_user_site, located, node_of, value_of
+from ..tracer import (Tracer, active_builder, assigned_node, at_user_site, located, node_of,
+                      value_of)
 from .opaque import custom_call
 from .util import eager, wrap
 
@@ -194,7 +195,7 @@ def setitem(x: Tracer, index, v):
             m = node_of(index)
             m = b.reshape(m, m.dims + (1,) * (x.ndim - m.shape.rank))
             mask = b.broadcast_to(m, x.shape)
-            fill = b.broadcast_to(node_of(v, x.dtype), x.shape)
+            fill = b.broadcast_to(assigned_node(v, x.dtype), x.shape)
             x._set_node(b.select(mask, fill, x.node), "assignment")
             x.value[...] = new_value
             return
@@ -203,7 +204,7 @@ def setitem(x: Tracer, index, v):
         _, _, out_dims = _index_plan(index, x.shape)
         trial = x.value.copy() if isinstance(x.value, np.ndarray) else np.asarray(x.value)
         eager(trial.__setitem__, "assignment", index, value_of(v))
-        update = b.broadcast_to(node_of(v, x.dtype), out_dims)
+        update = b.broadcast_to(assigned_node(v, x.dtype), out_dims)
         x._set_node(lower_index_update(x.node, index, update), "assignment")
         x.value[index] = value_of(v)
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..tracer import Tracer, active_builder, node_of, value_of
+from ..tracer import Tracer, active_builder, node_of, read_shape, value_of
 from .registry import lowers, static
 from .util import canonical_axes, unsupported
 
@@ -15,9 +15,19 @@ from .util import canonical_axes, unsupported
 # -- static queries: answered at trace time, no instruction ------------------------------------
 
 
-static(np.shape)(lambda a: np.shape(value_of(a)))
+@static(np.shape)
+def _shape(a):
+    read_shape(a)  # a Python value the program may depend on: checked on every run
+    return np.shape(value_of(a))
+
+
+@static(np.size)
+def _size(a, axis=None):
+    read_shape(a)
+    return np.size(value_of(a), axis)
+
+
 static(np.ndim)(lambda a: np.ndim(value_of(a)))
-static(np.size)(lambda a, axis=None: np.size(value_of(a), axis))
 
 
 # -- views -------------------------------------------------------------------------------------

@@ -63,7 +63,8 @@ ALTERNATIVES = {
     "nanmax": "np.max(np.where(np.isnan(x), -np.inf, x))",
     "nanmin": "np.min(np.where(np.isnan(x), np.inf, x))",
     "nansum": "np.sum(np.where(np.isnan(x), 0, x))", "average": "np.mean",
-    "amax": "np.max", "outer": "x[:, None] * y[None, :]", "inner": "np.dot",
+    "amax": "np.max", "outer": "x[:, None] * y[None, :]", "inner": "a @ b.T for 2-D a and b (np.inner sums over the last axis of both; "
+             "a @ b for 1-D)",
     "tensordot": "np.einsum", "float_power": "np.power on float64 arrays",
     "cumsum": None, "sinc": "np.sin(np.pi * x) / (np.pi * x)",
     "deg2rad": "x * (np.pi / 180)", "rad2deg": "x * (180 / np.pi)", "hypot": "np.sqrt(x*x + y*y)",

@@ -710,7 +710,175 @@ METHODS = [
 ]
 
 
+# -- shape and linear-algebra functions composed of existing ops at trace time -----------------
+
+
+def _meshgrid(*xs, **kw):
+    return np.meshgrid(*xs, **kw)
+
+
+def _dm(name, fn, arity, cases, dtypes=ALL, domains=(ANY,), group="data-movement", tol=1.0):
+    return OpRecord(name, fn, arity, domains, dtypes, cases=cases, group=group, tol=tol)
+
+
+COMPOSED_SHAPES = [
+    _dm("np.outer", np.outer, 2, (
+        (((3,), (4,)), {}), (((2, 3), (2,)), {}), (((), (3,)), {}), (((0,), (3,)), {}),
+        (((1,), (1,)), {})), domains=(_SMALL_INTS,), group="dot"),
+    _dm("np.tril", np.tril, 1, (
+        (((3, 4),), {}), (((3, 4),), {"k": 1}), (((4, 3),), {"k": -2}), (((2, 3, 3),), {}),
+        (((4,),), {}), (((0, 3),), {}), (((1, 1),), {"k": -1}))),
+    _dm("np.triu", np.triu, 1, (
+        (((3, 4),), {}), (((3, 4),), {"k": 2}), (((4, 3),), {"k": -1}), (((2, 3, 3),), {}),
+        (((4,),), {"k": 1}), (((3, 0),), {}), (((1, 1),), {}))),
+    _dm("np.diag", np.diag, 1, (
+        (((3,),), {}), (((3,),), {"k": 2}), (((3,),), {"k": -1}), (((0,),), {}),
+        (((1,),), {"k": 1}), (((3, 4),), {}), (((3, 4),), {"k": 1}), (((3, 4),), {"k": -2}),
+        (((4, 3),), {"k": 5}), (((0, 2),), {}), (((1, 1),), {}))),
+    _dm("np.trace", np.trace, 1, (
+        (((3, 4),), {}), (((3, 4),), {"offset": 1}), (((4, 3),), {"offset": -2}),
+        (((3, 3),), {"offset": 9}), (((0, 0),), {}), (((1, 1),), {})),
+        group="reduction", tol=5),
+    _dm("np.fliplr", np.fliplr, 1, (
+        (((3, 4),), {}), (((2, 3, 4),), {}), (((0, 2),), {}), (((2, 1),), {}))),
+    _dm("np.flipud", np.flipud, 1, (
+        (((3, 4),), {}), (((5,),), {}), (((0, 2),), {}), (((1, 3),), {}))),
+    _dm("np.rot90", np.rot90, 1, (
+        (((3, 4),), {}), (((3, 4),), {"k": 2}), (((3, 4),), {"k": 3}), (((3, 4),), {"k": -1}),
+        (((3, 4),), {"k": 4}), (((2, 3, 4),), {"axes": (1, 2)}),
+        (((2, 3, 4),), {"k": 1, "axes": (2, 0)}), (((0, 2),), {}), (((1, 1),), {}))),
+    _dm("np.atleast_1d", np.atleast_1d, 1, (
+        (((),), {}), (((3,),), {}), (((2, 3),), {}), (((0,),), {}))),
+    _dm("np.atleast_2d", np.atleast_2d, 1, (
+        (((),), {}), (((3,),), {}), (((2, 3),), {}), (((0,),), {}), (((1, 2, 3),), {}))),
+    _dm("np.atleast_3d", np.atleast_3d, 1, (
+        (((),), {}), (((3,),), {}), (((2, 3),), {}), (((0,),), {}), (((1, 2, 3),), {}))),
+    _dm("np.column_stack", _variadic(np.column_stack), None, (
+        (((3,), (3,)), {}), (((3,), (3, 2)), {}), (((2, 2), (2, 1), (2,)), {}),
+        (((), ()), {}), (((0,), (0, 2)), {}))),
+    _dm("np.dstack", _variadic(np.dstack), None, (
+        (((3,), (3,)), {}), (((2, 3), (2, 3)), {}), (((2, 3, 1), (2, 3, 2)), {}),
+        (((), ()), {}), (((0, 2), (0, 2)), {}))),
+    _dm("np.diff", np.diff, 1, (
+        (((5,),), {}), (((3, 4),), {}), (((3, 4),), {"axis": 0}), (((3, 4),), {"n": 2}),
+        (((3, 4),), {"n": 0}), (((3, 4),), {"n": 5}), (((2, 3, 4),), {"axis": -2}),
+        (((0,),), {}), (((1,),), {}), (((4,),), {"prepend": 0}),
+        (((3, 4),), {"append": 1, "axis": 0}), (((3, 4),), {"prepend": 0, "append": 2, "n": 2}))),
+    _dm("np.tile", np.tile, 1, (
+        (((3,),), {"reps": 2}), (((2, 3),), {"reps": (2, 1)}), (((2, 3),), {"reps": (2, 1, 3)}),
+        (((2, 3, 1),), {"reps": 2}), (((),), {"reps": 3}), (((0, 2),), {"reps": 2}),
+        (((2,),), {"reps": 0}), (((1, 1),), {"reps": (1, 1)}))),
+    _dm("np.repeat", np.repeat, 1, (
+        (((3,),), {"repeats": 2}), (((2, 3),), {"repeats": 2}),
+        (((2, 3),), {"repeats": 3, "axis": 1}), (((2, 3),), {"repeats": 2, "axis": -2}),
+        (((),), {"repeats": 4}), (((0, 2),), {"repeats": 2, "axis": 0}),
+        (((2, 3),), {"repeats": 0, "axis": 0}), (((1,),), {"repeats": 1}))),
+    _dm("np.roll", np.roll, 1, (
+        (((5,),), {"shift": 2}), (((5,),), {"shift": -7}), (((2, 3),), {"shift": 4}),
+        (((2, 3),), {"shift": 1, "axis": 1}), (((2, 3, 4),), {"shift": (1, -1), "axis": (0, 2)}),
+        (((2, 3),), {"shift": (1, 1), "axis": (1, 1)}), (((0, 3),), {"shift": 1, "axis": 0}),
+        (((1,),), {"shift": 3}))),
+    _dm("np.meshgrid", _meshgrid, None, (
+        (((3,), (4,)), {}), (((3,), (4,)), {"indexing": "ij"}), (((3,), (4,), (2,)), {}),
+        (((3,), (4,), (2,)), {"indexing": "ij"}), (((3,),), {}), (((0,), (2,)), {}),
+        (((3,), (4,)), {"sparse": True}), (((3,), (1,)), {"indexing": "ij", "sparse": True}))),
+    _dm("np.kron", np.kron, 2, (
+        (((3,), (2,)), {}), (((2, 3), (2, 2)), {}), (((2, 3), (3,)), {}), (((), (3,)), {}),
+        (((0, 2), (2, 1)), {}), (((1, 1), (2, 3, 1)), {})), domains=(_SMALL_INTS,),
+        group="dot"),
+    _dm("np.vdot", np.vdot, 2, (
+        (((4,), (4,)), {}), (((2, 3), (3, 2)), {}), (((0,), (0,)), {}), (((1,), (1,)), {})),
+        domains=(_SMALL_INTS,), group="dot", tol=5),
+    _dm("np.inner", np.inner, 2, (
+        (((4,), (4,)), {}), (((2, 3), (3,)), {}), (((2, 3), (4, 3)), {}),
+        (((2, 2, 3), (4, 3)), {}), (((), (3,)), {}), (((2, 0), (3, 0)), {}),
+        (((1, 1), (1,)), {})), domains=(_SMALL_INTS,), group="dot", tol=5),
+    _dm("np.cross", np.cross, 2, (
+        (((3,), (3,)), {}), (((4, 3), (3,)), {}), (((2, 1, 3), (4, 3)), {}),
+        (((2,), (2,)), {}), (((4, 2), (4, 2)), {}), (((0, 3), (3,)), {})),
+        dtypes=NUMERIC, domains=(_SMALL_INTS,), group="dot"),
+    _dm("np.tensordot", np.tensordot, 2, (
+        (((2, 3, 4), (3, 4, 5)), {}), (((2, 3), (3, 4)), {"axes": 1}),
+        (((2, 3), (4, 5)), {"axes": 0}), (((2, 3, 4), (4, 3)), {"axes": ([1, 2], [1, 0])}),
+        (((2, 3), (2, 4)), {"axes": (0, 0)}), (((0, 3), (3, 2)), {"axes": 1}),
+        (((1, 1), (1, 1)), {})), domains=(_SMALL_INTS,), group="dot", tol=5),
+    _dm("np.norm", np.linalg.norm, 1, (
+        (((4,),), {}), (((2, 3, 4),), {}), (((4,),), {"ord": 1}), (((4,),), {"ord": np.inf}),
+        (((4,),), {"ord": -np.inf}), (((3, 4),), {}), (((3, 4),), {"ord": "fro"}),
+        (((3, 4),), {"axis": 1}), (((3, 4),), {"axis": 0, "ord": 1, "keepdims": True}),
+        (((2, 3, 4),), {"axis": (0, 2)}), (((2, 3, 4),), {"axis": -1, "ord": np.inf}),
+        (((2, 3, 4),), {"axis": (1, 2), "keepdims": True}), (((0,),), {}), (((),), {}),
+        (((1, 1),), {"ord": 2, "axis": 0})), group="reduction", tol=5),
+]
+
+
+# -- compositions of existing ops (elementwise.py, reductions.py): hypot ... average ------------
+
+
+def _with_nonfinite(base):
+    """base's values, with NaN, inf and -inf in about a quarter of a float array's elements."""
+    def gen(rng, shape, dtype):
+        v = base(rng, shape, dtype)
+        if np.dtype(dtype).kind != "f":
+            return v
+        pick = rng.random(shape)
+        special = np.select([pick < 0.15, pick < 0.2, pick < 0.25], [np.nan, np.inf, -np.inf],
+                            0.0)
+        return np.where(pick < 0.25, special, v).astype(dtype)
+    return gen
+
+
+_NONFINITE = _with_nonfinite(QUARTERS)
+_WEIGHTS = _domain(0.1, 5, int_lo=1, int_hi=9, exclude_zero=True)  # never summing to zero
+_NAN_CASES = (
+    (((2, 3, 4),), {"axis": 1, "keepdims": True}),
+    (((2, 3, 4),), {"axis": (0, 2)}),
+)
+COMPOSED_ELEMENTWISE = [
+    U(np.hypot, NUMERIC),
+    U(np.logaddexp, NUMERIC),
+    U(np.copysign, NUMERIC, (ANY, QUARTERS)),
+    U(np.fabs, NUMERIC),
+    U(np.signbit, NUMERIC, (QUARTERS,)),
+    U(np.heaviside, NUMERIC, (QUARTERS, ANY)),
+    U(np.deg2rad, NUMERIC),
+    U(np.rad2deg, NUMERIC),
+    U(np.radians, NUMERIC),
+    U(np.degrees, NUMERIC),
+    U(np.float_power, ALL, (BASE, EXPONENT)),
+    U(np.fmod, NUMERIC, (QUARTERS, NONZERO)),
+    OpRecord("np.sinc", np.sinc, 1, (QUARTERS,), ALL, UNARY_SHAPES),
+    OpRecord("np.nan_to_num", np.nan_to_num, 1, (_NONFINITE,), ALL, UNARY_SHAPES,
+             ({}, {"nan": 5.0, "posinf": 1e3, "neginf": -1e3}, {"posinf": 1e300})),
+    OpRecord("np.isclose", np.isclose, 2, (_NONFINITE, QUARTERS), ALL, BINARY_SHAPES,
+             ({}, {"rtol": 0.1, "atol": 0.3, "equal_nan": True})),
+    OpRecord("np.select", lambda c1, c2, x, y, **kw: np.select([c1, c2], [x, y], **kw), 4,
+             (boolean, boolean, ANY), ALL,
+             (((3, 4), (3, 4), (3, 4), (3, 4)), ((3, 1), (4,), (), (1, 4)),
+              ((), (), (2, 3), ())),
+             ({}, {"default": 7}, {"default": 2.5})),
+    reduction("np.nansum", np.nansum, ALL, _DT[:2] + _NAN_CASES, domains=(_NONFINITE,)),
+    reduction("np.nanmax", np.nanmax, ALL, _NAN_CASES, empty=False, domains=(_NONFINITE,)),
+    reduction("np.nanmin", np.nanmin, ALL, _NAN_CASES, empty=False, domains=(_NONFINITE,)),
+    reduction("np.nanmean", np.nanmean, ALL, _DT[:2] + _NAN_CASES, domains=(_NONFINITE,)),
+    reduction("np.count_nonzero", np.count_nonzero, ALL, domains=(QUARTERS,)),
+    reduction("np.ptp", np.ptp, NUMERIC, empty=False),
+    reduction("np.average", np.average, ALL,  # (NumPy divides by an empty result's size)
+              ((((2, 3, 4),), {"axis": 1, "returned": True}),), empty=False,
+              cases=tuple(c for c in _REDUCE_CASES if c[0] != ((0, 3),))),
+    OpRecord("np.average weights", lambda a, w, **kw: np.average(a, weights=w, **kw), 2,
+             (ANY, _WEIGHTS), ALL, group="reduction", cases=(
+                 (((3, 4), (3, 4)), {}),
+                 (((3, 4), (4,)), {"axis": 1}),
+                 (((2, 3, 4), (3,)), {"axis": 1, "keepdims": True}),
+                 (((2, 3, 4), (2, 3, 4)), {"axis": (0, 2), "returned": True}),
+                 (((3, 4), (3,)), {"axis": 0, "returned": True}),
+             )),
+]
+
+
 RECORDS: list[OpRecord] = (ELEMENTWISE + SELECTION + REDUCTIONS + PRODUCTS + DATA_MOVEMENT
-                           + CREATION + NOT_COMPILABLE + OPERATORS + INPLACE + SETITEM + METHODS)
+                           + CREATION + NOT_COMPILABLE + OPERATORS + INPLACE + SETITEM + METHODS
+                           + COMPOSED_SHAPES + COMPOSED_ELEMENTWISE)
 BY_NAME = {r.name: r for r in RECORDS}
 assert len(BY_NAME) == len(RECORDS), "record names must be unique"

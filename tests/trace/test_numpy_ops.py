@@ -136,13 +136,23 @@ def _id(x) -> str:
     return str(x).replace(" ", "")
 
 
-def _record_params(records, dtype_filter=None):
+def _fast_dtype(dtypes):
+    """The one type `make test-fast` checks a record on: float32 where the record takes it
+    (the type most programs here compute in), else float64, else its first."""
+    return next((d for d in (np.dtype(F32), np.dtype(F64)) if d in dtypes), dtypes[0])
+
+
+def _record_params(records, dtype_filter=None, one_fast_dtype: bool = False):
+    """Every record, type and case. With `one_fast_dtype`, the cases of every type but
+    `_fast_dtype`'s are marked slow: `make test-fast` runs every record and case on one type,
+    `make test` on all of them."""
     for r in records:
-        for dtype in r.dtypes:
-            if dtype_filter and not dtype_filter(dtype):
-                continue
+        kept = [np.dtype(d) for d in r.dtypes if not dtype_filter or dtype_filter(d)]
+        for dtype in kept:
+            slow = one_fast_dtype and dtype != _fast_dtype(kept)
+            marks = [pytest.mark.slow] if slow else []
             for shapes, variant in r.all_cases():
-                yield pytest.param(r, dtype, shapes, variant,
+                yield pytest.param(r, dtype, shapes, variant, marks=marks,
                                    id=f"{r.name}|{dtype.name}|{_id(shapes)}|{_id(variant)}")
 
 
@@ -155,7 +165,8 @@ def _args_factory(record, shapes, dtype, seed=0):
 # -- every record, every type, every case ------------------------------------------------------
 
 
-@pytest.mark.parametrize("record,dtype,shapes,variant", list(_record_params(RECORDS)))
+@pytest.mark.parametrize("record,dtype,shapes,variant",
+                         list(_record_params(RECORDS, one_fast_dtype=True)))
 def test_record_matches_numpy(record, dtype, shapes, variant):
     f = _bind(record, variant, dtype)
     make = _args_factory(record, shapes, dtype)

@@ -135,9 +135,17 @@ class Tracer:
             self._node = new
             return
         if self._write_back is None:
-            raise located(TraceError, f"{what} writes through a read-only view (one made by "
-                                      "np.broadcast_to); NumPy refuses that write too",
-                          what, "Take a copy first: y = np.broadcast_to(x, shape).copy().")
+            eager = self._value
+            if isinstance(eager, np.ndarray) and not eager.flags.writeable:
+                raise located(TraceError, f"{what} writes through a read-only view (one made "
+                                          "by np.broadcast_to); NumPy refuses that write too",
+                              what, "Take a copy first: y = np.broadcast_to(x, shape).copy().")
+            raise located(TraceError, f"{what} writes through a view made in several steps "
+                                      "(np.rot90 by a quarter turn: a flip and a transpose); "
+                                      "the explorer writes back through views of one step "
+                                      "only (a slice, reshape, transpose or flip)",
+                          what, "Take a copy, update it, and assign it back to the array the "
+                                "view came from.")
         self._base._set_node(self._write_back(self._base.node, new), what)
 
     @property

@@ -1,7 +1,8 @@
 """Array creation: np.zeros_like & co. (dispatched on their array argument); np.zeros,
 np.ones, np.empty, np.full, np.arange, np.linspace, np.eye and np.identity called by user code
 while tracing (they take no array for NumPy to dispatch on, so NumPy's functions are patched
-for the length of a trace); and np.array / np.asarray of traced arrays.
+for the length of a trace); np.array / np.asarray of traced arrays; and matrices built from
+traced arrays: np.tril, np.triu, np.diag and np.meshgrid.
 """
 from __future__ import annotations
 
@@ -215,3 +216,71 @@ def creation_functions_traced():
         for name, fn in saved.items():
             setattr(np, name, fn)
 
+
+
+# -- building matrices from arrays: np.tril, np.triu, np.diag, np.meshgrid ---------------------
+
+
+def _triangle(keep: str):
+    """The lower (tril) or upper (triu) triangle of the last two axes: iotas, a compare and a
+    select. A 1-D argument is NumPy's too: its rows, repeated."""
+    def lower(value, m, k=0):
+        b = active_builder()
+        dims = np.shape(value)
+        x = b.broadcast_to(node_of(m), dims)
+        r = len(dims)
+        offset = b.ew("subtract", b.iota(np.int64, dims, r - 1), b.iota(np.int64, dims, r - 2))
+        mask = b.compare(offset, b.full(int(k), np.int64, dims), keep)
+        return b.select(mask, x, b.full(0, x.dtype, dims))
+    return lower
+
+
+lowers(np.tril)(_triangle("LE"))
+lowers(np.triu)(_triangle("GE"))
+
+
+@lowers(np.diag)
+def _diag(value, v, k=0):
+    b = active_builder()
+    x = node_of(v)
+    k = int(k)
+    dims = np.shape(value)
+    if x.shape.rank == 1:
+        # out[i, i + k] = v[i]: v along the rows (k >= 0) or the columns, kept on the diagonal
+        n = dims[0]
+        padded = b.pad(x, b.constant(0, x.dtype), [(0, n - x.dims[0], 0)])
+        along = b.broadcast(padded, dims, (0,) if k >= 0 else (1,))
+        offset = b.ew("subtract", b.iota(np.int64, dims, 1), b.iota(np.int64, dims, 0))
+        mask = b.compare(offset, b.full(k, np.int64, dims), "EQ")
+        return b.select(mask, along, b.full(0, x.dtype, dims))
+    if x.shape.rank != 2:
+        raise unsupported("diag", " of an array of more than two dimensions")
+    # The diagonal is a strided slice of the flattened matrix: exact, data movement only.
+    rows, cols = x.dims
+    length = dims[0]
+    flat = b.reshape(x, (rows * cols,))
+    if length == 0:
+        return b.slice(flat, [(0, 0, 1)])
+    start = k if k >= 0 else -k * cols
+    return b.slice(flat, [(start, start + (length - 1) * (cols + 1) + 1, cols + 1)])
+
+
+@lowers(np.meshgrid)
+def _meshgrid(value, *xi, copy=True, sparse=False, indexing="xy"):
+    if not copy:
+        raise unsupported("meshgrid", " with copy=False (read-only views)")
+    b = active_builder()
+    out = []
+    n = len(xi)
+    for i, (x, v) in enumerate(zip(xi, value)):
+        node = node_of(x)
+        node = b.reshape(node, (node.shape.size,))
+        axis = i
+        if indexing == "xy" and n > 1 and i < 2:
+            axis = 1 - i
+        shape = np.shape(v)
+        if sparse:
+            out.append(b.reshape(node, shape))
+        else:
+            out.append(b.broadcast(node, shape, (axis,)))
+    return tuple(out)

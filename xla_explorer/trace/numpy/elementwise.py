@@ -1,8 +1,10 @@
 """Element-wise lowerings: NumPy's ufuncs (arithmetic, exponentials and logarithms,
 trigonometric and hyperbolic functions, rounding, comparisons, logic, bits), the ones that are
 formulas of other ops (sinh, cosh, exp2, log2, log10, arcsin, arccos, arctan, arcsinh, arccosh,
-arctanh, floor_divide, remainder, power), and the element-wise functions that are not ufuncs:
-np.where, np.clip, np.round, np.astype and x.astype; np.result_type.
+arctanh, floor_divide, remainder, power, hypot, logaddexp, copysign, signbit, heaviside,
+deg2rad, rad2deg, fmod), and the element-wise functions that are not ufuncs: np.where, np.clip,
+np.round, np.astype and x.astype, np.sinc, np.nan_to_num, np.isclose, np.select;
+np.result_type.
 
 A ufunc lowering gets the builder and the operands already converted to the ufunc loop's input
 types and broadcast to one shape (see `dispatch.call_ufunc`); it returns an instruction of the
@@ -320,6 +322,91 @@ def _log_base(factor):
     return _in_float64(lower)
 
 
+# -- ufuncs that are compositions of the others (as JAX's jnp composes them) --------------------
+
+
+def _is_neg_zero_or_below(b, x):
+    # x < 0, or -0.0 (1 / -0.0 is -inf). A NaN counts as positive: the IR has no op that reads
+    # a NaN's sign bit, so signbit(-nan) and copysign(x, -nan) differ from NumPy's.
+    zero = _const(b, 0, x)
+    neg_zero = b.ew("and", b.compare(x, zero, "EQ"),
+                    b.compare(b.ew("divide", _const(b, 1, x), x), zero, "LT"))
+    return b.ew("or", b.compare(x, zero, "LT"), neg_zero)
+
+
+@lowers_ufunc(np.signbit)
+def _signbit(b, x):
+    return _is_neg_zero_or_below(b, x)
+
+
+@lowers_ufunc(np.copysign)
+def _copysign(b, x, y):
+    a = b.ew("abs", x)
+    return b.select(_is_neg_zero_or_below(b, y), b.ew("negate", a), a)
+
+
+@lowers_ufunc(np.hypot)
+def _hypot(b, x, y):
+    # C's hypot: inf if either is infinite (NaN or not), else NaN if either is NaN. float32 in
+    # float64, where x^2 + y^2 neither overflows nor underflows; float64 scaled by the larger
+    # magnitude m, m sqrt(1 + (s / m)^2), so that nothing overflows before the result does.
+    ax, ay = b.ew("abs", x), b.ew("abs", y)
+    if x.dtype == np.float32:
+        wx, wy = b.convert(ax, np.float64), b.convert(ay, np.float64)
+        h = b.convert(b.ew("sqrt", b.ew("add", b.ew("multiply", wx, wx),
+                                        b.ew("multiply", wy, wy))), x.dtype)
+    else:
+        m, s = b.ew("maximum", ax, ay), b.ew("minimum", ax, ay)
+        zero, one = _const(b, 0, x), _const(b, 1, x)
+        m_is_zero = b.compare(m, zero, "EQ")
+        r = b.ew("divide", s, b.select(m_is_zero, one, m))
+        h = b.ew("multiply", m, b.ew("sqrt", b.ew("add", one, b.ew("multiply", r, r))))
+        h = b.select(m_is_zero, zero, h)
+        h = b.select(b.ew("or", _isnan(b, x), _isnan(b, y)), _const(b, np.nan, x), h)
+    inf = _const(b, np.inf, x)
+    either_inf = b.ew("or", b.compare(ax, inf, "EQ"), b.compare(ay, inf, "EQ"))
+    return b.select(either_inf, inf, h)
+
+
+@lowers_ufunc(np.logaddexp)
+def _logaddexp(b, x, y):
+    # NumPy's npy_logaddexp: x + ln 2 where x == y (so inf and -inf stay themselves), else the
+    # larger plus log1p(exp(-|x - y|)); NaN where either is NaN.
+    big = b.ew("add", b.ew("maximum", x, y), b.ew("log-plus-one", b.ew("exponential", b.ew(
+        "negate", b.ew("abs", b.ew("subtract", x, y))))))
+    big = b.select(b.ew("or", _isnan(b, x), _isnan(b, y)), _const(b, np.nan, x), big)
+    return b.select(b.compare(x, y, "EQ"), b.ew("add", x, _const(b, _LN2, x)), big)
+
+
+@lowers_ufunc(np.heaviside)
+def _heaviside(b, x, h0):
+    zero, one = _const(b, 0, x), _const(b, 1, x)
+    sided = b.select(b.compare(x, zero, "LT"), zero, b.select(b.compare(x, zero, "GT"), one, x))
+    return b.select(b.compare(x, zero, "EQ"), h0, sided)  # NaN stays x
+
+
+def _times_constant(f64, f32):
+    """x times a constant, as NumPy's loops round it per type (deg2rad, rad2deg)."""
+    return lambda b, x: b.ew("multiply", x, _const(b, f64 if x.dtype == np.float64 else f32, x))
+
+
+def _fmod_int(b, x, y):
+    # C's % (the dividend's sign, as HLO's remainder), and 0 for a zero divisor as NumPy gives;
+    # -1 too, where INT_MIN % -1 would trap.
+    zero = _const(b, 0, x)
+    no_rest = b.ew("or", b.compare(y, zero, "EQ"), b.compare(y, _const(b, -1, y), "EQ"))
+    return b.select(no_rest, zero, b.ew("remainder", x, b.select(no_rest, _const(b, 1, y), y)))
+
+
+lowers_ufunc(np.fabs)(_direct("abs"))
+lowers_ufunc(np.deg2rad, np.radians)(_times_constant(np.pi / 180,
+                                                     np.float32(np.pi) / np.float32(180)))
+lowers_ufunc(np.rad2deg, np.degrees)(_times_constant(180 / np.pi,
+                                                     np.float32(180) / np.float32(np.pi)))
+lowers_ufunc(np.float_power)(_direct("power"))  # NumPy's only loop: float64
+lowers_ufunc(np.fmod)(_by_kind(i=_fmod_int, f=_direct("remainder")))  # HLO's is C's fmod
+
+
 # -- the ufuncs whose rows the helpers above make ----------------------------------------------
 # (a row that is a function of its own is registered with @lowers_ufunc where it is defined)
 
@@ -451,6 +538,70 @@ def _clip(value, a, a_min=np._NoValue, a_max=np._NoValue, out=None, *, min=np._N
     if hi is not None:
         result = np.minimum(result, hi)
     return active_builder().convert(node_of(result), dt)
+
+
+@lowers(np.sinc)
+def _sinc(value, x):
+    # NumPy's own formula, step by step: sin(y) / y with y = pi x, and eps for y = 0.
+    y = np.pi * x
+    dt = np.asarray(value_of(y)).dtype
+    y = np.where(y, y, np.finfo(dt).eps if dt.kind == "f" else 1e-20)
+    return node_of(np.sin(y) / y)
+
+
+def _fill_value(v, dtype: np.dtype):
+    """A fill value of np.nan_to_num as NumPy's copyto casts it: a number, at trace time."""
+    if isinstance(v, Tracer) or np.ndim(v) != 0:
+        raise unsupported("nan_to_num", " with a traced or array nan=, posinf= or neginf=")
+    with np.errstate(all="ignore"):
+        return np.asarray(v).astype(dtype)[()]
+
+
+@lowers(np.nan_to_num)
+def _nan_to_num(value, x, copy=True, nan=0.0, posinf=None, neginf=None):
+    b = active_builder()
+    dt = np.asarray(value).dtype
+    node = b.broadcast_to(node_of(x, dt), np.shape(value))
+    if dt.kind != "f":  # NumPy returns integers and bools as they are
+        return node
+    info = np.finfo(dt)
+    fill = {"nan": _fill_value(nan, dt),
+            "posinf": _fill_value(info.max if posinf is None else posinf, dt),
+            "neginf": _fill_value(info.min if neginf is None else neginf, dt)}
+    inf = _const(b, np.inf, node)
+    node = b.select(_isnan(b, node), _const(b, fill["nan"], node), node)
+    node = b.select(b.compare(node, inf, "EQ"), _const(b, fill["posinf"], node), node)
+    neg = b.compare(node, b.ew("negate", inf), "EQ")
+    return b.select(neg, _const(b, fill["neginf"], node), node)
+
+
+@lowers(np.isclose)
+def _isclose(value, a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
+    # NumPy's own formula: |x - y| <= atol + rtol |y| where y is finite, or x == y, with y
+    # taken to a float type first (never abs(INT_MIN)).
+    x, y = a, b
+    if not is_python_scalar(y):
+        dt = np.result_type(value_of(y), 1.0)
+        y = astype(y, dt) if isinstance(y, Tracer) else np.asarray(y, dt)
+    elif type(value_of(y)) is int:
+        y = y * 1.0
+    close = np.less_equal(np.abs(x - y), atol + rtol * np.abs(y)) & np.isfinite(y) | (x == y)
+    if equal_nan:
+        close = close | (np.isnan(x) & np.isnan(y))
+    return active_builder().broadcast_to(node_of(close), np.shape(value))
+
+
+@lowers(np.select)
+def _select(value, condlist, choicelist, default=0):
+    # The first condition that holds picks its choice; none, the default. All at NumPy's
+    # result type, broadcast to the result's shape.
+    b = active_builder()
+    dt, shape = np.asarray(value).dtype, np.shape(value)
+    result = b.broadcast_to(node_of(default, dt), shape)
+    for cond, choice in zip(condlist[::-1], choicelist[::-1]):
+        result = b.select(b.broadcast_to(node_of(cond), shape),
+                          b.broadcast_to(node_of(choice, dt), shape), result)
+    return result
 
 
 @lowers(np.round, np.around)

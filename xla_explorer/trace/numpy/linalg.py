@@ -1,5 +1,7 @@
 """Linear algebra: np.matmul (and the @ operator), np.dot and np.einsum (one or two
-operands), each one HLO dot with the transposes and reductions around it.
+operands), each one HLO dot with the transposes and reductions around it; np.vdot, np.inner
+and np.tensordot (one dot), np.outer, np.kron and np.cross (broadcasts, slices and products),
+np.trace (a strided slice and a sum) and np.linalg.norm (vector and Frobenius norms).
 """
 from __future__ import annotations
 
@@ -9,7 +11,7 @@ from ...errors import TraceError
 from ...ir.shape import is_supported_dtype
 from ..tracer import active_builder, dtype_error, located, node_of, value_of
 from .registry import lowers, lowers_gufunc
-from .util import eager, unsupported, wrap
+from .util import canonical_axes, eager, unsupported, wrap
 
 
 def _promote_pair(a, c, value):
@@ -87,3 +89,137 @@ def _einsum(value, subscripts, *operands, **kw):
     got = batch + [c for c in ta if c not in tb] + [c for c in tb if c not in ta]
     return b.transpose(node, [got.index(c) for c in out])
 
+
+
+# -- products built from dot and broadcasts: np.outer, np.kron, np.vdot, np.inner, np.cross,
+# np.tensordot; np.trace (a diagonal and a sum) ------------------------------------------------
+
+
+def _result_type(value):
+    dt = np.asarray(value).dtype
+    if not is_supported_dtype(dt):
+        raise dtype_error("the product", dt)
+    return dt
+
+
+@lowers(np.outer)
+def _outer(value, a, c, out=None):
+    b = active_builder()
+    dt = _result_type(value)
+    x, y = node_of(a, dt), node_of(c, dt)
+    dims = np.shape(value)
+    x = b.broadcast(b.reshape(x, (x.shape.size,)), dims, (0,))
+    y = b.broadcast(b.reshape(y, (y.shape.size,)), dims, (1,))
+    return b.ew("multiply", x, y)
+
+
+@lowers(np.kron)
+def _kron(value, a, c):
+    b = active_builder()
+    dt = _result_type(value)
+    x, y = node_of(a, dt), node_of(c, dt)
+    d = max(x.shape.rank, y.shape.rank)
+    xd = (1,) * (d - x.shape.rank) + x.dims
+    yd = (1,) * (d - y.shape.rank) + y.dims
+    wide = tuple(v for p, q in zip(xd, yd) for v in (p, q))
+    x = b.broadcast(b.reshape(x, xd), wide, tuple(2 * i for i in range(d)))
+    y = b.broadcast(b.reshape(y, yd), wide, tuple(2 * i + 1 for i in range(d)))
+    return b.reshape(b.ew("multiply", x, y), np.shape(value))
+
+
+@lowers(np.vdot)
+def _vdot(value, a, c):
+    b, x, y = _promote_pair(a, c, value)
+    x, y = b.reshape(x, (x.shape.size,)), b.reshape(y, (y.shape.size,))
+    return b.dot(x, y, (), (0,), (), (0,))
+
+
+@lowers(np.inner)
+def _inner(value, a, c):
+    b, x, y = _promote_pair(a, c, value)
+    if x.shape.rank == 0 or y.shape.rank == 0:
+        dims = np.shape(value)
+        return b.ew("multiply", b.broadcast_to(x, dims), b.broadcast_to(y, dims))
+    return b.dot(x, y, (), (x.shape.rank - 1,), (), (y.shape.rank - 1,))
+
+
+@lowers(np.tensordot)
+def _tensordot(value, a, c, axes=2):
+    b, x, y = _promote_pair(a, c, value)
+    if isinstance(axes, (int, np.integer)):
+        n = int(axes)
+        ca, cb = list(range(x.shape.rank - n, x.shape.rank)), list(range(n))
+    else:
+        ca = [int(i) % x.shape.rank for i in np.atleast_1d(axes[0])]
+        cb = [int(i) % y.shape.rank for i in np.atleast_1d(axes[1])]
+    # dot gives a's free axes then b's, in order, as np.tensordot does
+    return b.dot(x, y, (), ca, (), cb)
+
+
+@lowers(np.cross)
+def _cross(value, a, c, axisa=-1, axisb=-1, axisc=-1, axis=None):
+    if axis is not None or (axisa, axisb, axisc) != (-1, -1, -1):
+        raise unsupported("cross", " with axis arguments (only along the last axis)")
+    b, x, y = _promote_pair(a, c, value)
+    n, m = x.dims[-1], y.dims[-1]
+    if (n, m) not in ((3, 3), (2, 2)):
+        raise unsupported("cross", " of vectors of different lengths (only 3 x 3 and 2 x 2)")
+    batch = np.broadcast_shapes(x.dims[:-1], y.dims[:-1])
+    x, y = b.broadcast_to(x, batch + (n,)), b.broadcast_to(y, batch + (n,))
+
+    def part(t, i):
+        spec = [(0, d, 1) for d in batch] + [(i, i + 1, 1)]
+        return b.reshape(b.slice(t, spec), batch)
+
+    def term(i, j):  # x[i] * y[j] - x[j] * y[i]
+        return b.ew("subtract", b.ew("multiply", part(x, i), part(y, j)),
+                    b.ew("multiply", part(x, j), part(y, i)))
+
+    if n == 2:
+        return term(0, 1)
+    parts = [b.reshape(term(i, j), batch + (1,)) for i, j in ((1, 2), (2, 0), (0, 1))]
+    return b.concatenate(parts, len(batch))
+
+
+@lowers(np.trace)
+def _trace(value, a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
+    b = active_builder()
+    x = node_of(a)
+    if x.shape.rank != 2 or (int(axis1) % 2, int(axis2) % 2) != (0, 1):
+        raise unsupported("trace", " except of a 2-D array on its own axes")
+    dt = _result_type(value)
+    rows, cols = x.dims
+    k = int(offset)
+    length = max(0, min(rows, cols - k) if k >= 0 else min(rows + k, cols))
+    flat = b.reshape(x, (rows * cols,))
+    if length == 0:
+        diag = b.slice(flat, [(0, 0, 1)])
+    else:
+        start = k if k >= 0 else -k * cols
+        diag = b.slice(flat, [(start, start + (length - 1) * (cols + 1) + 1, cols + 1)])
+    return b.reduce(b.convert(diag, dt), (0,), "or" if dt == np.bool_ else "add")
+
+
+@lowers(np.linalg.norm)
+def _norm(value, x, ord=None, axis=None, keepdims=False):
+    """Vector norms of order 2, 1, inf and -inf, and the Frobenius norm of matrices: a square,
+    an absolute value, a reduction and a square root, in NumPy's float result type."""
+    b = active_builder()
+    dt = _result_type(value)
+    a = node_of(x, dt)
+    rank = a.shape.rank
+    axes = canonical_axes(axis, rank) if axis is not None or ord is None else canonical_axes(
+        None, rank)
+    matrix = len(axes) == 2
+    if len(axes) not in (1, 2) and not (ord is None and axis is None):
+        raise unsupported("linalg.norm", f" of {len(axes)} axes")
+    if matrix and ord not in (None, "fro"):
+        raise unsupported("linalg.norm", f" with ord={ord!r} of a matrix (only 'fro')")
+    if not matrix and ord not in (None, 2, 1, np.inf, -np.inf):
+        raise unsupported("linalg.norm", f" with ord={ord!r} (only 2, 1, inf and -inf)")
+    if ord in (None, 2, "fro"):
+        node = b.ew("sqrt", b.reduce(b.ew("multiply", a, a), axes, "add"))
+    else:
+        which = {1: "add", np.inf: "maximum", -np.inf: "minimum"}[ord]
+        node = b.reduce(b.ew("abs", a), axes, which)
+    return b.reshape(node, np.shape(value))

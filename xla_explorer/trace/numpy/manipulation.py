@@ -1,7 +1,9 @@
 """Array manipulation: data movement without arithmetic. np.reshape, np.ravel, np.squeeze,
 np.expand_dims, np.transpose, np.swapaxes, np.moveaxis, np.broadcast_to, np.flip (the views:
 NumPy's result may share the argument's storage), np.concatenate, np.stack, np.hstack,
-np.vstack, np.pad, np.copy; and np.shape, np.ndim and np.size, answered at trace time.
+np.vstack, np.pad, np.copy; compositions of those ops: np.fliplr, np.flipud, np.rot90 and
+np.atleast_1d/2d/3d (views too), np.column_stack, np.dstack, np.diff, np.tile, np.repeat and
+np.roll (static counts and shifts); and np.shape, np.ndim and np.size, answered at trace time.
 """
 from __future__ import annotations
 
@@ -150,3 +152,170 @@ def _pad(value, array, pad_width, mode="constant", **kw):
 @lowers(np.copy)
 def _copy(value, a, *args, **kw):
     return node_of(a)
+
+
+# -- compositions: flips, rotations, promotions to more dimensions, stacking, tiling -----------
+
+
+@lowers(np.fliplr, view=True)
+def _fliplr(value, m):
+    return active_builder().reverse(node_of(m), (1,))
+
+
+@lowers(np.flipud, view=True)
+def _flipud(value, m):
+    return active_builder().reverse(node_of(m), (0,))
+
+
+@lowers(np.rot90, view=True)
+def _rot90(value, m, k=1, axes=(0, 1)):
+    """NumPy's own composition of flip and transpose; k=1 and k=3 are two ops, so writes
+    through those views are refused (a read-only view here), never silently lost."""
+    b = active_builder()
+    x = node_of(m)
+    n = x.shape.rank
+    a0, a1 = int(axes[0]) % n, int(axes[1]) % n
+    k = int(k) % 4
+    if k == 0:
+        return x
+    if k == 2:
+        return b.reverse(x, (a0, a1))
+    perm = list(range(n))
+    perm[a0], perm[a1] = perm[a1], perm[a0]
+    if k == 1:
+        return b.transpose(b.reverse(x, (a1,)), perm)
+    return b.reverse(b.transpose(x, perm), (a1,))
+
+
+def _atleast(name):
+    def lower(value, *arys):
+        if len(arys) != 1:
+            raise unsupported(name, " with more than one array (call it once per array)")
+        return active_builder().reshape(node_of(arys[0]), np.shape(value))
+    return lower
+
+
+for _f in (np.atleast_1d, np.atleast_2d, np.atleast_3d):
+    lowers(_f, view=True)(_atleast(_f.__name__))
+
+
+@lowers(np.column_stack)
+def _column_stack(value, tup):
+    b, nodes = _concat_nodes(value, tup)
+    nodes = [n if n.shape.rank >= 2 else b.reshape(n, (n.shape.size, 1)) for n in nodes]
+    return b.concatenate(nodes, 1)
+
+
+@lowers(np.dstack)
+def _dstack(value, tup):
+    b, nodes = _concat_nodes(value, tup)
+    shaped = []
+    for n in nodes:
+        if n.shape.rank == 0:
+            n = b.reshape(n, (1, 1, 1))
+        elif n.shape.rank == 1:
+            n = b.reshape(n, (1,) + n.dims + (1,))
+        elif n.shape.rank == 2:
+            n = b.reshape(n, n.dims + (1,))
+        shaped.append(n)
+    return b.concatenate(shaped, 2)
+
+
+def _axis_slice(b, x, axis, start, stop):
+    spec = [(0, d, 1) for d in x.dims]
+    spec[axis] = (start, stop, 1)
+    return b.slice(x, spec)
+
+
+@lowers(np.diff)
+def _diff(value, a, n=1, axis=-1, prepend=np._NoValue, append=np._NoValue):
+    if isinstance(n, Tracer) or isinstance(axis, Tracer):
+        raise unsupported("diff", " with a traced n or axis")
+    b = active_builder()
+    dt = np.asarray(value).dtype
+    x = node_of(a, dt)
+    ax = int(axis) % x.shape.rank
+    if int(n) == 0:
+        return x
+    parts = []
+    for extra in (prepend, append):
+        if extra is np._NoValue:
+            parts.append(None)
+            continue
+        e = node_of(extra, dt)
+        if e.shape.rank == 0:
+            e = b.broadcast_to(e, x.dims[:ax] + (1,) + x.dims[ax + 1:])
+        parts.append(e)
+    x = b.concatenate([p for p in (parts[0], x, parts[1]) if p is not None], ax)
+    if np.size(value) == 0:
+        return b.full(0, dt, np.shape(value))
+    for _ in range(int(n)):
+        length = x.dims[ax]
+        hi, lo = _axis_slice(b, x, ax, 1, length), _axis_slice(b, x, ax, 0, length - 1)
+        x = b.compare(hi, lo, "NE") if dt == np.bool_ else b.ew("subtract", hi, lo)
+    return x
+
+
+def _static_ints(x, name):
+    if isinstance(x, Tracer) or any(isinstance(v, Tracer) for v in np.ravel(
+            np.asarray(x, dtype=object))):
+        raise unsupported(name, " with traced counts (they decide the shape)")
+    return [int(v) for v in np.ravel(x)]
+
+
+@lowers(np.tile)
+def _tile(value, A, reps):
+    b = active_builder()
+    reps_ = _static_ints(reps, "tile")
+    x = node_of(A)
+    d = max(len(reps_), x.shape.rank)
+    reps_ = [1] * (d - len(reps_)) + reps_
+    dims = (1,) * (d - x.shape.rank) + x.dims
+    x = b.reshape(x, dims)
+    wide = tuple(v for r, s in zip(reps_, dims) for v in (r, s))
+    x = b.broadcast(x, wide, tuple(2 * i + 1 for i in range(d)))
+    return b.reshape(x, np.shape(value))
+
+
+@lowers(np.repeat)
+def _repeat(value, a, repeats, axis=None):
+    counts = _static_ints(repeats, "repeat")
+    if len(counts) != 1:
+        raise unsupported("repeat", " with a count per element (only one repeat count)")
+    b = active_builder()
+    x = node_of(a)
+    if axis is None:
+        x = b.reshape(x, (x.shape.size,))
+        ax = 0
+    else:
+        ax = int(axis) % x.shape.rank
+    dims = x.dims[:ax + 1] + (counts[0],) + x.dims[ax + 1:]
+    mapping = tuple(range(ax + 1)) + tuple(range(ax + 2, len(dims)))
+    return b.reshape(b.broadcast(x, dims, mapping), np.shape(value))
+
+
+@lowers(np.roll)
+def _roll(value, a, shift, axis=None):
+    b = active_builder()
+    x = node_of(a)
+    shifts = _static_ints(shift, "roll")
+    if axis is None:
+        if len(shifts) != 1:
+            raise unsupported("roll", " with several shifts and no axis")
+        flat = b.reshape(x, (x.shape.size,))
+        return b.reshape(_rolled(b, flat, {0: shifts[0]}), x.dims)
+    axes = [int(v) % x.shape.rank for v in np.ravel(axis)]
+    total: dict[int, int] = {}
+    for s, ax in np.broadcast(np.asarray(shifts if len(shifts) > 1 else shifts[0]),
+                              np.asarray(axes if len(axes) > 1 else axes[0])):
+        total[int(ax)] = total.get(int(ax), 0) + int(s)
+    return _rolled(b, x, total)
+
+
+def _rolled(b, x, shifts: dict[int, int]):
+    for ax, s in sorted(shifts.items()):
+        n = x.dims[ax]
+        s = s % n if n else 0
+        if s:
+            x = b.concatenate([_axis_slice(b, x, ax, n - s, n), _axis_slice(b, x, ax, 0, n - s)], ax)
+    return x

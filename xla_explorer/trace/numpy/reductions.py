@@ -1,6 +1,7 @@
 """Reductions: np.sum, np.prod, np.max / np.amax, np.min / np.amin, np.mean, np.var, np.std,
 np.argmax, np.argmin, np.all, np.any, and the ufunc.reduce calls that are one of them
-(np.add.reduce is np.sum).
+(np.add.reduce is np.sum); compositions of them: np.nansum, np.nanmax, np.nanmin, np.nanmean,
+np.count_nonzero, np.ptp, np.average.
 
 NumPy's `where=` masks elements out (they count as the reduction's identity) and `initial=`
 joins the result once; both are lowered rather than ignored.
@@ -176,6 +177,100 @@ def _all_any(opcode):
 
 lowers(np.all)(_all_any("and"))
 lowers(np.any)(_all_any("or"))
+
+
+# -- compositions of the above: NaN-ignoring reductions, counts, ranges, weighted means ------------
+
+
+def _float(a) -> bool:
+    return np.asarray(value_of(a)).dtype.kind == "f"
+
+
+def _no_mask(name, initial, where):
+    if initial is not np._NoValue or where is not np._NoValue:
+        raise unsupported(name, " with initial= or where=")
+
+
+@lowers(np.nansum)
+def _nansum(value, a, axis=None, dtype=None, out=None, keepdims=np._NoValue,
+            initial=np._NoValue, where=np._NoValue):
+    _no_mask("nansum", initial, where)
+    x = np.where(np.isnan(a), 0, a) if _float(a) else a
+    return node_of(np.sum(x, axis=axis, dtype=dtype, keepdims=keepdims is True))
+
+
+def _nan_extreme(name, reduce, fill):
+    def lower(value, a, axis=None, out=None, keepdims=np._NoValue, initial=np._NoValue,
+              where=np._NoValue):
+        # NaN is skipped (taken as the other end's infinity); a slice of NaN only is NaN.
+        _no_mask(name, initial, where)
+        keep = keepdims is True
+        if not _float(a):
+            return node_of(reduce(a, axis=axis, keepdims=keep))
+        nan = np.isnan(a)
+        best = reduce(np.where(nan, fill, a), axis=axis, keepdims=keep)
+        return node_of(np.where(np.all(nan, axis=axis, keepdims=keep), np.nan, best))
+    return lower
+
+
+lowers(np.nanmax)(_nan_extreme("nanmax", np.max, -np.inf))
+lowers(np.nanmin)(_nan_extreme("nanmin", np.min, np.inf))
+
+
+@lowers(np.nanmean)
+def _nanmean(value, a, axis=None, dtype=None, out=None, keepdims=np._NoValue, *,
+             where=np._NoValue):
+    _no_mask("nanmean", np._NoValue, where)
+    keep = keepdims is True
+    if not _float(a):
+        return node_of(np.mean(a, axis=axis, dtype=dtype, keepdims=keep))
+    nan = np.isnan(a)
+    count = np.sum(~nan, axis=axis, dtype=np.int64, keepdims=keep)
+    total = np.sum(np.where(nan, 0, a), axis=axis, dtype=dtype, keepdims=keep)
+    # NumPy divides the total (of its type) by the count (int64): in float64, rounded once.
+    b = active_builder()
+    mean = np.true_divide(total, count)
+    return b.convert(node_of(mean), np.asarray(value).dtype)
+
+
+@lowers(np.count_nonzero)
+def _count_nonzero(value, a, axis=None, *, keepdims=False):
+    b = active_builder()
+    x = b.convert(truth(b, node_of(a)), np.int64)
+    axes = canonical_axes(axis, x.shape.rank)
+    return _keep(b, b.reduce(x, axes, "add"), x.dims, axes, keepdims)
+
+
+@lowers(np.ptp)
+def _ptp(value, a, axis=None, out=None, keepdims=np._NoValue):
+    keep = keepdims is True
+    return node_of(np.subtract(np.max(a, axis=axis, keepdims=keep),
+                               np.min(a, axis=axis, keepdims=keep)))
+
+
+@lowers(np.average)
+def _average(value, a, axis=None, weights=None, returned=False, *, keepdims=np._NoValue):
+    # Sum of a * w over the sum of w, at NumPy's result type. NumPy's ZeroDivisionError for
+    # weights that sum to zero needs their values: traced weights give NaN or inf there.
+    b = active_builder()
+    keep = keepdims is True
+    dims = node_of(a).dims
+    axes = canonical_axes(axis, len(dims))
+    avg_value = value[0] if returned else value
+    if weights is None:
+        avg = node_of(np.mean(a, axis=axis, keepdims=keep))
+        if not returned:
+            return avg
+        return avg, b.literal(np.asarray(value[1]))  # a.size / avg.size, known now
+    dt = np.asarray(avg_value).dtype
+    w = b.convert(node_of(weights), dt)
+    if w.dims != dims:  # 1-D weights along the one axis (NumPy has checked them)
+        w = b.reshape(w, [n if i == axes[0] else 1 for i, n in enumerate(dims)])
+    scl = _keep(b, b.reduce(w, axes, "add"), w.dims, axes, keep)
+    total = _reduce_node(b, b.ew("multiply", b.convert(node_of(a), dt), b.broadcast_to(w, dims)),
+                         axes, "add", dt, keep)
+    avg = b.ew("divide", total, b.broadcast_to(scl, total.dims))
+    return (avg, b.broadcast_to(scl, avg.dims)) if returned else avg
 
 
 # ufunc.reduce(a, axis, keepdims) for the ufuncs whose reduction is one of the above.

@@ -59,17 +59,10 @@ def canonical_axes(axis, ndim: int) -> tuple[int, ...]:
 
 # NumPy names that mean a supported one, for the error's suggestion.
 ALTERNATIVES = {
-    "fabs": "np.abs", "fix": "np.trunc",
-    "nanmax": "np.max(np.where(np.isnan(x), -np.inf, x))",
-    "nanmin": "np.min(np.where(np.isnan(x), np.inf, x))",
-    "nansum": "np.sum(np.where(np.isnan(x), 0, x))", "average": "np.mean",
-    "amax": "np.max", "outer": "x[:, None] * y[None, :]", "inner": "a @ b.T for 2-D a and b (np.inner sums over the last axis of both; "
-             "a @ b for 1-D)",
-    "tensordot": "np.einsum", "float_power": "np.power on float64 arrays",
-    "cumsum": None, "sinc": "np.sin(np.pi * x) / (np.pi * x)",
-    "deg2rad": "x * (np.pi / 180)", "rad2deg": "x * (180 / np.pi)", "hypot": "np.sqrt(x*x + y*y)",
-    "logaddexp": "np.maximum(a, b) + np.log1p(np.exp(-np.abs(a - b)))",
-    "copysign": "np.where(y < 0, -np.abs(x), np.abs(x)) (which counts -0.0 as positive)", "heaviside": "np.where",
+    "fix": "np.trunc",
+    "logaddexp2": "np.logaddexp(a * np.log(2), b * np.log(2)) / np.log(2)",
+    "amax": "np.max",
+    "cumsum": None,
     "take": "slicing", "ndarray.sort": "np.sort",
 }
 

@@ -66,24 +66,21 @@ def _count(x, axes, where=True) -> int | Instruction:
     return b.reduce(mask, axes, "add")
 
 
-@lowers(np.sum)
-def _sum(value, a, axis=None, dtype=None, out=None, keepdims=False, initial=np._NoValue,
-         where=True):
-    b = active_builder()
-    axes = canonical_axes(axis, np.ndim(value_of(a)))
-    dt = _sum_type(np.asarray(value_of(a)).dtype, dtype)
-    return _reduce_node(b, a, axes, "or" if dt == np.bool_ else "add", dt, keepdims, initial,
-                        where)
+def _accumulation(opcode: str, bool_opcode: str):
+    """np.sum and np.prod: a reduce in NumPy's accumulation type, logical on bools (a sum of
+    bools that stays bool is their or, a product their and)."""
+    def lower(value, a, axis=None, dtype=None, out=None, keepdims=False, initial=np._NoValue,
+              where=True):
+        b = active_builder()
+        axes = canonical_axes(axis, np.ndim(value_of(a)))
+        dt = _sum_type(np.asarray(value_of(a)).dtype, dtype)
+        return _reduce_node(b, a, axes, bool_opcode if dt == np.bool_ else opcode, dt,
+                            keepdims, initial, where)
+    return lower
 
 
-@lowers(np.prod)
-def _prod(value, a, axis=None, dtype=None, out=None, keepdims=False, initial=np._NoValue,
-          where=True):
-    b = active_builder()
-    axes = canonical_axes(axis, np.ndim(value_of(a)))
-    dt = _sum_type(np.asarray(value_of(a)).dtype, dtype)
-    return _reduce_node(b, a, axes, "and" if dt == np.bool_ else "multiply", dt, keepdims,
-                        initial, where)
+lowers(np.sum)(_accumulation("add", "or"))
+lowers(np.prod)(_accumulation("multiply", "and"))
 
 
 def _extreme(which):

@@ -49,24 +49,23 @@ def lowers(*funcs: Callable, view: bool = False, eager: Callable | None = None):
     return register
 
 
-def lowers_ufunc(*ufuncs: np.ufunc):
-    """Decorator: the element-wise lowering of `ufuncs` (reached by __array_ufunc__)."""
+def _by_ufunc_name(table: dict, ufuncs) -> Callable:
     def register(lowering: Callable) -> Callable:
         for ufunc in ufuncs:
-            _claim(UFUNCS, ufunc.__name__, f"np.{ufunc.__name__}")
-            UFUNCS[ufunc.__name__] = lowering
+            _claim(table, ufunc.__name__, f"np.{ufunc.__name__}")
+            table[ufunc.__name__] = lowering
         return lowering
     return register
+
+
+def lowers_ufunc(*ufuncs: np.ufunc):
+    """Decorator: the element-wise lowering of `ufuncs` (reached by __array_ufunc__)."""
+    return _by_ufunc_name(UFUNCS, ufuncs)
 
 
 def lowers_gufunc(*ufuncs: np.ufunc):
     """Decorator: the lowering of generalised ufuncs, which takes their operands as given."""
-    def register(lowering: Callable) -> Callable:
-        for ufunc in ufuncs:
-            _claim(GUFUNCS, ufunc.__name__, f"np.{ufunc.__name__}")
-            GUFUNCS[ufunc.__name__] = lowering
-        return lowering
-    return register
+    return _by_ufunc_name(GUFUNCS, ufuncs)
 
 
 def reduces_as(ufunc: np.ufunc, func: Callable) -> None:

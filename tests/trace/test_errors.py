@@ -495,3 +495,34 @@ def test_an_axis_out_of_range_is_numpys_axis_error(f):
     assert isinstance(err, xe.TraceError) and isinstance(err, (ValueError, IndexError))
     assert isinstance(err, IndexError)
     assert err.source_line == f.__code__.co_firstlineno and "is out of bounds" in str(err)
+
+
+def draws_noise(x):
+    return x + np.random.normal(size=x.shape)
+
+
+RNG = np.random.default_rng(5)
+
+
+def uses_outside_generator(x):
+    return x + RNG.standard_normal(x.shape)
+
+
+def test_random_draws_while_tracing_are_refused_with_the_line():
+    with pytest.raises(xe.TraceError, match=r"np\.random\.normal .* every call would reuse") as e:
+        xe.jit(draws_noise)(X)
+    assert e.value.source_line == line_of(draws_noise, "np.random.normal")
+    assert "--autocluster" in str(e.value)
+
+
+def test_random_draws_run_eagerly_on_every_call_under_autocluster():
+    ex = xe.explore(draws_noise, X, autocluster=True)
+    first, second = ex.run(X), ex.run(X)
+    assert first.shape == X.shape and not np.array_equal(first, second)
+
+
+def test_numpy_compiled_code_calling_np_empty_gets_a_real_array():
+    # A Generator's methods are compiled NumPy that calls np.empty while the user's frame is
+    # the innermost Python one; handing them a traced array would crash the process.
+    got = xe.jit(uses_outside_generator)(X)
+    assert got.shape == X.shape and got.dtype == np.float64

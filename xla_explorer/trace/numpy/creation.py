@@ -7,14 +7,19 @@ traced arrays: np.tril, np.triu, np.diag and np.meshgrid.
 from __future__ import annotations
 
 import contextlib
+import linecache
+import re
 import sys
 
 import numpy as np
+import numpy.random  # noqa: F401  (imported now: its import calls np.zeros from compiled code)
 
+from ...errors import TraceError
 from ...ir.shape import is_supported_dtype
-from ..tracer import (Tracer, active_builder, assigned_node, at_user_site, dtype_error, node_of,
-                      read_shape, value_of, while_tracing)
+from ..tracer import (Tracer, active_builder, assigned_node, at_user_site, dtype_error, located,
+                      node_of, read_shape, value_of, while_tracing)
 from .elementwise import astype
+from .opaque import opaque_call
 from .registry import lowers
 from .util import eager, unsupported, wrap
 
@@ -54,8 +59,10 @@ def _traced_creation(name, original):
 
     def creation(*args, **kwargs):
         b = active_builder()
-        caller = sys._getframe(1).f_globals.get("__name__", "")
-        if b is None or caller.partition(".")[0] in ("numpy", "xla_explorer"):
+        frame = sys._getframe(1)
+        caller = frame.f_globals.get("__name__", "")
+        if (b is None or caller.partition(".")[0] in ("numpy", "xla_explorer")
+                or not _calls(frame, name)):
             return original(*args, **kwargs)
         with at_user_site(b, name):
             if name == "full" and len(args) > 1:
@@ -79,6 +86,27 @@ def _traced_creation(name, original):
     creation._xla_explorer_traced = True
     creation.__name__ = name
     return creation
+
+
+def _calls(frame, name: str) -> bool:
+    """Whether the call `frame` is making is a call of `name`. NumPy's compiled functions
+    (np.random.normal) call np.empty too, with no frame of their own: the frame is then the
+    user's, mid-call to np.random.normal, and a traced array handed to compiled code would
+    crash it. The source span of the frame's current call names the function it calls; with
+    no source to read, the call is taken to be the user's."""
+    code = frame.f_code
+    positions = list(code.co_positions())
+    k = frame.f_lasti // 2
+    if k >= len(positions) or None in positions[k]:
+        return True
+    line, end_line, col, end_col = positions[k]
+    lines = [linecache.getline(code.co_filename, n, frame.f_globals)
+             for n in range(line, end_line + 1)]
+    if not all(lines):
+        return True
+    lines[-1] = lines[-1][:end_col]
+    lines[0] = lines[0][col:]
+    return re.match(rf"(?:[A-Za-z_]\w*\s*\.\s*)*{name}\s*\(", "".join(lines)) is not None
 
 
 def _static(x, name: str):
@@ -216,6 +244,53 @@ def creation_functions_traced():
         for name, fn in saved.items():
             setattr(np, name, fn)
 
+
+
+# NumPy's random functions whose numbers a traced program would freeze (the module-level
+# ones and the Generator factory; a Generator made outside the function is not seen).
+_RANDOM = ("default_rng", "rand", "randn", "random", "random_sample", "normal", "uniform",
+           "randint", "integers", "choice", "permutation", "shuffle", "standard_normal",
+           "binomial", "poisson", "exponential", "beta", "gamma", "seed")
+# Those that return new numbers and change nothing the program holds.
+_DRAWS_ARRAYS = frozenset(_RANDOM) - {"default_rng", "seed", "shuffle"}
+
+
+def _refuse_random(name, original):
+    def draw(*args, **kwargs):
+        b = active_builder()
+        caller = sys._getframe(1).f_globals.get("__name__", "")
+        if b is None or caller.partition(".")[0] in ("numpy", "xla_explorer"):
+            return original(*args, **kwargs)
+        if b.autocluster and name in _DRAWS_ARRAYS:  # run eagerly on every call, as NumPy
+            return opaque_call(original, f"random.{name}", args, kwargs)
+        hint = ("Draw the random numbers outside the function and pass them in as an argument"
+                + (", or let auto-clustering run the draw eagerly on every call: %%xla "
+                   "--autocluster (autocluster=True)." if name in _DRAWS_ARRAYS else "."))
+        with at_user_site(b, f"np.random.{name}"):
+            raise located(TraceError, f"np.random.{name} inside a compiled function would draw "
+                                      "its numbers once, while tracing, and every call would "
+                                      "reuse them", f"np.random.{name}", hint)
+
+    draw._xla_explorer_traced = True
+    draw.__wrapped__ = original
+    draw.__name__ = name
+    return draw
+
+
+@while_tracing
+@contextlib.contextmanager
+def random_functions_refused():
+    """While tracing, np.random's functions called by user code are a TraceError: NumPy draws
+    new numbers on every call, a compiled program would replay the ones drawn at trace time."""
+    saved = {n: getattr(np.random, n) for n in _RANDOM if hasattr(np.random, n)}
+    for n, fn in saved.items():
+        if not getattr(fn, "_xla_explorer_traced", False):
+            setattr(np.random, n, _refuse_random(n, fn))
+    try:
+        yield
+    finally:
+        for n, fn in saved.items():
+            setattr(np.random, n, fn)
 
 
 # -- building matrices from arrays: np.tril, np.triu, np.diag, np.meshgrid ---------------------

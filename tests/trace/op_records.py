@@ -877,8 +877,45 @@ COMPOSED_ELEMENTWISE = [
 ]
 
 
+# -- more compositions at trace time (issue 24): pad modes, convolve, split, ufunc.outer ... ---
+
+
+def _pad_cases():
+    cases = []
+    for mode in ("edge", "reflect", "symmetric", "wrap"):
+        cases += [(((2, 3),), {"pad_width": 1, "mode": mode}),
+                  (((5,),), {"pad_width": (2, 7), "mode": mode}),
+                  (((3, 4),), {"pad_width": ((0, 5), (3, 1)), "mode": mode}),
+                  (((2, 3, 2),), {"pad_width": ((1,), (2,), (0,)), "mode": mode}),
+                  (((1, 2),), {"pad_width": (3,), "mode": mode}),
+                  (((0, 2),), {"pad_width": ((0, 0), (1, 1)), "mode": mode})]
+    return tuple(cases) + (
+        (((2, 3),), {"pad_width": ((1, 2), (2, 1)), "constant_values": ((1, 2), (3, 4))}),
+        (((2, 3),), {"pad_width": 1, "constant_values": (5, -6)}),
+        (((0, 3),), {"pad_width": 2, "constant_values": 2.75}),
+        (((3,),), {"pad_width": 2, "mode": "reflect", "reflect_type": "even"}))
+
+
+def _conv_cases():
+    cases = []
+    for shapes in (((5,), (3,)), ((3,), (5,)), ((4,), (4,)), ((6,), (2,)), ((2,), (7,)),
+                   ((1,), (1,)), ((1,), (4,)), ((5,), (4,))):
+        for mode in ("full", "same", "valid"):
+            cases.append((shapes, {"mode": mode}))
+    return tuple(cases) + ((((4,), (2,)), {"mode": 1}),)
+
+
+COMPOSED_FUNCTIONS = [
+    _dm("np.pad modes", np.pad, 1, _pad_cases()),
+    _dm("np.convolve", np.convolve, 2, _conv_cases() + ((((3,), ()), {}),), domains=(_SMALL_INTS,), group="dot",
+        tol=5),
+    _dm("np.correlate", np.correlate, 2, _conv_cases() + ((((5,), (3,)), {}),),
+        domains=(_SMALL_INTS,), group="dot", tol=5),
+]
+
+
 RECORDS: list[OpRecord] = (ELEMENTWISE + SELECTION + REDUCTIONS + PRODUCTS + DATA_MOVEMENT
                            + CREATION + NOT_COMPILABLE + OPERATORS + INPLACE + SETITEM + METHODS
-                           + COMPOSED_SHAPES + COMPOSED_ELEMENTWISE)
+                           + COMPOSED_SHAPES + COMPOSED_ELEMENTWISE + COMPOSED_FUNCTIONS)
 BY_NAME = {r.name: r for r in RECORDS}
 assert len(BY_NAME) == len(RECORDS), "record names must be unique"

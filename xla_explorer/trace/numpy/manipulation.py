@@ -137,16 +137,90 @@ def _vstack(value, tup, dtype=None, casting="same_kind"):
 
 @lowers(np.pad)
 def _pad(value, array, pad_width, mode="constant", **kw):
-    """np.pad with a constant is HLO's pad (edges only, no interior padding)."""
-    fill = kw.pop("constant_values", 0)
-    if mode != "constant" or kw or np.ndim(fill) != 0 or isinstance(fill, Tracer):
-        raise unsupported("pad", " except mode='constant' with one constant value")
-    x = node_of(array)
-    if x.shape.rank == 0:  # NumPy pads a 0-d array to itself
-        return x
-    widths = np.broadcast_to(np.asarray(pad_width, dtype=np.int64), (x.shape.rank, 2))
+    """np.pad axis by axis, as NumPy pads (a later axis pads the corners an earlier one
+    made): with constants, HLO's pad; edge, reflect, symmetric and wrap, slices of the axis
+    (reversed where the pad runs backwards) concatenated in the order NumPy reads them."""
+    if callable(mode) or mode not in ("constant", "edge", "reflect", "symmetric", "wrap"):
+        raise unsupported("pad", f" with mode={mode!r} (only 'constant', 'edge', 'reflect', "
+                                 "'symmetric' and 'wrap')")
+    fill = kw.pop("constant_values", 0) if mode == "constant" else 0
+    if kw.pop("reflect_type", "even") != "even" or kw:
+        raise unsupported("pad", f" with {', '.join(kw) or 'reflect_type=odd'} (only "
+                                 "constant_values, and reflect_type='even')")
     b = active_builder()
-    return b.pad(x, b.constant(fill, x.dtype), [(int(lo), int(hi), 0) for lo, hi in widths])
+    x = node_of(array, np.asarray(value).dtype)
+    rank = x.shape.rank
+    if rank == 0:  # NumPy pads a 0-d array to itself
+        return x
+    widths = np.broadcast_to(np.asarray(_static_ints_shaped(pad_width, "pad"), np.int64),
+                             (rank, 2))
+    if mode == "constant":
+        fills = _pad_fills(b, fill, x.dtype, rank)
+    for ax in range(rank):
+        lo, hi = int(widths[ax][0]), int(widths[ax][1])
+        if not lo and not hi:
+            continue
+        if mode == "constant":
+            for side, w in ((0, lo), (1, hi)):
+                if w:
+                    config = [(0, 0, 0)] * rank
+                    config[ax] = (w, 0, 0) if side == 0 else (0, w, 0)
+                    x = b.pad(x, fills[ax][side], config)
+            continue
+        # Which source element each output position reads: NumPy's own answer on indices.
+        index = np.pad(np.arange(x.dims[ax]), (lo, hi), mode=mode)
+        x = b.concatenate(_gathered_runs(b, x, ax, index), ax)
+    return x
+
+
+def _static_ints_shaped(v, name):
+    if isinstance(v, Tracer) or any(isinstance(e, Tracer) for e in np.ravel(
+            np.asarray(v, dtype=object))):
+        raise unsupported(name, " with traced widths (they decide the shape)")
+    return np.asarray(v, dtype=object).astype(np.int64)
+
+
+def _pad_fills(b, fill, dtype, rank):
+    """constant_values in any of NumPy's forms (one value, (before, after), one pair per
+    axis) as [axis][side] scalar instructions of the array's type; a traced scalar too."""
+    if isinstance(fill, Tracer):
+        if fill.ndim:
+            raise unsupported("pad", " with traced constant_values other than one scalar")
+        node = node_of(fill, dtype)
+        return [[node, node]] * rank
+    table = np.broadcast_to(np.asarray(fill, dtype=object), (rank, 2))
+    if any(isinstance(v, Tracer) for v in table.ravel()):
+        raise unsupported("pad", " with traced constant_values other than one scalar")
+    with np.errstate(all="ignore"):  # NumPy casts them to the array's type unsafely
+        return [[b.constant(np.asarray(v).astype(dtype), dtype) for v in row] for row in table]
+
+
+def _gathered_runs(b, x, ax, index):
+    """x's elements along `ax` in the order of the static `index`, as the fewest slices: a
+    run of consecutive indices is one slice, a descending run a reversed slice, a repeated
+    index one element broadcast."""
+    parts, i, n = [], 0, len(index)
+    while i < n:
+        j = i + 1
+        step = int(index[j] - index[i]) if j < n else 0
+        if step not in (-1, 0, 1):
+            step = 0
+        while j < n and index[j] - index[j - 1] == step:
+            j += 1
+        if j == i + 1:
+            step = 1
+        first, last = int(index[i]), int(index[j - 1])
+        lo, hi = min(first, last), max(first, last) + 1
+        part = _axis_slice(b, x, ax, lo, hi)
+        if step == -1:
+            part = b.reverse(part, (ax,))
+        elif step == 0:
+            dims = x.dims[:ax] + (j - i,) + x.dims[ax + 1:]
+            part = b.broadcast(b.reshape(part, x.dims[:ax] + x.dims[ax + 1:]), dims,
+                               [d for d in range(len(dims)) if d != ax])
+        parts.append(part)
+        i = j
+    return parts
 
 
 @lowers(np.copy)

@@ -911,6 +911,55 @@ COMPOSED_FUNCTIONS = [
         tol=5),
     _dm("np.correlate", np.correlate, 2, _conv_cases() + ((((5,), (3,)), {}),),
         domains=(_SMALL_INTS,), group="dot", tol=5),
+    _dm("np.split", np.split, 1, (
+        (((4, 6),), {"indices_or_sections": 2}), (((4, 6),), {"indices_or_sections": 3, "axis": 1}),
+        (((4, 6),), {"indices_or_sections": [1, 3], "axis": -1}),
+        (((7,),), {"indices_or_sections": [-2, 10, 1]}), (((5,),), {"indices_or_sections": []}),
+        (((0, 2),), {"indices_or_sections": 2, "axis": 1}), (((6,),), {"indices_or_sections": 1}))),
+    _dm("np.array_split", np.array_split, 1, (
+        (((7,),), {"indices_or_sections": 3}), (((2, 5),), {"indices_or_sections": 4, "axis": 1}),
+        (((3,),), {"indices_or_sections": 5}), (((4, 3),), {"indices_or_sections": [2, 2, 9]}),
+        (((2, 3, 4),), {"indices_or_sections": (1,), "axis": 2}))),
+    _dm("np.hsplit", np.hsplit, 1, (
+        (((2, 6),), {"indices_or_sections": 3}), (((6,),), {"indices_or_sections": [2]}),
+        (((2, 4, 3),), {"indices_or_sections": 2}))),
+    _dm("np.vsplit", np.vsplit, 1, (
+        (((4, 3),), {"indices_or_sections": 2}), (((3, 2, 2),), {"indices_or_sections": [1]}))),
+    _dm("np.dsplit", np.dsplit, 1, ((((2, 1, 4),), {"indices_or_sections": 2}),
+                                   (((1, 2, 3),), {"indices_or_sections": [1, 1]}))),
+    _dm("np.broadcast_arrays", lambda *xs: np.broadcast_arrays(*xs), None, (
+        (((3, 1), (4,)), {}), (((2, 3),), {}), (((), (2, 2), (1, 2)), {}), (((0, 1), (3,)), {}))),
+    _dm("np.ravel order=F", np.ravel, 1, (
+        (((2, 3, 4),), {"order": "F"}), (((3,),), {"order": "F"}), (((),), {"order": "F"}),
+        (((0, 2),), {"order": "F"}))),
+    _dm("x.ravel('F')", lambda x: x.ravel("F"), 1, ((((3, 4),), {}),)),
+    _dm("x.flatten(order=F)", lambda x, **kw: x.flatten(**kw), 1, (
+        (((3, 4),), {"order": "F"}), (((2, 3),), {"order": "C"}), (((2, 1, 3),), {"order": "F"}))),
+    _dm("np.reshape order=F", np.reshape, 1, (
+        (((2, 3, 4),), {"shape": (4, 6), "order": "F"}), (((6,),), {"shape": (2, 3), "order": "F"}),
+        (((2, 6),), {"shape": (3, -1, 2), "order": "F"}), (((2, 3),), {"shape": (6,), "order": "F"}),
+        (((0, 3),), {"shape": (3, 0), "order": "F"}))),
+    _dm("x.reshape order=F", lambda x: x.reshape((4, 3, 2), order="F"), 1, ((((2, 3, 4),), {}),)),
+] + [
+    # ufunc.outer: every binary ufunc has it; one of each kind
+    OpRecord(f"np.{u.__name__}.outer", u.outer, 2, (dom,), dts, (
+        ((3,), (4,)), ((2, 3), (2,)), ((), (3,)), ((0,), (2, 2)), ((2,), ())), tol=tol)
+    for u, dts, dom, tol in (
+        (np.add, ALL, ANY, 1), (np.subtract, NUMERIC, ANY, 1), (np.multiply, ALL, ANY, 1),
+        (np.divide, NUMERIC, NONZERO, 1), (np.maximum, ALL, ANY, 1), (np.minimum, ALL, ANY, 1),
+        (np.power, FLOATS, POSITIVE, 2), (np.arctan2, FLOATS, ANY, 2), (np.less, ALL, ANY, 1),
+        (np.equal, ALL, ANY, 1), (np.greater_equal, ALL, ANY, 1), (np.logical_xor, ALL, ANY, 1),
+        (np.bitwise_and, INTEGRAL, ANY, 1), (np.hypot, FLOATS, ANY, 1),
+        (np.floor_divide, NUMERIC, NONZERO, 1))
+] + [
+    # to decimals exactly as NumPy: times 10**k in the array's type, rint, divided back
+    OpRecord("x.round(k)", lambda x, **kw: x.round(**kw), 1, (_domain(-2e3, 2e3, int_lo=-999,
+                                                                       int_hi=999),),
+             NUMERIC, UNARY_SHAPES, ({"decimals": 3}, {"decimals": -2}, {"decimals": 0}),
+             group="selection"),
+    OpRecord("np.round decimals far", np.round, 1, (_domain(-1e6, 1e6),), FLOATS,
+             (((64,),),), ({"decimals": 25}, {"decimals": -23}, {"decimals": 12}),
+             group="selection"),
 ]
 
 

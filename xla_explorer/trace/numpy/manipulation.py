@@ -3,7 +3,8 @@ np.expand_dims, np.transpose, np.swapaxes, np.moveaxis, np.broadcast_to, np.flip
 NumPy's result may share the argument's storage), np.concatenate, np.stack, np.hstack,
 np.vstack, np.pad, np.copy; compositions of those ops: np.fliplr, np.flipud, np.rot90 and
 np.atleast_1d/2d/3d (views too), np.column_stack, np.dstack, np.diff, np.tile, np.repeat and
-np.roll (static counts and shifts); and np.shape, np.ndim and np.size, answered at trace time.
+np.roll (static counts and shifts); np.split, np.array_split, np.hsplit, np.vsplit,
+np.dsplit and np.broadcast_arrays (several views); and np.shape, np.ndim and np.size, answered at trace time.
 """
 from __future__ import annotations
 
@@ -38,16 +39,26 @@ static(np.ndim)(lambda a: np.ndim(value_of(a)))
 @lowers(np.reshape, view=True)
 def _reshape(value, a, *args, **kw):
     order = kw.get("order", args[1] if len(args) > 1 else "C")
-    if order not in ("C", None):
-        raise unsupported("reshape", f" with order={order!r} (only C order)")
-    return active_builder().reshape(node_of(a), np.shape(value))
+    return _reshaped("reshape", a, np.shape(value), order)
 
 
 @lowers(np.ravel, view=True)
 def _ravel(value, a, order="C"):
-    if order not in ("C", None):
-        raise unsupported("ravel", f" with order={order!r} (only C order)")
-    return active_builder().reshape(node_of(a), np.shape(value))
+    return _reshaped("ravel", a, np.shape(value), order)
+
+
+def _reshaped(name, a, dims, order):
+    """A reshape in C order; in Fortran order (the first index fastest), the same reshape of
+    the axes reversed: transpose, reshape to the reversed shape, transpose back."""
+    b = active_builder()
+    if order in ("C", None):
+        return b.reshape(node_of(a), dims)
+    if order != "F":
+        raise unsupported(name, f" with order={order!r} (only 'C' and 'F')")
+    x = node_of(a)
+    x = b.transpose(x, tuple(reversed(range(x.shape.rank))))
+    x = b.reshape(x, tuple(reversed(dims)))
+    return b.transpose(x, tuple(reversed(range(len(dims)))))
 
 
 @lowers(np.squeeze, np.expand_dims, view=True)
@@ -221,6 +232,70 @@ def _gathered_runs(b, x, ax, index):
         parts.append(part)
         i = j
     return parts
+
+
+# -- splitting: several results, views of the argument -------------------------------------
+
+
+def _split_points(n, sections, name):
+    """NumPy's array_split boundaries along `axis`: sections of sizes differing by at most
+    one (the larger first), or the pieces between the given indices, with Python's slicing
+    (negative indices count from the end, a backward pair is empty)."""
+    if isinstance(sections, Tracer) or any(isinstance(v, Tracer) for v in np.ravel(
+            np.asarray(sections, dtype=object))):
+        raise unsupported(name, " with traced indices or sections (they decide the shapes)")
+    if np.ndim(sections) == 0:
+        each, extra = divmod(n, int(sections))
+        sizes = [each + 1] * extra + [each] * (int(sections) - extra)
+        points = np.concatenate([[0], np.cumsum(sizes)]).astype(int).tolist()
+    else:
+        points = [0] + [int(i) for i in sections] + [n]
+    out = []
+    for start, stop in zip(points[:-1], points[1:]):
+        lo, hi, _ = slice(start, stop).indices(n)
+        out.append((lo, max(lo, hi)))
+    return out
+
+
+def _split_along(value, ary, sections, axis, name):
+    b = active_builder()
+    x = node_of(ary)  # an instruction too, when a view of it is re-derived
+    if axis is None:  # hsplit: the second axis, or the first of a 1-D array
+        axis = 1 if x.shape.rank > 1 else 0
+    ax = int(axis) % x.shape.rank
+    return tuple(_axis_slice(b, x, ax, lo, hi)
+                 for lo, hi in _split_points(x.dims[ax], sections, name))
+
+
+@lowers(np.split, view=True)
+def _split(value, ary, indices_or_sections, axis=0):
+    return _split_along(value, ary, indices_or_sections, axis, "split")
+
+
+@lowers(np.array_split, view=True)
+def _array_split(value, ary, indices_or_sections, axis=0):
+    return _split_along(value, ary, indices_or_sections, axis, "array_split")
+
+
+@lowers(np.hsplit, view=True)
+def _hsplit(value, ary, indices_or_sections):
+    return _split_along(value, ary, indices_or_sections, None, "hsplit")
+
+
+@lowers(np.vsplit, view=True)
+def _vsplit(value, ary, indices_or_sections):
+    return _split_along(value, ary, indices_or_sections, 0, "vsplit")
+
+
+@lowers(np.dsplit, view=True)
+def _dsplit(value, ary, indices_or_sections):
+    return _split_along(value, ary, indices_or_sections, 2, "dsplit")
+
+
+@lowers(np.broadcast_arrays, view=True)
+def _broadcast_arrays(value, *args, subok=False):
+    b = active_builder()
+    return tuple(b.broadcast_to(node_of(a), np.shape(v)) for a, v in zip(args, value))
 
 
 @lowers(np.copy)

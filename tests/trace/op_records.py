@@ -960,11 +960,92 @@ COMPOSED_FUNCTIONS = [
     OpRecord("np.round decimals far", np.round, 1, (_domain(-1e6, 1e6),), FLOATS,
              (((64,),),), ({"decimals": 25}, {"decimals": -23}, {"decimals": 12}),
              group="selection"),
+    OpRecord("np.einsum more", _einsum, None, (_SMALL_INTS,), ALL, cases=(
+        (((3, 3),), {"subscripts": "ii->i"}), (((3, 3),), {"subscripts": "ii"}),
+        (((2, 3, 3),), {"subscripts": "bii->bi"}), (((3, 2, 3),), {"subscripts": "iji->ij"}),
+        (((2, 2, 2),), {"subscripts": "iii->i"}), (((2, 2), (3, 3)), {"subscripts": "ii,jj->ij"}),
+        (((2, 3, 4), (4, 5)), {"subscripts": "...ij,...jk->...ik"}),
+        (((2, 1, 3, 4), (5, 4, 2)), {"subscripts": "...ij,...jk"}),
+        (((3, 2, 4),), {"subscripts": "i...->..."}), (((2, 3),), {"subscripts": "..."}),
+        (((2, 3, 4, 5),), {"subscripts": "i...j->j..."}), (((3, 1), (4,)), {"subscripts": "...,...->..."}),
+        (((2, 3), (3, 4), (4, 5)), {"subscripts": "ij,jk,kl->il"}),
+        (((2, 3), (3, 4), (4, 5)), {"subscripts": "ij,jk,kl"}),
+        (((4,), (4,), (4,)), {"subscripts": "i,i,i->"}),
+        (((2, 3), (2, 3), (1, 3)), {"subscripts": "ij,ij,ij->i"}),
+        (((2, 3), (3, 2), (2, 2), (2, 3)), {"subscripts": "ab,bc,cd,de->ae"}),
+        (((2,), (3,), (2,)), {"subscripts": "i,j,k->ijk"}),
+        (((2, 1, 3), (4, 3)), {"subscripts": "ijk,jk->ik"}),
+        (((0, 3), (3, 2)), {"subscripts": "ij,jk->ik"}), (((2, 0), (0, 3)), {"subscripts": "ij,jk"}),
+    ), group="dot", tol=5),
+]
+
+_STATS = _domain(-3, 3, int_lo=-5, int_hi=5)
+
+
+def _cov_cases():
+    return tuple((s, v) for s, v in (
+        (((3, 5),), {}), (((3, 5),), {"rowvar": False}), (((3, 5),), {"bias": True}),
+        (((3, 5),), {"ddof": 2}), (((3, 5),), {"ddof": 5}), (((3, 5),), {"ddof": 7}),
+        (((5,),), {}), (((1, 4),), {}), (((0, 3),), {}), (((2, 1),), {}),
+        (((2, 5), (5,)), {}), (((4, 2), (4, 3)), {"rowvar": False}), (((4,), (4,)), {"bias": True}),
+        (((2, 4),), {"dtype": np.float32})))
+
+
+def _increasing(rng, shape, dtype):
+    """Increasing points (np.interp's xp), some of them equal, from about -3."""
+    steps = rng.integers(0, 3, shape) if np.dtype(dtype).kind in "iu" else rng.uniform(0, 2, shape)
+    if np.size(steps) > 2:
+        steps[1] = 0  # a repeated point
+    return _make(np.cumsum(steps) - 3, shape, dtype)
+
+
+def _polyval(p, x):
+    return np.polyval(p, x)
+
+
+COMPOSED_STATS = [
+    _dm("np.cov", lambda *a, **kw: np.cov(*a, **kw), None, _cov_cases(), NUMERIC, (_STATS,),
+        group="dot", tol=10),
+    _dm("np.corrcoef", lambda *a, **kw: np.corrcoef(*a, **kw), None, tuple(
+        c for c in _cov_cases() if "ddof" not in c[1] and "bias" not in c[1]
+        and c[0] != ((0, 3),)), NUMERIC, (_STATS,), group="dot", tol=10),
+    _dm("np.polyval", _polyval, 2, (
+        (((3,), (4,)), {}), (((1,), (2, 3)), {}), (((4,), ()), {}), (((0,), (3,)), {}),
+        (((5,), (0,)), {})), NUMERIC, (_SMALL_INTS,), group="elementwise", tol=5),
+    _dm("np.polyval list", lambda x: np.polyval([2.0, -1, 0.5], x), 1, (
+        (((4,),), {}), (((),), {})), ALL, (_SMALL_INTS,), group="elementwise"),
+    _dm("np.trapezoid", np.trapezoid, 1, (
+        (((5,),), {}), (((3, 4),), {"axis": 0}), (((3, 4),), {"dx": 0.5}), (((1,),), {}),
+        (((2, 3, 4),), {"axis": 1, "dx": 2})), NUMERIC, (_STATS,), group="reduction", tol=5),
+    _dm("np.trapezoid x", lambda y, x, **kw: np.trapezoid(y, x, **kw), 2, (
+        (((5,), (5,)), {}), (((3, 4), (4,)), {}), (((3, 4), (3, 4)), {"axis": 0})),
+        NUMERIC, (_STATS,), group="reduction", tol=5),
+    _dm("np.gradient", np.gradient, 1, (
+        (((5,),), {}), (((3, 4),), {}), (((3, 4),), {"axis": 1}), (((3, 4),), {"axis": (1, 0)}),
+        (((4, 5),), {"edge_order": 2}), (((2, 3),), {"axis": -1, "edge_order": 2}),
+        (((2,),), {}), (((3, 0),), {"axis": 0}), (((2, 3, 4),), {"axis": (0, 2)})),
+        NUMERIC, (_STATS,), group="elementwise", tol=5),
+    _dm("np.gradient spacing", lambda f, **kw: np.gradient(f, *kw.pop("h"), **kw), 1, (
+        (((5,),), {"h": (0.5,)}), (((3, 4),), {"h": (2.0,)}), (((3, 4),), {"h": (2.0, 3)}),
+        (((3, 4),), {"h": (0.25, 4), "edge_order": 2}),
+        (((6,),), {"h": (np.arange(6) * 0.5,), "edge_order": 2}),
+        (((4,),), {"h": (np.arange(4, dtype=np.int32) * 3,)}),
+        (((3, 4),), {"h": (np.float32(0.5),), "axis": 1})),
+        NUMERIC, (_STATS,), group="elementwise", tol=5),
+    _dm("np.interp", np.interp, 3, (
+        (((7,), (4,), (4,)), {}), (((2, 5), (3,), (3,)), {}), (((), (4,), (4,)), {}),
+        (((9,), (1,), (1,)), {}), (((8,), (4,), (4,)), {"left": -7.0, "right": 7.5}),
+        (((0,), (3,), (3,)), {})), NUMERIC, (_with_nonfinite(_STATS), _increasing, _STATS),
+        group="selection",
+        tol=5),
+    _dm("np.interp at the points", lambda x: np.interp(x, [-1.0, 0, 0, 2], [1.0, np.inf, 3, 3]),
+        1, ((((9,),), {}),), FLOATS, (QUARTERS,), group="selection"),
 ]
 
 
 RECORDS: list[OpRecord] = (ELEMENTWISE + SELECTION + REDUCTIONS + PRODUCTS + DATA_MOVEMENT
                            + CREATION + NOT_COMPILABLE + OPERATORS + INPLACE + SETITEM + METHODS
-                           + COMPOSED_SHAPES + COMPOSED_ELEMENTWISE + COMPOSED_FUNCTIONS)
+                           + COMPOSED_SHAPES + COMPOSED_ELEMENTWISE + COMPOSED_FUNCTIONS
+                           + COMPOSED_STATS)
 BY_NAME = {r.name: r for r in RECORDS}
 assert len(BY_NAME) == len(RECORDS), "record names must be unique"

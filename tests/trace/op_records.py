@@ -893,7 +893,9 @@ def _pad_cases():
         (((2, 3),), {"pad_width": ((1, 2), (2, 1)), "constant_values": ((1, 2), (3, 4))}),
         (((2, 3),), {"pad_width": 1, "constant_values": (5, -6)}),
         (((0, 3),), {"pad_width": 2, "constant_values": 2.75}),
-        (((3,),), {"pad_width": 2, "mode": "reflect", "reflect_type": "even"}))
+        (((3,),), {"pad_width": 2, "mode": "reflect", "reflect_type": "even"}),
+        (((2, 3),), {"pad_width": {1: (1, 2)}, "mode": "wrap"}),
+        (((2, 3),), {"pad_width": {0: 2, -1: (0, 1)}, "constant_values": -1}))
 
 
 def _conv_cases():
@@ -907,6 +909,16 @@ def _conv_cases():
 
 COMPOSED_FUNCTIONS = [
     _dm("np.pad modes", np.pad, 1, _pad_cases()),
+    _dm("np.pad statistics", np.pad, 1, tuple(
+        (shapes, dict(kw, mode=mode)) for mode in ("maximum", "minimum", "mean")
+        for shapes, kw in ((((3, 5),), {"pad_width": 1}),
+                           (((3, 5),), {"pad_width": ((1, 2), (3, 0))}),
+                           (((3, 5),), {"pad_width": 2, "stat_length": 2}),
+                           (((3, 5),), {"pad_width": (1, 3), "stat_length": ((1, 2), (4, 9))}),
+                           (((4,),), {"pad_width": {0: 2}, "stat_length": 3}))),
+        domains=(_domain(-3, 3, int_lo=-9, int_hi=9),), tol=5),
+    OpRecord("np.pad empty", np.pad, 1, (ANY,), ALL, cases=(
+        (((2, 3),), {"pad_width": 2, "mode": "empty"}),), group="data-movement", values=False),
     _dm("np.convolve", np.convolve, 2, _conv_cases() + ((((3,), ()), {}),), domains=(_SMALL_INTS,), group="dot",
         tol=5),
     _dm("np.correlate", np.correlate, 2, _conv_cases() + ((((5,), (3,)), {}),),

@@ -518,8 +518,8 @@ def test_an_axis_out_of_range_is_numpys_axis_error(f):
 # -- the forms of the trace-time compositions (np.pad modes, np.convolve ...) not supported ---
 
 
-def pads_by_mean(x):
-    return np.pad(x, 1, mode="mean")
+def pads_by_median(x):
+    return np.pad(x, 1, mode="median")
 
 
 def pads_odd_reflection(x):
@@ -559,7 +559,7 @@ def reshape_in_a_order(x):
 
 
 @pytest.mark.parametrize("f,args,call,detail", [
-    (pads_by_mean, (X,), "np.pad(", "np.pad is not supported with mode='mean'"),
+    (pads_by_median, (X,), "np.pad(", "np.pad is not supported with mode='median'"),
     (pads_odd_reflection, (X,), "np.pad(", "reflect_type='even'"),
     (pads_by_a_traced_width, (X, 2), "np.pad(", "traced widths (they decide the shape)"),
     (convolves_many_taps, (np.ones(100), np.ones(70)), "np.convolve(",

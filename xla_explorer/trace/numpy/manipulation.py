@@ -4,7 +4,8 @@ NumPy's result may share the argument's storage), np.concatenate, np.stack, np.h
 np.vstack, np.pad, np.copy; compositions of those ops: np.fliplr, np.flipud, np.rot90 and
 np.atleast_1d/2d/3d (views too), np.column_stack, np.dstack, np.diff, np.tile, np.repeat and
 np.roll (static counts and shifts); np.split, np.array_split, np.hsplit, np.vsplit,
-np.dsplit and np.broadcast_arrays (several views); and np.shape, np.ndim and np.size, answered at trace time.
+np.dsplit and np.broadcast_arrays (several views); and np.shape, np.ndim and np.size,
+answered at trace time.
 """
 from __future__ import annotations
 
@@ -150,21 +151,32 @@ def _vstack(value, tup, dtype=None, casting="same_kind"):
 def _pad(value, array, pad_width, mode="constant", **kw):
     """np.pad axis by axis, as NumPy pads (a later axis pads the corners an earlier one
     made): with constants, HLO's pad; edge, reflect, symmetric and wrap, slices of the axis
-    (reversed where the pad runs backwards) concatenated in the order NumPy reads them."""
-    if callable(mode) or mode not in ("constant", "edge", "reflect", "symmetric", "wrap"):
-        raise unsupported("pad", f" with mode={mode!r} (only 'constant', 'edge', 'reflect', "
-                                 "'symmetric' and 'wrap')")
-    fill = kw.pop("constant_values", 0) if mode == "constant" else 0
-    if kw.pop("reflect_type", "even") != "even" or kw:
-        raise unsupported("pad", f" with {', '.join(kw) or 'reflect_type=odd'} (only "
-                                 "constant_values, and reflect_type='even')")
+    (reversed where the pad runs backwards) concatenated in the order NumPy reads them;
+    maximum, minimum and mean, NumPy's statistic of the first and last stat_length
+    elements, broadcast. NumPy has already refused keywords that do not fit the mode."""
+    modes = ("constant", "edge", "reflect", "symmetric", "wrap", "maximum", "minimum", "mean",
+             "empty")
+    if callable(mode) or mode not in modes:
+        raise unsupported("pad", f" with mode={mode!r} (only {', '.join(map(repr, modes))})")
+    if kw.get("reflect_type", "even") != "even":
+        raise unsupported("pad", " with reflect_type='odd' (only reflect_type='even')")
+    fill = kw.get("constant_values", 0)
+    mode = "constant" if mode == "empty" else mode  # NumPy leaves the pad arbitrary: zeros
     b = active_builder()
-    x = node_of(array, np.asarray(value).dtype)
+    dt = np.asarray(value).dtype
+    x = node_of(array, dt)
     rank = x.shape.rank
     if rank == 0:  # NumPy pads a 0-d array to itself
         return x
+    if isinstance(pad_width, dict):  # {axis: width or (before, after)}, the rest unpadded
+        pairs = [(0, 0)] * rank
+        for ax, w in pad_width.items():
+            pairs[int(ax)] = tuple(np.broadcast_to(np.asarray(w, dtype=object), (2,)))
+        pad_width = pairs
     widths = np.broadcast_to(np.asarray(_static_ints_shaped(pad_width, "pad"), np.int64),
                              (rank, 2))
+    if mode in ("maximum", "minimum", "mean"):
+        return node_of(_stat_pad(array, widths, kw.get("stat_length"), mode, dt))
     if mode == "constant":
         fills = _pad_fills(b, fill, x.dtype, rank)
     for ax in range(rank):
@@ -181,6 +193,40 @@ def _pad(value, array, pad_width, mode="constant", **kw):
         # Which source element each output position reads: NumPy's own answer on indices.
         index = np.pad(np.arange(x.dims[ax]), (lo, hi), mode=mode)
         x = b.concatenate(_gathered_runs(b, x, ax, index), ax)
+    return x
+
+
+def _stat_pad(array, widths, stat_length, mode, dt):
+    """NumPy's statistic pads (_get_stats): per axis, the statistic of the first and of the
+    last stat_length elements (all of them when None or longer), rounded for integer
+    arrays, broadcast over the pad; computed on traced arrays, as NumPy does."""
+    func = {"maximum": np.max, "minimum": np.min, "mean": np.mean}[mode]
+    x = array if isinstance(array, Tracer) else np.asarray(array)
+    rank = len(widths)
+    lengths = ([(None, None)] * rank if stat_length is None else np.broadcast_to(
+        np.asarray(_static_ints_shaped(stat_length, "pad"), np.int64), (rank, 2)).tolist())
+    for ax in range(rank):
+        lo, hi = int(widths[ax][0]), int(widths[ax][1])
+        if not lo and not hi:
+            continue
+        n = np.shape(value_of(x))[ax]
+        ll, rl = (n if v is None or n < v else int(v) for v in lengths[ax])
+
+        def stat(start, stop):
+            s = func(x[(slice(None),) * ax + (slice(start, stop),)], axis=ax, keepdims=True)
+            return np.round(s) if dt.kind in "iu" else s
+
+        left = stat(0, ll)
+        right = left if ll == rl == n else stat(n - rl, n)
+        dims = list(np.shape(value_of(x)))
+        parts = []
+        for w, s in ((lo, left), (0, x), (hi, right)):
+            if s is x:
+                parts.append(x)
+            elif w:
+                dims[ax] = w
+                parts.append(np.broadcast_to(s, tuple(dims)).astype(dt))
+        x = np.concatenate(parts, axis=ax)
     return x
 
 

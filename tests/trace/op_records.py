@@ -919,7 +919,8 @@ COMPOSED_FUNCTIONS = [
         domains=(_domain(-3, 3, int_lo=-9, int_hi=9),), tol=5),
     OpRecord("np.pad empty", np.pad, 1, (ANY,), ALL, cases=(
         (((2, 3),), {"pad_width": 2, "mode": "empty"}),), group="data-movement", values=False),
-    _dm("np.convolve", np.convolve, 2, _conv_cases() + ((((3,), ()), {}),), domains=(_SMALL_INTS,), group="dot",
+    _dm("np.convolve", np.convolve, 2, _conv_cases() + ((((3,), ()), {}),),
+        domains=(_SMALL_INTS,), group="dot",
         tol=5),
     _dm("np.correlate", np.correlate, 2, _conv_cases() + ((((5,), (3,)), {}),),
         domains=(_SMALL_INTS,), group="dot", tol=5),
@@ -949,7 +950,8 @@ COMPOSED_FUNCTIONS = [
         (((3, 4),), {"order": "F"}), (((2, 3),), {"order": "C"}), (((2, 1, 3),), {"order": "F"}))),
     _dm("np.reshape order=F", np.reshape, 1, (
         (((2, 3, 4),), {"shape": (4, 6), "order": "F"}), (((6,),), {"shape": (2, 3), "order": "F"}),
-        (((2, 6),), {"shape": (3, -1, 2), "order": "F"}), (((2, 3),), {"shape": (6,), "order": "F"}),
+        (((2, 6),), {"shape": (3, -1, 2), "order": "F"}),
+        (((2, 3),), {"shape": (6,), "order": "F"}),
         (((0, 3),), {"shape": (3, 0), "order": "F"}))),
     _dm("x.reshape order=F", lambda x: x.reshape((4, 3, 2), order="F"), 1, ((((2, 3, 4),), {}),)),
 ] + [
@@ -979,7 +981,8 @@ COMPOSED_FUNCTIONS = [
         (((2, 3, 4), (4, 5)), {"subscripts": "...ij,...jk->...ik"}),
         (((2, 1, 3, 4), (5, 4, 2)), {"subscripts": "...ij,...jk"}),
         (((3, 2, 4),), {"subscripts": "i...->..."}), (((2, 3),), {"subscripts": "..."}),
-        (((2, 3, 4, 5),), {"subscripts": "i...j->j..."}), (((3, 1), (4,)), {"subscripts": "...,...->..."}),
+        (((2, 3, 4, 5),), {"subscripts": "i...j->j..."}),
+        (((3, 1), (4,)), {"subscripts": "...,...->..."}),
         (((2, 3), (3, 4), (4, 5)), {"subscripts": "ij,jk,kl->il"}),
         (((2, 3), (3, 4), (4, 5)), {"subscripts": "ij,jk,kl"}),
         (((4,), (4,), (4,)), {"subscripts": "i,i,i->"}),
@@ -987,7 +990,8 @@ COMPOSED_FUNCTIONS = [
         (((2, 3), (3, 2), (2, 2), (2, 3)), {"subscripts": "ab,bc,cd,de->ae"}),
         (((2,), (3,), (2,)), {"subscripts": "i,j,k->ijk"}),
         (((2, 1, 3), (4, 3)), {"subscripts": "ijk,jk->ik"}),
-        (((0, 3), (3, 2)), {"subscripts": "ij,jk->ik"}), (((2, 0), (0, 3)), {"subscripts": "ij,jk"}),
+        (((0, 3), (3, 2)), {"subscripts": "ij,jk->ik"}),
+        (((2, 0), (0, 3)), {"subscripts": "ij,jk"}),
     ), group="dot", tol=5),
 ]
 

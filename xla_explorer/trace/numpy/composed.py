@@ -67,8 +67,8 @@ def _correlation(b, name, value, longer, shorter, mode, inverted):
 @lowers(np.convolve)
 def _convolve(value, a, v, mode="full"):
     b = active_builder()
-    if np.size(value_of(v)) > np.size(value_of(a)):  # NumPy puts the longer first; a convolution is symmetric
-        a, v = v, a
+    if np.size(value_of(v)) > np.size(value_of(a)):
+        a, v = v, a  # NumPy puts the longer first (a convolution is symmetric)
     return _correlation(b, "convolve", value, a, _reversed(b, v, value), mode, False)
 
 

@@ -1,7 +1,8 @@
 """Linear algebra: np.matmul (and the @ operator), np.dot and np.einsum (any number of
 operands, diagonals and '...'), each HLO dots with the transposes and reductions around
 them; np.vdot, np.inner and np.tensordot (one dot), np.outer, np.kron and np.cross
-(broadcasts, slices and products), np.trace (a strided slice and a sum) and np.linalg.norm (vector and Frobenius norms).
+(broadcasts, slices and products), np.trace (a strided slice and a sum) and np.linalg.norm
+(vector and Frobenius norms).
 """
 from __future__ import annotations
 

@@ -1046,7 +1046,11 @@ COMPOSED_STATS = [
         (((3, 4),), {"h": (0.25, 4), "edge_order": 2}),
         (((6,),), {"h": (np.arange(6) * 0.5,), "edge_order": 2}),
         (((4,),), {"h": (np.arange(4, dtype=np.int32) * 3,)}),
-        (((3, 4),), {"h": (np.float32(0.5),), "axis": 1})),
+        (((3, 4),), {"h": (np.float32(0.5),), "axis": 1}),
+        (((5,),), {"h": (np.array([0.0, 0.5, 1.5, 1.75, 3.0]),)}),
+        (((5,),), {"h": (np.array([0.0, 0.5, 1.5, 1.75, 3.0]),), "edge_order": 2}),
+        (((3, 4),), {"h": (np.array([0, 1, 3], np.int32), np.array([0.0, 1, 3, 4], np.float32)),
+                     "edge_order": 2})),
         NUMERIC, (_STATS,), group="elementwise", tol=5),
     _dm("np.interp", np.interp, 3, (
         (((7,), (4,), (4,)), {}), (((2, 5), (3,), (3,)), {}), (((), (4,), (4,)), {}),

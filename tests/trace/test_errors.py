@@ -546,8 +546,8 @@ def weighted_cov(x):
     return np.cov(x, fweights=[1, 2, 1, 1])
 
 
-def gradient_uneven(x):
-    return np.gradient(x[0], [0.0, 1.0, 3.0, 4.0])
+def gradient_traced_coordinates(x):
+    return np.gradient(x[0], x[1])
 
 
 def periodic_interp(x):
@@ -567,7 +567,7 @@ def reshape_in_a_order(x):
     (splits_at_a_traced_count, (np.ones(4), 2), "np.split(", "traced indices or sections"),
     (einsum_interleaved, (X,), "np.einsum(", "subscript lists interleaved"),
     (weighted_cov, (X,), "np.cov(", "np.cov is not supported with fweights or aweights"),
-    (gradient_uneven, (X,), "np.gradient(", "unevenly spaced coordinates"),
+    (gradient_traced_coordinates, (X,), "np.gradient(", "traced coordinate arrays"),
     (periodic_interp, (X,), "np.interp(", "np.interp is not supported with period="),
     (reshape_in_a_order, (X,), "np.reshape(", "order='A' (only 'C' and 'F')"),
 ], ids=lambda v: v.__name__ if callable(v) else None)

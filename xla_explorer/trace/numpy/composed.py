@@ -185,9 +185,10 @@ def _corrcoef(value, x, y=None, rowvar=True, *, dtype=None):
 
 @lowers(np.gradient)
 def _gradient(value, f, *varargs, axis=None, edge_order=1):
-    """NumPy's np.gradient with scalar spacings: central differences inside, one-sided
-    differences of first or second order at the two ends, each piece computed as NumPy
-    computes it (Python and NumPy scalars keep their types) and stored in the result type."""
+    """NumPy's np.gradient: central differences inside, one-sided differences of first or
+    second order at the two ends, each piece computed as NumPy computes it (Python and
+    NumPy scalars keep their types, coordinate arrays give NumPy's weights) and stored in
+    the result type."""
     _static_choice("gradient", axis=axis, edge_order=edge_order)
     f = _strong(f)
     fv = value_of(f)
@@ -211,28 +212,64 @@ def _gradient(value, f, *varargs, axis=None, edge_order=1):
 
     outs = []
     for ax, h in zip(axes, spacing):
-        inner = (part(ax, 2, None) - part(ax, None, -2)) / (2. * h)
-        if int(edge_order) == 1:
-            first = (part(ax, 1, 2) - part(ax, 0, 1)) / h
-            last = (part(ax, -1, None) - part(ax, -2, -1)) / h
+        if np.ndim(value_of(h)) == 0:
+            first, inner, last = _uniform_differences(part, ax, h, int(edge_order))
         else:
-            first = (-1.5 / h) * part(ax, 0, 1) + (2. / h) * part(ax, 1, 2) + \
-                (-0.5 / h) * part(ax, 2, 3)
-            last = (0.5 / h) * part(ax, -3, -2) + (-2. / h) * part(ax, -2, -1) + \
-                (1.5 / h) * part(ax, -1, None)
+            first, inner, last = _uneven_differences(part, ax, h, int(edge_order), n)
         pieces = [np.asarray(p).astype(otype) if not isinstance(p, Tracer) else p.astype(otype)
                   for p in (first, inner, last)]
         outs.append(node_of(np.concatenate(pieces, axis=ax)))
     return outs[0] if len(outs) == 1 else tuple(outs)
 
 
+def _uniform_differences(part, ax, h, edge_order):
+    inner = (part(ax, 2, None) - part(ax, None, -2)) / (2. * h)
+    if edge_order == 1:
+        first = (part(ax, 1, 2) - part(ax, 0, 1)) / h
+        last = (part(ax, -1, None) - part(ax, -2, -1)) / h
+    else:
+        first = (-1.5 / h) * part(ax, 0, 1) + (2. / h) * part(ax, 1, 2) + \
+            (-0.5 / h) * part(ax, 2, 3)
+        last = (0.5 / h) * part(ax, -3, -2) + (-2. / h) * part(ax, -2, -1) + \
+            (1.5 / h) * part(ax, -1, None)
+    return first, inner, last
+
+
+def _uneven_differences(part, ax, h, edge_order, ndim):
+    """NumPy's weights for unevenly spaced coordinates (h: their differences, concrete),
+    computed in NumPy as NumPy does, times the traced slices."""
+    dx1, dx2 = h[0:-1], h[1:]
+    shape = [1] * ndim
+    shape[ax] = -1
+    a = (-(dx2) / (dx1 * (dx1 + dx2))).reshape(shape)
+    b = ((dx2 - dx1) / (dx1 * dx2)).reshape(shape)
+    c = (dx1 / (dx2 * (dx1 + dx2))).reshape(shape)
+    inner = a * part(ax, None, -2) + b * part(ax, 1, -1) + c * part(ax, 2, None)
+    if edge_order == 1:
+        first = (part(ax, 1, 2) - part(ax, 0, 1)) / h[0]
+        last = (part(ax, -1, None) - part(ax, -2, -1)) / h[-1]
+        return first, inner, last
+    dx1, dx2 = h[0], h[1]
+    a = -(2. * dx1 + dx2) / (dx1 * (dx1 + dx2))
+    b = (dx1 + dx2) / (dx1 * dx2)
+    c = - dx1 / (dx2 * (dx1 + dx2))
+    first = a * part(ax, 0, 1) + b * part(ax, 1, 2) + c * part(ax, 2, 3)
+    dx1, dx2 = h[-2], h[-1]
+    a = (dx2) / (dx1 * (dx1 + dx2))
+    b = - (dx2 + dx1) / (dx1 * dx2)
+    c = (2. * dx2 + dx1) / (dx2 * (dx1 + dx2))
+    last = a * part(ax, -3, -2) + b * part(ax, -2, -1) + c * part(ax, -1, None)
+    return first, inner, last
+
+
 def _uniform_spacing(d):
-    """A coordinate array given as spacing: NumPy uses the step of evenly spaced ones as a
-    scalar (the only kind supported here)."""
+    """Coordinates given as spacing: NumPy uses the step of evenly spaced ones as a scalar,
+    and the differences of others as arrays (constant ones only: they are read here)."""
     if isinstance(d, Tracer):
         if d.ndim == 0:
             return d
-        raise unsupported("gradient", " with traced coordinate arrays (give scalar spacings)")
+        raise unsupported("gradient", " with traced coordinate arrays (give scalar spacings "
+                                      "or coordinates known when tracing)")
     if np.ndim(d) == 0:  # as given: a Python number stays weak
         return d
     d = np.asanyarray(d)
@@ -241,8 +278,7 @@ def _uniform_spacing(d):
     step = np.diff(d)
     if len(step) and (step == step[0]).all():
         return step[0]
-    raise unsupported("gradient", " with unevenly spaced coordinates (only scalar spacings "
-                                  "or evenly spaced coordinates)")
+    return step
 
 
 # -- np.interp: NumPy's compiled loop as comparisons and one-hot selections --------------------

@@ -877,8 +877,195 @@ COMPOSED_ELEMENTWISE = [
 ]
 
 
+# -- more compositions at trace time (issue 24): pad modes, convolve, split, ufunc.outer ... ---
+
+
+def _pad_cases():
+    cases = []
+    for mode in ("edge", "reflect", "symmetric", "wrap"):
+        cases += [(((2, 3),), {"pad_width": 1, "mode": mode}),
+                  (((5,),), {"pad_width": (2, 7), "mode": mode}),
+                  (((3, 4),), {"pad_width": ((0, 5), (3, 1)), "mode": mode}),
+                  (((2, 3, 2),), {"pad_width": ((1,), (2,), (0,)), "mode": mode}),
+                  (((1, 2),), {"pad_width": (3,), "mode": mode}),
+                  (((0, 2),), {"pad_width": ((0, 0), (1, 1)), "mode": mode})]
+    return tuple(cases) + (
+        (((2, 3),), {"pad_width": ((1, 2), (2, 1)), "constant_values": ((1, 2), (3, 4))}),
+        (((2, 3),), {"pad_width": 1, "constant_values": (5, -6)}),
+        (((0, 3),), {"pad_width": 2, "constant_values": 2.75}),
+        (((3,),), {"pad_width": 2, "mode": "reflect", "reflect_type": "even"}),
+        (((2, 3),), {"pad_width": {1: (1, 2)}, "mode": "wrap"}),
+        (((2, 3),), {"pad_width": {0: 2, -1: (0, 1)}, "constant_values": -1}))
+
+
+def _conv_cases():
+    cases = []
+    for shapes in (((5,), (3,)), ((3,), (5,)), ((4,), (4,)), ((6,), (2,)), ((2,), (7,)),
+                   ((1,), (1,)), ((1,), (4,)), ((5,), (4,))):
+        for mode in ("full", "same", "valid"):
+            cases.append((shapes, {"mode": mode}))
+    return tuple(cases) + ((((4,), (2,)), {"mode": 1}),)
+
+
+COMPOSED_FUNCTIONS = [
+    _dm("np.pad modes", np.pad, 1, _pad_cases()),
+    _dm("np.pad statistics", np.pad, 1, tuple(
+        (shapes, dict(kw, mode=mode)) for mode in ("maximum", "minimum", "mean")
+        for shapes, kw in ((((3, 5),), {"pad_width": 1}),
+                           (((3, 5),), {"pad_width": ((1, 2), (3, 0))}),
+                           (((3, 5),), {"pad_width": 2, "stat_length": 2}),
+                           (((3, 5),), {"pad_width": (1, 3), "stat_length": ((1, 2), (4, 9))}),
+                           (((4,),), {"pad_width": {0: 2}, "stat_length": 3}))),
+        domains=(_domain(-3, 3, int_lo=-9, int_hi=9),), tol=5),
+    OpRecord("np.pad empty", np.pad, 1, (ANY,), ALL, cases=(
+        (((2, 3),), {"pad_width": 2, "mode": "empty"}),), group="data-movement", values=False),
+    _dm("np.convolve", np.convolve, 2, _conv_cases() + ((((3,), ()), {}),),
+        domains=(_SMALL_INTS,), group="dot",
+        tol=5),
+    _dm("np.correlate", np.correlate, 2, _conv_cases() + ((((5,), (3,)), {}),),
+        domains=(_SMALL_INTS,), group="dot", tol=5),
+    _dm("np.split", np.split, 1, (
+        (((4, 6),), {"indices_or_sections": 2}), (((4, 6),), {"indices_or_sections": 3, "axis": 1}),
+        (((4, 6),), {"indices_or_sections": [1, 3], "axis": -1}),
+        (((7,),), {"indices_or_sections": [-2, 10, 1]}), (((5,),), {"indices_or_sections": []}),
+        (((0, 2),), {"indices_or_sections": 2, "axis": 1}), (((6,),), {"indices_or_sections": 1}))),
+    _dm("np.array_split", np.array_split, 1, (
+        (((7,),), {"indices_or_sections": 3}), (((2, 5),), {"indices_or_sections": 4, "axis": 1}),
+        (((3,),), {"indices_or_sections": 5}), (((4, 3),), {"indices_or_sections": [2, 2, 9]}),
+        (((2, 3, 4),), {"indices_or_sections": (1,), "axis": 2}))),
+    _dm("np.hsplit", np.hsplit, 1, (
+        (((2, 6),), {"indices_or_sections": 3}), (((6,),), {"indices_or_sections": [2]}),
+        (((2, 4, 3),), {"indices_or_sections": 2}))),
+    _dm("np.vsplit", np.vsplit, 1, (
+        (((4, 3),), {"indices_or_sections": 2}), (((3, 2, 2),), {"indices_or_sections": [1]}))),
+    _dm("np.dsplit", np.dsplit, 1, ((((2, 1, 4),), {"indices_or_sections": 2}),
+                                   (((1, 2, 3),), {"indices_or_sections": [1, 1]}))),
+    _dm("np.broadcast_arrays", lambda *xs: np.broadcast_arrays(*xs), None, (
+        (((3, 1), (4,)), {}), (((2, 3),), {}), (((), (2, 2), (1, 2)), {}), (((0, 1), (3,)), {}))),
+    _dm("np.ravel order=F", np.ravel, 1, (
+        (((2, 3, 4),), {"order": "F"}), (((3,),), {"order": "F"}), (((),), {"order": "F"}),
+        (((0, 2),), {"order": "F"}))),
+    _dm("x.ravel('F')", lambda x: x.ravel("F"), 1, ((((3, 4),), {}),)),
+    _dm("x.flatten(order=F)", lambda x, **kw: x.flatten(**kw), 1, (
+        (((3, 4),), {"order": "F"}), (((2, 3),), {"order": "C"}), (((2, 1, 3),), {"order": "F"}))),
+    _dm("np.reshape order=F", np.reshape, 1, (
+        (((2, 3, 4),), {"shape": (4, 6), "order": "F"}), (((6,),), {"shape": (2, 3), "order": "F"}),
+        (((2, 6),), {"shape": (3, -1, 2), "order": "F"}),
+        (((2, 3),), {"shape": (6,), "order": "F"}),
+        (((0, 3),), {"shape": (3, 0), "order": "F"}))),
+    _dm("x.reshape order=F", lambda x: x.reshape((4, 3, 2), order="F"), 1, ((((2, 3, 4),), {}),)),
+] + [
+    # ufunc.outer: every binary ufunc has it; one of each kind
+    OpRecord(f"np.{u.__name__}.outer", u.outer, 2, (dom,), dts, (
+        ((3,), (4,)), ((2, 3), (2,)), ((), (3,)), ((0,), (2, 2)), ((2,), ())), tol=tol)
+    for u, dts, dom, tol in (
+        (np.add, ALL, ANY, 1), (np.subtract, NUMERIC, ANY, 1), (np.multiply, ALL, ANY, 1),
+        (np.divide, NUMERIC, NONZERO, 1), (np.maximum, ALL, ANY, 1), (np.minimum, ALL, ANY, 1),
+        (np.power, FLOATS, POSITIVE, 2), (np.arctan2, FLOATS, ANY, 2), (np.less, ALL, ANY, 1),
+        (np.equal, ALL, ANY, 1), (np.greater_equal, ALL, ANY, 1), (np.logical_xor, ALL, ANY, 1),
+        (np.bitwise_and, INTEGRAL, ANY, 1), (np.hypot, FLOATS, ANY, 1),
+        (np.floor_divide, NUMERIC, NONZERO, 1))
+] + [
+    # to decimals exactly as NumPy: times 10**k in the array's type, rint, divided back
+    OpRecord("x.round(k)", lambda x, **kw: x.round(**kw), 1, (_domain(-2e3, 2e3, int_lo=-999,
+                                                                       int_hi=999),),
+             NUMERIC, UNARY_SHAPES, ({"decimals": 3}, {"decimals": -2}, {"decimals": 0}),
+             group="selection"),
+    OpRecord("np.round decimals far", np.round, 1, (_domain(-1e6, 1e6),), FLOATS,
+             (((64,),),), ({"decimals": 25}, {"decimals": -23}, {"decimals": 12}),
+             group="selection"),
+    OpRecord("np.einsum more", _einsum, None, (_SMALL_INTS,), ALL, cases=(
+        (((3, 3),), {"subscripts": "ii->i"}), (((3, 3),), {"subscripts": "ii"}),
+        (((2, 3, 3),), {"subscripts": "bii->bi"}), (((3, 2, 3),), {"subscripts": "iji->ij"}),
+        (((2, 2, 2),), {"subscripts": "iii->i"}), (((2, 2), (3, 3)), {"subscripts": "ii,jj->ij"}),
+        (((2, 3, 4), (4, 5)), {"subscripts": "...ij,...jk->...ik"}),
+        (((2, 1, 3, 4), (5, 4, 2)), {"subscripts": "...ij,...jk"}),
+        (((3, 2, 4),), {"subscripts": "i...->..."}), (((2, 3),), {"subscripts": "..."}),
+        (((2, 3, 4, 5),), {"subscripts": "i...j->j..."}),
+        (((3, 1), (4,)), {"subscripts": "...,...->..."}),
+        (((2, 3), (3, 4), (4, 5)), {"subscripts": "ij,jk,kl->il"}),
+        (((2, 3), (3, 4), (4, 5)), {"subscripts": "ij,jk,kl"}),
+        (((4,), (4,), (4,)), {"subscripts": "i,i,i->"}),
+        (((2, 3), (2, 3), (1, 3)), {"subscripts": "ij,ij,ij->i"}),
+        (((2, 3), (3, 2), (2, 2), (2, 3)), {"subscripts": "ab,bc,cd,de->ae"}),
+        (((2,), (3,), (2,)), {"subscripts": "i,j,k->ijk"}),
+        (((2, 1, 3), (4, 3)), {"subscripts": "ijk,jk->ik"}),
+        (((0, 3), (3, 2)), {"subscripts": "ij,jk->ik"}),
+        (((2, 0), (0, 3)), {"subscripts": "ij,jk"}),
+    ), group="dot", tol=5),
+]
+
+_STATS = _domain(-3, 3, int_lo=-5, int_hi=5)
+
+
+def _cov_cases():
+    return tuple((s, v) for s, v in (
+        (((3, 5),), {}), (((3, 5),), {"rowvar": False}), (((3, 5),), {"bias": True}),
+        (((3, 5),), {"ddof": 2}), (((3, 5),), {"ddof": 5}), (((3, 5),), {"ddof": 7}),
+        (((5,),), {}), (((1, 4),), {}), (((0, 3),), {}), (((2, 1),), {}),
+        (((2, 5), (5,)), {}), (((4, 2), (4, 3)), {"rowvar": False}), (((4,), (4,)), {"bias": True}),
+        (((2, 4),), {"dtype": np.float32})))
+
+
+def _increasing(rng, shape, dtype):
+    """Increasing points (np.interp's xp), some of them equal, from about -3."""
+    steps = rng.integers(0, 3, shape) if np.dtype(dtype).kind in "iu" else rng.uniform(0, 2, shape)
+    if np.size(steps) > 2:
+        steps[1] = 0  # a repeated point
+    return _make(np.cumsum(steps) - 3, shape, dtype)
+
+
+def _polyval(p, x):
+    return np.polyval(p, x)
+
+
+COMPOSED_STATS = [
+    _dm("np.cov", lambda *a, **kw: np.cov(*a, **kw), None, _cov_cases(), NUMERIC, (_STATS,),
+        group="dot", tol=10),
+    _dm("np.corrcoef", lambda *a, **kw: np.corrcoef(*a, **kw), None, tuple(
+        c for c in _cov_cases() if "ddof" not in c[1] and "bias" not in c[1]
+        and c[0] != ((0, 3),)), NUMERIC, (_STATS,), group="dot", tol=10),
+    _dm("np.polyval", _polyval, 2, (
+        (((3,), (4,)), {}), (((1,), (2, 3)), {}), (((4,), ()), {}), (((0,), (3,)), {}),
+        (((5,), (0,)), {})), NUMERIC, (_SMALL_INTS,), group="elementwise", tol=5),
+    _dm("np.polyval list", lambda x: np.polyval([2.0, -1, 0.5], x), 1, (
+        (((4,),), {}), (((),), {})), ALL, (_SMALL_INTS,), group="elementwise"),
+    _dm("np.trapezoid", np.trapezoid, 1, (
+        (((5,),), {}), (((3, 4),), {"axis": 0}), (((3, 4),), {"dx": 0.5}), (((1,),), {}),
+        (((2, 3, 4),), {"axis": 1, "dx": 2})), NUMERIC, (_STATS,), group="reduction", tol=5),
+    _dm("np.trapezoid x", lambda y, x, **kw: np.trapezoid(y, x, **kw), 2, (
+        (((5,), (5,)), {}), (((3, 4), (4,)), {}), (((3, 4), (3, 4)), {"axis": 0})),
+        NUMERIC, (_STATS,), group="reduction", tol=5),
+    _dm("np.gradient", np.gradient, 1, (
+        (((5,),), {}), (((3, 4),), {}), (((3, 4),), {"axis": 1}), (((3, 4),), {"axis": (1, 0)}),
+        (((4, 5),), {"edge_order": 2}), (((2, 3),), {"axis": -1, "edge_order": 2}),
+        (((2,),), {}), (((3, 0),), {"axis": 0}), (((2, 3, 4),), {"axis": (0, 2)})),
+        NUMERIC, (_STATS,), group="elementwise", tol=5),
+    _dm("np.gradient spacing", lambda f, **kw: np.gradient(f, *kw.pop("h"), **kw), 1, (
+        (((5,),), {"h": (0.5,)}), (((3, 4),), {"h": (2.0,)}), (((3, 4),), {"h": (2.0, 3)}),
+        (((3, 4),), {"h": (0.25, 4), "edge_order": 2}),
+        (((6,),), {"h": (np.arange(6) * 0.5,), "edge_order": 2}),
+        (((4,),), {"h": (np.arange(4, dtype=np.int32) * 3,)}),
+        (((3, 4),), {"h": (np.float32(0.5),), "axis": 1}),
+        (((5,),), {"h": (np.array([0.0, 0.5, 1.5, 1.75, 3.0]),)}),
+        (((5,),), {"h": (np.array([0.0, 0.5, 1.5, 1.75, 3.0]),), "edge_order": 2}),
+        (((3, 4),), {"h": (np.array([0, 1, 3], np.int32), np.array([0.0, 1, 3, 4], np.float32)),
+                     "edge_order": 2})),
+        NUMERIC, (_STATS,), group="elementwise", tol=5),
+    _dm("np.interp", np.interp, 3, (
+        (((7,), (4,), (4,)), {}), (((2, 5), (3,), (3,)), {}), (((), (4,), (4,)), {}),
+        (((9,), (1,), (1,)), {}), (((8,), (4,), (4,)), {"left": -7.0, "right": 7.5}),
+        (((0,), (3,), (3,)), {})), NUMERIC, (_with_nonfinite(_STATS), _increasing, _STATS),
+        group="selection",
+        tol=5),
+    _dm("np.interp at the points", lambda x: np.interp(x, [-1.0, 0, 0, 2], [1.0, np.inf, 3, 3]),
+        1, ((((9,),), {}),), FLOATS, (QUARTERS,), group="selection"),
+]
+
+
 RECORDS: list[OpRecord] = (ELEMENTWISE + SELECTION + REDUCTIONS + PRODUCTS + DATA_MOVEMENT
                            + CREATION + NOT_COMPILABLE + OPERATORS + INPLACE + SETITEM + METHODS
-                           + COMPOSED_SHAPES + COMPOSED_ELEMENTWISE)
+                           + COMPOSED_SHAPES + COMPOSED_ELEMENTWISE + COMPOSED_FUNCTIONS
+                           + COMPOSED_STATS)
 BY_NAME = {r.name: r for r in RECORDS}
 assert len(BY_NAME) == len(RECORDS), "record names must be unique"

@@ -163,3 +163,44 @@ def test_average_with_weights_of_an_integer_array():
 def test_forms_not_supported_are_refused(f, what):
     with pytest.raises(xe.UnsupportedOpError, match=what):
         xe.explore(f, np.array([1.0, np.nan, 3.0]))
+
+
+# -- np.round to decimals and np.interp: NumPy's own sequence of operations, to the bit --------
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("dtype", [F32, F64])
+def test_round_to_decimals_is_numpys_bits(backend, dtype):
+    rng = np.random.default_rng(3)
+    x = np.concatenate([specials(dtype), rng.uniform(-1e3, 1e3, 300).astype(dtype),
+                        (rng.integers(-4000, 4000, 300) / 8).astype(dtype),
+                        np.array([1.005, 2.675, 0.125, -0.375, 1e22, 123456.5], dtype)])
+
+    def f(x):
+        return tuple(np.round(x, k) for k in (-23, -3, -1, 1, 2, 5, 9, 23, 25)) + (x.round(3),)
+
+    with np.errstate(all="ignore"):
+        want = f(x)
+        got = xe.explore(f, x, backend=backend).run(x)
+    bits = f"u{np.dtype(dtype).itemsize}"
+    for k, (g, w) in enumerate(zip(got, want)):
+        assert g.dtype == w.dtype
+        np.testing.assert_array_equal(g.view(bits), w.view(bits), err_msg=f"case {k}")
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_interp_takes_numpys_branch_for_every_kind_of_point(backend):
+    xp = np.array([-1.0, 0.0, 0.0, 2.0, 3.0, 5.0])
+    fp = np.array([1.0, np.inf, 3.0, 3.0, -np.inf, 7.0])
+    x = np.concatenate([specials(F64), xp, (xp[1:] + xp[:-1]) / 2, [-1.5, 5.5, 2.5]])
+
+    def f(x, xp, fp):
+        return (np.interp(x, xp, fp), np.interp(x, xp, fp, left=-10.0, right=np.nan),
+                np.interp(x, xp[:1], fp[:1]), np.interp(x, xp[3:], fp[3:]))
+
+    with np.errstate(all="ignore"):
+        want = f(x, xp, fp)
+        got = xe.explore(f, x, xp, fp, backend=backend).run(x, xp, fp)
+    for g, w in zip(got, want):
+        assert g.dtype == w.dtype == np.float64
+        np.testing.assert_allclose(g, w, rtol=1e-15, atol=0, equal_nan=True)

@@ -89,3 +89,56 @@ def test_cpu_backend_agrees_on_a_composition():
     got = xe.explore(f, x, y, backend="cpu").run(x, y)
     for g, w in zip(got, f(x, y)):
         np.testing.assert_array_equal(g, w)
+
+
+# -- np.split's pieces and np.broadcast_arrays' results are views, as NumPy makes them --------
+
+
+def writes_through_split_pieces(x):
+    top, bottom = np.split(x, [1])
+    top[0, 1] = -1  # x[0, 1]
+    left, right = np.array_split(x, 2, axis=1)
+    right[2, 0] += 50  # x[2, 2]
+    pieces = np.hsplit(x, 4)
+    pieces[3][1] = -3  # x[1, 3]
+    return x, top, bottom
+
+
+def split_pieces_see_later_writes(x):
+    parts = np.split(x, 3)
+    a, b = np.broadcast_arrays(x[0], x[:, :1])
+    x[1, 1] = 99
+    return parts, a, b
+
+
+def test_split_pieces_write_back_into_the_array():
+    same_as_numpy(writes_through_split_pieces, X)
+
+
+def test_split_pieces_and_broadcasts_are_rederived_after_a_write():
+    got = xe.explore(split_pieces_see_later_writes, X.copy()).run(X.copy())
+    want = split_pieces_see_later_writes(X.copy())
+    assert type(got[0]) is list and len(got[0]) == 3
+    for g, w in zip(got[0] + [got[1], got[2]], want[0] + [want[1], want[2]]):
+        np.testing.assert_array_equal(g, w)
+
+
+def test_fortran_order_views_read_the_array_column_by_column():
+    def f(x):
+        r = x.reshape((2, 6), order="F")
+        x[0, 0] = -7
+        return r, x.ravel(order="F"), np.reshape(x, -1, order="F")
+    same_as_numpy(f, X)
+
+
+def test_cpu_backend_agrees_on_pads_splits_and_outer_products():
+    def f(x, y):
+        return (np.pad(x, ((1, 4), (2, 0)), mode="reflect"), np.pad(x, 2, mode="wrap"),
+                np.pad(x, ((0, 1), (3, 3)), mode="symmetric"), np.pad(x, 1, mode="edge"),
+                np.array_split(x, 3, axis=1), np.subtract.outer(y, x[0]),
+                np.maximum.outer(x[1], y), np.einsum("ii->i", x[:, :3]))
+    x, y = X, np.arange(3.0)
+    got = xe.explore(f, x, y, backend="cpu").run(x, y)
+    want = f(x, y)
+    for g, w in zip(got[:4] + tuple(got[4]) + got[5:], want[:4] + tuple(want[4]) + want[5:]):
+        np.testing.assert_array_equal(g, w)

@@ -10,6 +10,7 @@ splits its NumPy.
     indexing       x[index] and x[index] = v; views written through
     creation       zeros_like & co.; np.zeros, np.arange, ... and np.array while tracing
     linalg         matmul, dot, einsum
+    composed       convolve, correlate, polyval, cov, corrcoef, gradient, interp, trapezoid
     opaque         custom calls: unique, nonzero, argwhere, sort; autocluster's opaque calls
     array_methods  the Tracer's protocols, indexing, astype and operators
 
@@ -17,5 +18,5 @@ Each lowering registers itself where it is defined (`@lowers(np.sum)`,
 `@lowers_ufunc(np.sinh)`); importing this package imports every module, which fills the
 table and sets the Tracer's NumPy methods. `xla_explorer.trace` imports it.
 """
-from . import (array_methods, creation, dispatch, elementwise, indexing, linalg,  # noqa: F401
-               manipulation, opaque, reductions, registry, util)
+from . import (array_methods, composed, creation, dispatch, elementwise, indexing,  # noqa: F401
+               linalg, manipulation, opaque, reductions, registry, util)

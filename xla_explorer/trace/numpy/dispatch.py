@@ -50,6 +50,8 @@ def call_ufunc(ufunc, method: str, inputs, kwargs):
                 raise unsupported(f"{name}.reduce", f" with {', '.join(kwargs)}")
             return call_function(UFUNC_REDUCE[name], (inputs[0],),
                                  {"axis": axis, "keepdims": keepdims})
+        if method == "outer" and ufunc.nin == 2 and name in UFUNCS:
+            return _outer(ufunc, inputs, kwargs)
         if method != "__call__":
             if b.autocluster:
                 return opaque_call(getattr(ufunc, method), f"{name}.{method}", inputs, kwargs)
@@ -104,6 +106,18 @@ def call_ufunc(ufunc, method: str, inputs, kwargs):
             b.scalars.nonnegative(inputs[1]._ref, b.site)
         node = b.convert(node, out_type)
         return _finish_out(wrap(node, value, f"np.{name}"), out)
+
+
+def _outer(ufunc, inputs, kwargs):
+    """`ufunc.outer(a, c)` is the ufunc of a, given c's dimensions as trailing ones, and c.
+    NumPy makes Python scalars arrays first (strong types, not NEP 50's weak ones)."""
+    def strong(x):
+        v = np.asarray(value_of(x))
+        if isinstance(x, Tracer):
+            return x if not x._weak else wrap(node_of(x, v.dtype), v, f"np.{ufunc.__name__}")
+        return v
+    a, c = strong(inputs[0]), strong(inputs[1])
+    return ufunc(np.reshape(a, np.shape(a) + (1,) * np.ndim(c)), c, **kwargs)
 
 
 _COMPARISONS = {"less": "LT", "less_equal": "LE", "greater": "GT", "greater_equal": "GE",
@@ -214,15 +228,38 @@ def call_function(func, args, kwargs):
                 raise
             return opaque_call(func, _public_name(func), args, kwargs)
         if isinstance(nodes, tuple):
-            return tuple(wrap(n, v, f"np.{name}") for n, v in zip(nodes, value))
-        result = wrap(nodes, value, f"np.{name}")
-        base = args[0] if args else None
-        if (func in VIEWS and isinstance(base, Tracer) and isinstance(value, np.ndarray)
-                and isinstance(base.value, np.ndarray) and np.shares_memory(value, base.value)):
-            # NumPy made a view: re-derive it whenever the base changes, and write through it
-            # by undoing the one data-movement op that made it.
-            rest = args[1:]
-            return Tracer(b, nodes, value, base=base,
-                          derive=lambda n: lower(value, n, *rest, **kwargs),
-                          write_back=view_write_back(nodes, base.node))
+            # Several results (np.split's list, np.broadcast_arrays' tuple), each possibly a
+            # view of one argument; a list stays a list, as NumPy returns it.
+            parts = [_result(b, func, lower, n, v, value, args, kwargs, name, k)
+                     for k, (n, v) in enumerate(zip(nodes, value))]
+            return parts if isinstance(value, list) else tuple(parts)
+        return _result(b, func, lower, nodes, value, value, args, kwargs, name, None)
+
+
+def _result(b, func, lower, node, value, whole, args, kwargs, name, k):
+    """The Tracer for one result; where NumPy made it a view of an argument, a view: it is
+    re-derived whenever that argument changes, and written through by undoing the one
+    data-movement op that made it (read-only where there is no such op)."""
+    result = wrap(node, value, f"np.{name}")
+    if func not in VIEWS or not isinstance(value, np.ndarray):
         return result
+    for i, base in enumerate(args if k is not None else args[:1]):
+        if (isinstance(base, Tracer) and isinstance(base.value, np.ndarray)
+                and np.shares_memory(value, base.value)):
+            def derive(n, i=i):
+                made = lower(whole, *args[:i], n, *args[i + 1:], **kwargs)
+                return made if k is None else made[k]
+            return Tracer(b, node, value, base=base, derive=derive,
+                          write_back=view_write_back(node, base.node) or _slice_write_back(
+                              node, base.node))
+    return result
+
+
+def _slice_write_back(view, base):
+    """A contiguous slice of the base (np.split's pieces) writes back as an update of that
+    block of the base; None for any other view."""
+    if view.opcode != "slice" or view.operands[0] is not base or any(
+            step != 1 for _, _, step in view.attr("slice")):
+        return None
+    starts = [lo for lo, _, _ in view.attr("slice")]
+    return lambda base_node, new: active_builder().dynamic_update_slice(base_node, new, starts)

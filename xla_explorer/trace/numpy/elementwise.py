@@ -607,17 +607,32 @@ def _select(value, condlist, choicelist, default=0):
 @lowers(np.round, np.around)
 def _round(value, a, decimals=0, out=None):
     """np.round is np.rint (halves to even, as NumPy rounds); to `decimals` places NumPy
-    scales by 10**decimals, rints and scales back, and so does this, to the same bits."""
+    (PyArray_Round) multiplies by 10**decimals in the array's type, rints and divides back
+    (for decimals < 0, divides first), and so does this, to the same bits. Integers keep
+    their value, or for decimals < 0 are rounded so in float64 and converted back."""
     decimals = operator.index(decimals)
-    kind = np.asarray(value).dtype.kind
-    if out is not None or (decimals < 0 and kind != "f"):
-        raise unsupported("round", " with out= or, for integers, negative decimals")
-    if kind != "f":  # whole numbers already, and NumPy keeps the type
+    dt = np.asarray(value).dtype
+    if out is not None:
+        raise unsupported("round", " with out= (assign the result instead)")
+    if dt.kind != "f" and decimals >= 0:  # whole numbers already, and NumPy keeps the type
         return node_of(a)
     if decimals == 0:
         return node_of(np.rint(a))
-    f = np.asarray(10.0 ** abs(decimals), np.asarray(value).dtype)[()]
-    return node_of(np.rint(a * f) / f if decimals > 0 else np.rint(a / f) * f)
+    x = a if dt.kind == "f" else a.astype(np.float64)
+    f = np.asarray(_power_of_ten(abs(decimals)), x.dtype)[()]
+    x = np.rint(x * f) / f if decimals > 0 else np.rint(x / f) * f
+    return node_of(x.astype(dt) if dt.kind != "f" else x)
+
+
+def _power_of_ten(n: int) -> float:
+    """10**n as NumPy's power_of_ten computes it: a table to 1e8, then products by 10 (which
+    can differ from a correctly rounded 10.0**n above 1e22)."""
+    if n < 9:
+        return 10.0 ** n
+    p = 1e9
+    for _ in range(n - 9):
+        p *= 10.0
+    return p
 
 
 def astype(x: Tracer, dtype) -> Tracer:

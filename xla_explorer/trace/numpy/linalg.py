@@ -1,7 +1,8 @@
-"""Linear algebra: np.matmul (and the @ operator), np.dot and np.einsum (one or two
-operands), each one HLO dot with the transposes and reductions around it; np.vdot, np.inner
-and np.tensordot (one dot), np.outer, np.kron and np.cross (broadcasts, slices and products),
-np.trace (a strided slice and a sum) and np.linalg.norm (vector and Frobenius norms).
+"""Linear algebra: np.matmul (and the @ operator), np.dot and np.einsum (any number of
+operands, diagonals and '...'), each HLO dots with the transposes and reductions around
+them; np.vdot, np.inner and np.tensordot (one dot), np.outer, np.kron and np.cross
+(broadcasts, slices and products), np.trace (a strided slice and a sum) and np.linalg.norm
+(vector and Frobenius norms).
 """
 from __future__ import annotations
 
@@ -53,42 +54,90 @@ def _dot(value, a, c, out=None):
 
 @lowers(np.einsum)
 def _einsum(value, subscripts, *operands, **kw):
+    """np.einsum as NumPy's optimize=False reads it, pairwise from the left: in each operand a
+    repeated index is its diagonal (an iota compare, a select and a sum) and an index no other
+    operand nor the output has is summed away; then each pair is one dot (batch and
+    contracting dimensions) and a transpose. '...' stands for the same broadcast dimensions
+    in every operand."""
     if kw.get("optimize") not in (None, False, True, "greedy", "optimal") or set(kw) - {"optimize"}:
         raise unsupported("einsum", f" with {', '.join(kw)}")
-    if not isinstance(subscripts, str) or "..." in subscripts:
-        raise unsupported("einsum", " in this form (use explicit subscripts without '...')")
+    if not isinstance(subscripts, str):
+        raise unsupported("einsum", " with operands and subscript lists interleaved (write "
+                                    "the subscripts as one string)")
     b = active_builder()
-    spec = subscripts.replace(" ", "")
-    ins, _, out = spec.partition("->")
-    terms = ins.split(",")
-    if "->" not in spec:
-        letters = "".join(terms)
-        out = "".join(sorted(c for c in set(letters) if letters.count(c) == 1))
-    if len(terms) != len(operands) or len(terms) > 2:
-        raise unsupported("einsum", " with more than two operands")
     dt = np.asarray(value).dtype
     nodes = [node_of(o, dt) for o in operands]
-    for t in terms:
-        if len(set(t)) != len(t):
-            raise unsupported("einsum", f" with a repeated index in {t!r} (a diagonal or trace)")
-    # First sum away indices that appear in one operand only and not in the output.
-    for k, t in enumerate(terms):
-        others = "".join(terms[:k] + terms[k + 1:]) + out
-        gone = [i for i, c in enumerate(t) if c not in others]
-        if gone:
-            nodes[k] = b.reduce(nodes[k], gone, "or" if dt == np.bool_ else "add")
-            terms[k] = "".join(c for c in t if c in others)
-    if len(terms) == 1:
-        (t,) = terms
-        return b.transpose(nodes[0], [t.index(c) for c in out])
-    (ta, tb), (x, y) = terms, nodes
-    batch = [c for c in ta if c in tb and c in out]
-    contract = [c for c in ta if c in tb and c not in out]
+    terms, out = _einsum_terms(subscripts.replace(" ", ""), [n.shape.rank for n in nodes])
+    sizes: dict[str, int] = {}
+    for t, n in zip(terms, nodes):
+        for c, d in zip(t, n.dims):
+            if d != 1 or c not in sizes:
+                sizes[c] = d
+    # size-1 dimensions broadcast against the others, as NumPy's einsum broadcasts them
+    nodes = [b.broadcast_to(n, tuple(sizes[c] for c in t)) for t, n in zip(terms, nodes)]
+    for k in range(len(nodes)):
+        nodes[k], terms[k] = _einsum_diagonal(b, nodes[k], terms[k], dt)
+    x, tx = _einsum_sum_alone(b, nodes[0], terms[0], terms[1:], out, dt)
+    for k in range(1, len(nodes)):
+        rest = terms[k + 1:]
+        y, ty = _einsum_sum_alone(b, nodes[k], terms[k], [tx] + rest, out, dt)
+        keep = "".join(c for c in dict.fromkeys(tx + ty) if c in out or any(c in t for t in rest))
+        x, tx = _einsum_pair(b, x, tx, y, ty, keep), keep
+    return b.transpose(x, [tx.index(c) for c in out])
+
+
+def _einsum_terms(spec: str, ranks: list[int]):
+    """The operands' and the output's index letters, '...' replaced by letters of its own
+    (the output's implicit form: '...' first, then the letters used once, sorted)."""
+    ins, arrow, out = spec.partition("->")
+    terms = ins.split(",")
+    if len(terms) != len(ranks):
+        raise unsupported("einsum", " with as many subscripts as operands only")
+    letters = "".join(terms).replace(".", "")
+    if not arrow:
+        out = ("..." if "..." in ins else "") + "".join(
+            sorted(c for c in set(letters) if letters.count(c) == 1))
+    spare = [c for c in "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+             if c not in letters + out]
+    widest = max([r - len(t.replace("...", "")) for t, r in zip(terms, ranks) if "..." in t],
+                 default=0)
+    ell = "".join(spare[:widest])
+    terms = [t.replace("...", ell[len(ell) - (r - len(t.replace("...", ""))):])
+             if "..." in t else t for t, r in zip(terms, ranks)]
+    return terms, out.replace("...", ell)
+
+
+def _einsum_diagonal(b, x, t, dt):
+    """A letter repeated in one operand ('ii'): keep the elements where those indices agree
+    (an iota compare and a select) and sum the second one away."""
+    while len(set(t)) != len(t):
+        c = next(c for c in t if t.count(c) > 1)
+        i, j = t.index(c), t.index(c, t.index(c) + 1)
+        same = b.compare(b.iota(np.int64, x.dims, i), b.iota(np.int64, x.dims, j), "EQ")
+        x = b.select(same, x, b.full(0, dt, x.dims))
+        x = b.reduce(x, (j,), "or" if dt == np.bool_ else "add")
+        t = t[:j] + t[j + 1:]
+    return x, t
+
+
+def _einsum_sum_alone(b, x, t, others, out, dt):
+    """Sum away the indices of t that neither the output nor another operand has."""
+    keep = "".join(others) + out
+    gone = [i for i, c in enumerate(t) if c not in keep]
+    if not gone:
+        return x, t
+    return (b.reduce(x, gone, "or" if dt == np.bool_ else "add"),
+            "".join(c for c in t if c in keep))
+
+
+def _einsum_pair(b, x, ta, y, tb, keep):
+    """One dot: letters in both operands are batch dimensions if kept, else contracted."""
+    batch = [c for c in ta if c in tb and c in keep]
+    contract = [c for c in ta if c in tb and c not in keep]
     node = b.dot(x, y, [ta.index(c) for c in batch], [ta.index(c) for c in contract],
                  [tb.index(c) for c in batch], [tb.index(c) for c in contract])
     got = batch + [c for c in ta if c not in tb] + [c for c in tb if c not in ta]
-    return b.transpose(node, [got.index(c) for c in out])
-
+    return b.transpose(node, [got.index(c) for c in keep])
 
 
 # -- products built from dot and broadcasts: np.outer, np.kron, np.vdot, np.inner, np.cross,

@@ -29,7 +29,7 @@ def _expand_index(index, ndim):
             out.extend([slice(None)] * (ndim - n_real))
         else:
             out.append(i)
-    if Ellipsis not in index:
+    if not any(i is Ellipsis for i in index):  # `in` would compare index arrays with ==
         out.extend([slice(None)] * (ndim - n_real))
     return out
 
@@ -162,7 +162,10 @@ def getitem(x: Tracer, index):
                 value = eager(lambda v, m: v[m], "boolean-mask indexing", x.value, value_of(index))
                 node = custom_call("numpy.boolean_mask", (x, index), value)
                 return wrap(node, value, "boolean-mask indexing")
-            raise _unsupported_index(index)
+        if _has_index_arrays(index):  # integer-array indexing: a gather (issue 24)
+            value = eager(lambda v: v[value_of(index)], "indexing", x.value)
+            node = gather_axes(x.node, _array_axes(index, x.ndim, "indexing"))
+            return wrap(node, value, "indexing")
         if not _is_basic(index):
             raise _unsupported_index(index)
         value = eager(lambda v: v[index], "indexing", x.value)
@@ -199,6 +202,13 @@ def setitem(x: Tracer, index, v):
             x._set_node(b.select(mask, fill, x.node), "assignment")
             x.value[...] = new_value
             return
+        if _has_index_arrays(index):  # through integer arrays: a scatter (issue 24)
+            trial = x.value.copy()
+            eager(trial.__setitem__, "assignment", value_of(index), value_of(v))
+            items = _array_axes(index, x.ndim, "assignment")
+            x._set_node(scatter_axes(x.node, items, v, None, "assignment"), "assignment")
+            x.value[value_of(index)] = value_of(v)
+            return
         if not _is_basic(index):
             raise _unsupported_index(index, "assignment")
         _, _, out_dims = _index_plan(index, x.shape)
@@ -228,3 +238,167 @@ def view_write_back(view: Instruction, base: Instruction):
         axes = tuple(view.attr("dimensions"))
         return lambda base_node, new: active_builder().reverse(new, axes)
     return None
+
+
+# -- integer-array indexing: gather and scatter (issue 24) -------------------------------------
+# x[idx], x[:, idx], x[i_arr, j_arr] (broadcasting), with ints and slices beside the arrays,
+# read as one XLA gather; x[idx] = v, x[idx] += v and np.add.at & co. write as one scatter.
+# NumPy's negative indices wrap before the gather or scatter (`select(i < 0, i + n, i)`, as
+# JAX does). An index out of range is NumPy's IndexError at trace time for constant indices;
+# for traced ones, compiled code clamps (gather) or skips (scatter) as XLA does, and the
+# reference interpreter raises IndexError at the user's line.
+
+
+def _is_index_array(i) -> bool:
+    """An integer-array index item: a traced array (not a Python scalar argument), a NumPy
+    array or a list; bool arrays are masks, handled apart."""
+    if isinstance(i, Tracer):
+        return not i._weak
+    return isinstance(i, (np.ndarray, list))
+
+
+def _has_index_arrays(index) -> bool:
+    items = index if isinstance(index, tuple) else (index,)
+    return any(_is_index_array(i) for i in items)
+
+
+def _is_bool_array(i) -> bool:
+    return _is_index_array(i) and np.asarray(value_of(i)).dtype == np.bool_
+
+
+def _refuse(index, what: str, why: str):
+    return located(UnsupportedOpError, f"{what} x{_describe_index(index)}: {why}", what,
+                   "Split it in steps: slice first (y = x[1:3]), then index y with the arrays; "
+                   "or index every axis with arrays (np.ix_-style broadcasting).")
+
+
+def _array_axes(index, ndim: int, what: str):
+    """The index as one item per axis of x: a slice, or an index array (an int beside
+    arrays counts as a 0-d array, as in NumPy)."""
+    items = index if isinstance(index, tuple) else (index,)
+    if any(i is None for i in items):
+        raise _refuse(index, what, "None (np.newaxis) beside index arrays is not supported")
+    if any(_is_bool_array(i) for i in items):
+        raise _refuse(index, what, "a boolean mask beside other index items is not supported")
+    out = []
+    for item in _expand_index(index, ndim):
+        if isinstance(item, slice):
+            out.append(item)
+        elif isinstance(item, (int, np.integer)) or _is_index_array(item):
+            out.append(("array", item))
+        else:
+            raise _refuse(index, what, f"the index item {item!r} is not supported")
+    return out
+
+
+def _wrapped_indices(item, n: int, axis: int) -> Instruction:
+    """An index array as int64 with NumPy's negative indices wrapped: at trace time for a
+    constant, by `select(i < 0, i + n, i)` for a traced one."""
+    b = active_builder()
+    if not isinstance(item, Tracer):
+        arr = np.asarray(item)
+        if arr.dtype.kind not in "iu":
+            raise located(UnsupportedOpError, f"an index array of {arr.dtype} on axis {axis} "
+                                              "is not an integer array", "indexing",
+                          "Index with integer arrays (x[idx.astype(np.int64)]).")
+        return node_of(np.where(arr < 0, arr + n, arr).astype(np.int64))
+    if item.dtype.kind not in "iu":
+        raise located(UnsupportedOpError, f"a traced {item.dtype} array indexes axis {axis}; "
+                                          "only integer arrays are indices", "indexing",
+                      "Convert it: x[idx.astype(np.int64)].")
+    i = b.convert(node_of(item), np.int64)
+    negative = b.compare(i, b.full(0, np.int64, i.dims), "LT")
+    return b.select(negative, b.ew("add", i, b.full(n, np.int64, i.dims)), i)
+
+
+def _stack_indices(nodes, batch) -> tuple[Instruction, int]:
+    """Index arrays broadcast to `batch` and stacked along a last dimension, XLA's index
+    vector; one array stays as it is, with index_vector_dim its rank (an implicit 1)."""
+    b = active_builder()
+    nodes = [b.broadcast_to(n, batch) for n in nodes]
+    if len(nodes) == 1:
+        return nodes[0], len(batch)
+    cols = [b.reshape(n, tuple(batch) + (1,)) for n in nodes]
+    return b.concatenate(cols, len(batch)), len(batch)
+
+
+def _array_plan(node: Instruction, axes_items, what: str):
+    """For x (node) indexed by `axes_items` with at least one array: the sliced x, the axes
+    the arrays index, their stacked indices and index_vector_dim, the broadcast shape of the
+    arrays, and the offset dimensions of the result (NumPy's placement: where the first array
+    is when the arrays are adjacent, else first)."""
+    b = active_builder()
+    basic = tuple(i if isinstance(i, slice) else slice(None) for i in axes_items)
+    y = lower_index(node, basic)
+    axes = [d for d, i in enumerate(axes_items) if not isinstance(i, slice)]
+    shapes = [np.shape(value_of(axes_items[d][1])) for d in axes]
+    batch = tuple(np.broadcast_shapes(*shapes))
+    nodes = [_wrapped_indices(axes_items[d][1], y.dims[d], d) for d in axes]
+    indices, ivd = _stack_indices(nodes, batch)
+    rest = [d for d in range(y.shape.rank) if d not in axes]
+    adjacent = axes == list(range(axes[0], axes[-1] + 1))
+    if adjacent:
+        before = [d for d in rest if d < axes[0]]
+        offset = list(range(len(before))) + list(
+            range(len(before) + len(batch), len(batch) + len(rest)))
+    else:
+        offset = list(range(len(batch), len(batch) + len(rest)))
+    return y, axes, indices, ivd, batch, offset
+
+
+def gather_axes(node: Instruction, axes_items, what: str = "indexing") -> Instruction:
+    """node indexed by one item per axis (slices and index arrays), as NumPy's advanced
+    indexing gives it: one gather."""
+    b = active_builder()
+    y, axes, indices, ivd, batch, offset = _array_plan(node, axes_items, what)
+    sizes = tuple(1 if d in axes else n for d, n in enumerate(y.dims))
+    if any(y.dims[d] == 0 for d in axes):  # only empty index arrays index an empty axis
+        dims = [n for d, n in enumerate(y.dims) if d not in axes]
+        out = list(batch)
+        for k, d in enumerate(offset):
+            out.insert(d, dims[k])
+        return b.full(0, y.dtype, out) if 0 in out else b.reshape(y, out)
+    return b.emit("gather", (y, indices), attrs=[
+        ("offset_dims", tuple(offset)), ("collapsed_slice_dims", tuple(axes)),
+        ("start_index_map", tuple(axes)), ("index_vector_dim", ivd), ("slice_sizes", sizes)])
+
+
+def assign_combiner(dtype) -> str:
+    """The scatter combiner that keeps the update (assignment): with updates applied in
+    order, the last write to an index wins, as NumPy's x[idx] = v gives."""
+    from ...ir.module import Computation
+    from ...ir.shape import hlo_type_name, scalar
+    b = active_builder()
+    dtype = np.dtype(dtype)
+    name = f"assign_{hlo_type_name(dtype)}"
+    if name not in b.computations:
+        s = scalar(dtype)
+        old = Instruction(b.fresh("old"), "parameter", s, parameter_number=0)
+        new = Instruction(b.fresh("new"), "parameter", s, parameter_number=1)
+        b.computations[name] = Computation(name, (old, new))
+    return name
+
+
+def scatter_axes(node: Instruction, axes_items, update, combiner: str | None,
+                 what: str) -> Instruction:
+    """node with node[index] combined with `update` (any value broadcastable to the indexed
+    shape): one scatter, its updates in order. combiner None is assignment."""
+    b = active_builder()
+    if any(isinstance(i, slice) and i != slice(None) for i in axes_items):
+        raise located(UnsupportedOpError, f"{what} through index arrays beside a partial slice "
+                                          "is not supported (only ':' may sit beside them)",
+                      what, "Write to a full axis, or update a copy of the slice and assign "
+                            "it back: y = x[1:3]; y[idx] = v; x[1:3] = y.")
+    y, axes, indices, ivd, batch, offset = _array_plan(node, axes_items, what)
+    rest = [n for d, n in enumerate(y.dims) if d not in axes]
+    dims = list(batch)
+    for k, d in enumerate(offset):
+        dims.insert(d, rest[k])
+    upd = b.broadcast_to(assigned_node(update, node.dtype), tuple(dims))
+    if any(y.dims[d] == 0 for d in axes) or 0 in dims:
+        return node
+    to_apply = assign_combiner(node.dtype) if combiner is None else b.reducer(combiner, node.dtype)
+    return b.emit("scatter", (node, indices, upd), attrs=[
+        ("update_window_dims", tuple(offset)), ("inserted_window_dims", tuple(axes)),
+        ("scatter_dims_to_operand_dims", tuple(axes)), ("index_vector_dim", ivd),
+        ("to_apply", to_apply)])

@@ -12,7 +12,8 @@ from ...ir.module import Instruction
 from ..tracer import (Tracer, active_builder, assigned_node, at_user_site, located, node_of,
                       value_of)
 from .opaque import custom_call
-from .util import eager, wrap
+from .registry import lowers, lowers_ufunc_at, static
+from .util import eager, unsupported, wrap
 
 
 # -- index plans -------------------------------------------------------------------------------
@@ -295,6 +296,8 @@ def _wrapped_indices(item, n: int, axis: int) -> Instruction:
     """An index array as int64 with NumPy's negative indices wrapped: at trace time for a
     constant, by `select(i < 0, i + n, i)` for a traced one."""
     b = active_builder()
+    if isinstance(item, Instruction):  # made by a lowering, already in range (np.take's modes)
+        return b.convert(item, np.int64)
     if not isinstance(item, Tracer):
         arr = np.asarray(item)
         if arr.dtype.kind not in "iu":
@@ -309,6 +312,10 @@ def _wrapped_indices(item, n: int, axis: int) -> Instruction:
     i = b.convert(node_of(item), np.int64)
     negative = b.compare(i, b.full(0, np.int64, i.dims), "LT")
     return b.select(negative, b.ew("add", i, b.full(n, np.int64, i.dims)), i)
+
+
+def _item_shape(item) -> tuple:
+    return item.dims if isinstance(item, Instruction) else np.shape(value_of(item))
 
 
 def _stack_indices(nodes, batch) -> tuple[Instruction, int]:
@@ -331,7 +338,7 @@ def _array_plan(node: Instruction, axes_items, what: str):
     basic = tuple(i if isinstance(i, slice) else slice(None) for i in axes_items)
     y = lower_index(node, basic)
     axes = [d for d, i in enumerate(axes_items) if not isinstance(i, slice)]
-    shapes = [np.shape(value_of(axes_items[d][1])) for d in axes]
+    shapes = [_item_shape(axes_items[d][1]) for d in axes]
     batch = tuple(np.broadcast_shapes(*shapes))
     nodes = [_wrapped_indices(axes_items[d][1], y.dims[d], d) for d in axes]
     indices, ivd = _stack_indices(nodes, batch)
@@ -402,3 +409,117 @@ def scatter_axes(node: Instruction, axes_items, update, combiner: str | None,
         ("update_window_dims", tuple(offset)), ("inserted_window_dims", tuple(axes)),
         ("scatter_dims_to_operand_dims", tuple(axes)), ("index_vector_dim", ivd),
         ("to_apply", to_apply)])
+
+
+# -- np.take, np.take_along_axis, np.put_along_axis, ufunc.at (issue 24) -----------------------
+
+
+def _take_indices(indices, n: int, mode: str):
+    """np.take's indices under `mode`: 'raise' as indexing takes them (negatives wrap);
+    'wrap' modulo n; 'clip' clamped into [0, n - 1] (a negative one to 0, as NumPy does)."""
+    b = active_builder()
+    if mode == "raise":
+        return indices
+    if not isinstance(indices, Tracer):
+        arr = np.asarray(indices).astype(np.int64)
+        return np.mod(arr, n) if mode == "wrap" else np.clip(arr, 0, n - 1)
+    i = b.convert(node_of(indices), np.int64)
+    if mode == "wrap":  # HLO's remainder takes the dividend's sign; NumPy's mod the divisor's
+        r = b.ew("remainder", i, b.full(n, np.int64, i.dims))
+        negative = b.compare(r, b.full(0, np.int64, i.dims), "LT")
+        return b.select(negative, b.ew("add", r, b.full(n, np.int64, i.dims)), r)
+    return b.emit("clamp", (b.constant(0, np.int64), i, b.constant(n - 1, np.int64)))
+
+
+@lowers(np.take)
+def _take(value, a, indices, axis=None, out=None, mode="raise"):
+    b = active_builder()
+    if out is not None:
+        raise unsupported("take", " with out=")
+    if mode not in ("raise", "wrap", "clip"):
+        raise unsupported("take", f" with mode={mode!r}")
+    x = node_of(a)
+    if axis is None:
+        x, axis = b.reshape(x, (x.shape.size,)), 0
+    axis = int(axis) % max(x.shape.rank, 1)
+    items = [slice(None)] * x.shape.rank
+    items[axis] = ("array", _take_indices(indices, x.dims[axis], mode))
+    return gather_axes(x, items, "np.take")
+
+
+def _along_axis_items(x: Instruction, indices, axis: int):
+    """NumPy's take_along_axis index: the indices on `axis`, a ramp on every other axis."""
+    b = active_builder()
+    items = []
+    for d, n in enumerate(x.dims):
+        if d == axis:
+            items.append(("array", indices))
+        else:
+            ramp = [1] * x.shape.rank
+            ramp[d] = n
+            items.append(("array", b.iota(np.int64, ramp, d)))
+    return items
+
+
+@lowers(np.take_along_axis)
+def _take_along_axis(value, arr, indices, axis=-1):
+    b = active_builder()
+    x = node_of(arr)
+    if axis is None:
+        x, axis = b.reshape(x, (x.shape.size,)), 0
+    axis = int(axis) % x.shape.rank
+    return gather_axes(x, _along_axis_items(x, indices, axis), "np.take_along_axis")
+
+
+def _in_place_target(arr, name: str) -> Tracer:
+    if not isinstance(arr, Tracer) or not isinstance(arr.value, np.ndarray):
+        raise located(TraceError, f"{name} writes into its first argument, which must be a "
+                                  "traced array (an input or an array made in the function)",
+                      name, "Copy the array into the function first: x = np.array(x).")
+    return arr
+
+
+@static(np.put_along_axis)
+def _put_along_axis(arr, indices, values, axis):
+    """In place, so answered here rather than as a lowering of a new value: the scatter
+    becomes arr's instruction, and NumPy's own call updates arr's eager value."""
+    b = active_builder()
+    name = "np.put_along_axis"
+    with at_user_site(b, name):
+        target = _in_place_target(arr, name)
+        trial = target.value.copy()
+        eager(np.put_along_axis, name, trial, value_of(indices), value_of(values), axis)
+        x = target.node
+        if axis is None:
+            raise unsupported("put_along_axis", " with axis=None")
+        ax = int(axis) % x.shape.rank
+        node = scatter_axes(x, _along_axis_items(x, indices, ax), values, None, name)
+        target._set_node(node, name)
+        target.value[...] = trial
+    return None
+
+
+# ufunc.at: unbuffered, so repeated indices combine, each in turn, as the scatter's combiner.
+_AT_COMBINERS = {"add": "add", "subtract": "subtract", "multiply": "multiply",
+                 "maximum": "maximum", "minimum": "minimum"}
+
+
+@lowers_ufunc_at(np.add, np.subtract, np.multiply, np.maximum, np.minimum)
+def ufunc_at(ufunc, a, indices, b=None):
+    name = f"np.{ufunc.__name__}.at"
+    builder = active_builder()
+    with at_user_site(builder, name):
+        target = _in_place_target(a, name)
+        if b is None:
+            raise unsupported(f"{ufunc.__name__}.at", " without its values (b)")
+        index = _static_index(indices)
+        trial = target.value.copy()
+        eager(ufunc.at, name, trial, value_of(index), value_of(b))
+        if not _has_index_arrays(index):  # no index repeats: x[index] = ufunc(x[index], b)
+            setitem(target, index, ufunc(getitem(target, index), b))
+            return None
+        items = _array_axes(index, target.ndim, name)
+        node = scatter_axes(target.node, items, b, _AT_COMBINERS[ufunc.__name__], name)
+        target._set_node(node, name)
+        target.value[...] = trial
+    return None

@@ -334,7 +334,6 @@ def _array_plan(node: Instruction, axes_items, what: str):
     the arrays index, their stacked indices and index_vector_dim, the broadcast shape of the
     arrays, and the offset dimensions of the result (NumPy's placement: where the first array
     is when the arrays are adjacent, else first)."""
-    b = active_builder()
     basic = tuple(i if isinstance(i, slice) else slice(None) for i in axes_items)
     y = lower_index(node, basic)
     axes = [d for d, i in enumerate(axes_items) if not isinstance(i, slice)]

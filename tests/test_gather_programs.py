@@ -108,3 +108,15 @@ def test_index_out_of_range(backend):
         with pytest.raises(IndexError) as info:
             g(x, np.array([0, 7]))
         assert info.value.op == "gather" and "return x[idx] * 2" in str(info.value)
+
+
+def test_a_traced_integer_scalar_indexes_like_numpy(backend):
+    def f(v, k):
+        return v[k], v[k, 1:], np.take(v, k)
+
+    v = np.arange(12.0).reshape(4, 3)
+    for k in (np.int64(1), np.int64(-1), np.array(2)):
+        got, want = xe.jit(f, backend=backend)(v, k), f(v, k)
+        for g, w in zip(got, want):
+            _same(g, w)
+            assert type(g) is type(w)

@@ -917,6 +917,10 @@ def _fancy_set(x, i, v, form):
         x[i] += v
     elif form == "x[:, i] = v":
         x[:, i] = v
+    elif form == "x[i, 1:3] = v":
+        x[i, 1:3] = v
+    elif form == "x[::-1, i] += v":
+        x[::-1, i] += v
     else:  # "x[i, j] = scalar"
         x[i, i] = 1
     return x
@@ -965,10 +969,12 @@ GATHER_SCATTER = [
         (((5, 4), (2, 3), ()), {"form": "x[i] = v"}),
         (((5, 4), (6,), (5, 6)), {"form": "x[:, i] = v"}),
         (((5, 4), (6,), ()), {"form": "x[i, j] = scalar"}),
+        (((5, 4), (6,), (6, 2)), {"form": "x[i, 1:3] = v"}),
     ), group="setitem"),
     OpRecord("x[index array] += v", _fancy_set, 3, (ANY, IN_RANGE, ANY), NUMERIC, cases=(
         (((5, 4), (6,), (6, 4)), {"form": "x[i] += v"}),
         (((5,), (7,), (7,)), {"form": "x[i] += v"}),
+        (((5, 4), (3,), (5, 3)), {"form": "x[::-1, i] += v"}),
     ), group="setitem"),
     OpRecord("np.add.at", _ufunc_at(np.add), 3, (ANY, IN_RANGE, ANY), ALL, cases=(
         (((5, 4), (8,), (8, 4)), {}), (((5,), (9,), ()), {}), (((5, 4), (2, 3), (4,)), {}),

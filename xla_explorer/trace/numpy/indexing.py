@@ -267,10 +267,8 @@ def _is_bool_array(i) -> bool:
     return _is_index_array(i) and np.asarray(value_of(i)).dtype == np.bool_
 
 
-def _refuse(index, what: str, why: str):
-    return located(UnsupportedOpError, f"{what} x{_describe_index(index)}: {why}", what,
-                   "Split it in steps: slice first (y = x[1:3]), then index y with the arrays; "
-                   "or index every axis with arrays (np.ix_-style broadcasting).")
+def _refuse(index, what: str, why: str, hint: str):
+    return located(UnsupportedOpError, f"{what} x{_describe_index(index)}: {why}", what, hint)
 
 
 def _array_axes(index, ndim: int, what: str):
@@ -278,9 +276,12 @@ def _array_axes(index, ndim: int, what: str):
     arrays counts as a 0-d array, as in NumPy)."""
     items = index if isinstance(index, tuple) else (index,)
     if any(i is None for i in items):
-        raise _refuse(index, what, "None (np.newaxis) beside index arrays is not supported")
+        raise _refuse(index, what, "None (np.newaxis) beside index arrays is not supported",
+                      "Split it in steps: index with the arrays first, then add the axis "
+                      "(y = x[:, idx]; y[:, :, None] or np.expand_dims).")
     if any(_is_bool_array(i) for i in items):
-        raise _refuse(index, what, "a boolean mask beside other index items is not supported")
+        raise _refuse(index, what, "a boolean mask beside other index items is not supported",
+                      "Index with the mask alone (x[mask]), or select with np.where.")
     out = []
     for item in _expand_index(index, ndim):
         if isinstance(item, slice):
@@ -288,7 +289,8 @@ def _array_axes(index, ndim: int, what: str):
         elif isinstance(item, (int, np.integer)) or _is_index_array(item):
             out.append(("array", item))
         else:
-            raise _refuse(index, what, f"the index item {item!r} is not supported")
+            raise _refuse(index, what, f"the index item {item!r} is not supported",
+                          "Index with integer arrays, ints and slices.")
     return out
 
 
@@ -391,10 +393,11 @@ def scatter_axes(node: Instruction, axes_items, update, combiner: str | None,
     shape): one scatter, its updates in order. combiner None is assignment."""
     b = active_builder()
     if any(isinstance(i, slice) and i != slice(None) for i in axes_items):
-        raise located(UnsupportedOpError, f"{what} through index arrays beside a partial slice "
-                                          "is not supported (only ':' may sit beside them)",
-                      what, "Write to a full axis, or update a copy of the slice and assign "
-                            "it back: y = x[1:3]; y[idx] = v; x[1:3] = y.")
+        # A partial slice beside the arrays: scatter into the sliced part, write it back.
+        basic = tuple(i if isinstance(i, slice) else slice(None) for i in axes_items)
+        part = lower_index(node, basic)
+        inner = [slice(None) if isinstance(i, slice) else i for i in axes_items]
+        return lower_index_update(node, basic, scatter_axes(part, inner, update, combiner, what))
     y, axes, indices, ivd, batch, offset = _array_plan(node, axes_items, what)
     rest = [n for d, n in enumerate(y.dims) if d not in axes]
     dims = list(batch)

@@ -8,7 +8,8 @@ from __future__ import annotations
 import numpy as np
 
 from ...errors import TraceError, UnsupportedOpError
-from ...ir.module import Instruction
+from ...ir.module import Computation, Instruction
+from ...ir.shape import hlo_type_name, scalar
 from ..tracer import (Tracer, active_builder, assigned_node, at_user_site, located, node_of,
                       value_of)
 from .opaque import custom_call
@@ -374,8 +375,6 @@ def gather_axes(node: Instruction, axes_items, what: str = "indexing") -> Instru
 def assign_combiner(dtype) -> str:
     """The scatter combiner that keeps the update (assignment): with updates applied in
     order, the last write to an index wins, as NumPy's x[idx] = v gives."""
-    from ...ir.module import Computation
-    from ...ir.shape import hlo_type_name, scalar
     b = active_builder()
     dtype = np.dtype(dtype)
     name = f"assign_{hlo_type_name(dtype)}"

@@ -1,11 +1,16 @@
 """Fusion of gather and scatter (issue 24), HLO text in and out: a gather is index arithmetic,
 so it fuses into its consumer with its index producers (XLA's loop fusion); an expensive
 gathered operand stays a kernel of its own (a gather may read one element many times); a
-scatter is always a kernel of its own, fusing nothing and fused into nothing."""
+scatter is always a kernel of its own, fusing nothing and fused into nothing, and may write in
+place over an operand that dies there."""
 from __future__ import annotations
 
 import re
 
+import numpy as np
+
+import xla_explorer as xe
+from xla_explorer.compiler import compile as compile_module
 from xla_explorer.passes.fusion import Fusion
 
 from .hlo_pass_helpers import entry_body, hlo, run_pass
@@ -76,3 +81,24 @@ ROOT n = f32[5,3] negate(s)""", ADD_S32))
     for producer in ("y", "ic", "v"):
         assert (f"not fused {producer} into s: s is a scatter, which runs as a loop of its "
                 "own over its updates, in order; its operands are read from memory") in reasons
+
+
+def test_a_scatter_writes_in_place_over_a_dying_operand():
+    text = hlo("""\
+i = s32[6,1] parameter(1)
+x = f32[5,3] parameter(0)
+u = f32[6,3] parameter(2)
+e = f32[5,3] exponential(x)
+s = f32[5,3] scatter(e, i, u), update_window_dims={1}, inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, index_vector_dim=1, to_apply=add_f32
+ROOT n = f32[5,3] negate(s)""", ADD_S32)
+    c = compile_module(xe.parse_hlo(text), "cpu")
+    notes = [n.message for st in c.stages if st.name == "buffer-assignment" for n in st.notes]
+    assert any(m.startswith("s writes its result in place over e:") and "a scatter reads its "
+               "operand only to copy it into its result" in m for m in notes), notes
+    rng = np.random.default_rng(0)
+    x, u = rng.standard_normal((5, 3)).astype(np.float32), np.ones((6, 3), np.float32)
+    idx = np.array([[0], [4], [0], [2], [4], [4]], np.int32)
+    want = np.exp(x)
+    np.add.at(want, idx[:, 0], u)
+    (got,) = c.executable(x, idx, u)
+    np.testing.assert_allclose(got, -want, rtol=1e-6)

@@ -100,6 +100,26 @@ def _table(**groups):
 # kind "u" unary, "b" binary, "r" reduce.
 OPS, TEMPLATES = _table(u=UNARY, b=BINARY, r=REDUCE)
 
+# Gather and scatter (issue 24): index arrays made from the value's shape, so always in range
+# (repeats and negative indices included); appended after the others, whose indices stay.
+GATHER = [
+    ("gather-rows", lambda x: x[(np.arange(x.shape[0]) * 3 + 1) % x.shape[0]],
+     "{x}[(np.arange({x}.shape[0]) * 3 + 1) % {x}.shape[0]]"),
+    ("gather-cols-negative", lambda x: x[:, -1 - np.arange(x.shape[1]) // 2],
+     "{x}[:, -1 - np.arange({x}.shape[1]) // 2]"),
+    ("take-wrap", lambda x: np.take(x, np.arange(x.shape[1]) + 2, axis=1, mode="wrap"),
+     "np.take({x}, np.arange({x}.shape[1]) + 2, axis=1, mode='wrap')"),
+    ("take-along-argmax", lambda x: np.take_along_axis(x, np.argmax(x, axis=1, keepdims=True),
+                                                       axis=1),
+     "np.take_along_axis({x}, np.argmax({x}, axis=1, keepdims=True), axis=1)"),
+    ("add-at-rows", lambda x: (lambda y: (np.add.at(y, np.arange(x.shape[0]) // 2, x), y)[1])(
+        np.zeros_like(x)),
+     "(lambda y: (np.add.at(y, np.arange({x}.shape[0]) // 2, {x}), y)[1])(np.zeros_like({x}))"),
+]
+_GATHER_OPS, _GATHER_TEMPLATES = _table(u=GATHER)
+OPS += _GATHER_OPS
+TEMPLATES += _GATHER_TEMPLATES
+
 
 @st.composite
 def programs(draw, ops=None):

@@ -106,3 +106,12 @@ class HloParseError(XlaExplorerError, ValueError):
 
 class VerifyError(XlaExplorerError, ValueError):
     """An HLO module breaks an invariant (shapes, types, operand order, names)."""
+
+
+class IndexOutOfRangeError(_Located, XlaExplorerError, IndexError):
+    """A gather or scatter index out of range in the reference interpreter, at the user's line
+    (compiled code clamps a gather's start and skips a scatter's update, as XLA does)."""
+
+    def __init__(self, message: str, *, op: str | None = None, source_file: str | None = None,
+                 source_line: int | None = None, hint: str | None = None):
+        super().__init__(self._locate(message, op, source_file, source_line, hint))

@@ -1063,9 +1063,123 @@ COMPOSED_STATS = [
 ]
 
 
+# -- gather and scatter: integer-array indexing, np.take & co., ufunc.at (issue 24) ------------
+
+
+def _index_array(lo, hi):
+    """int64 indices in [lo, hi] whatever the record's type (negatives wrap as in NumPy)."""
+    def gen(rng, shape, dtype):
+        return rng.integers(lo, hi + 1, shape).astype(np.int64)
+    return gen
+
+
+IN_RANGE = _index_array(-3, 2)  # in range for every axis of at least 3 elements
+ANY_INDEX = _index_array(-9, 9)  # for np.take's 'wrap' and 'clip' modes
+
+_FANCY = {
+    "x[i]": lambda x, i: x[i],
+    "x[:, i]": lambda x, i: x[:, i],
+    "x[i, :, 1]": lambda x, i: x[i, :, 1],
+    "x[i, 1:3]": lambda x, i: x[i, 1:3],
+    "x[-1, i]": lambda x, i: x[-1, i],
+    "x[i, ..., i]": lambda x, i: x[i, ..., i],
+    "x[::-1, i]": lambda x, i: x[::-1, i],
+    "x[i[:, None], i[None, :]]": lambda x, i: x[i[:, None], i[None, :]],
+    "x[i.astype(int32)]": lambda x, i: x[i.astype(np.int32)],
+    "x[[0, 2, -1]]": lambda x, i: x[[0, 2, -1]] + 0 * i.sum(),
+    "x[const[[1], [0]], 1:]": lambda x, i: x[np.array([[1], [0]]), 1:] + 0 * i.sum(),
+}
+
+
+def _fancy(x, i, form):
+    return _FANCY[form](x, i)
+
+
+def _fancy_set(x, i, v, form):
+    x = x.copy()
+    if form == "x[i] = v":
+        x[i] = v
+    elif form == "x[i] += v":
+        x[i] += v
+    elif form == "x[:, i] = v":
+        x[:, i] = v
+    elif form == "x[i, 1:3] = v":
+        x[i, 1:3] = v
+    elif form == "x[::-1, i] += v":
+        x[::-1, i] += v
+    else:  # "x[i, j] = scalar"
+        x[i, i] = 1
+    return x
+
+
+def _ufunc_at(ufunc):
+    def call(x, i, v):
+        x = x.copy()
+        ufunc.at(x, i, v)
+        return x
+    call.__name__ = f"{ufunc.__name__}_at"
+    return call
+
+
+def _put_along_axis(x, i, v, axis):
+    x = x.copy()
+    np.put_along_axis(x, i, v, axis=axis)
+    return x
+
+
+GATHER_SCATTER = [
+    OpRecord("x[index array]", _fancy, 2, (ANY, IN_RANGE), ALL, cases=tuple(
+        (((4, 5, 3), (4,)), {"form": form}) for form in _FANCY) + (
+        (((4, 5, 3), (2, 3)), {"form": "x[i]"}), (((4, 5, 3), ()), {"form": "x[:, i]"}),
+        (((4, 5, 3), (0,)), {"form": "x[i]"}), (((6,), (3, 2)), {"form": "x[i]"}),
+    ), group="data-movement"),
+    OpRecord("np.take", np.take, 2, (ANY, IN_RANGE), ALL, cases=(
+        (((4, 5), (6,)), {}), (((4, 5), (2, 3)), {"axis": 0}), (((4, 5), (3,)), {"axis": 1}),
+        (((4, 5), ()), {"axis": -1}), (((7,), (4,)), {"mode": "raise"}),
+    ), group="data-movement"),
+    OpRecord("np.take(mode=wrap|clip)", np.take, 2, (ANY, ANY_INDEX), ALL, cases=(
+        (((4, 5), (8,)), {"mode": "wrap"}), (((4, 5), (8,)), {"mode": "clip"}),
+        (((4, 5), (2, 4)), {"axis": 1, "mode": "wrap"}),
+        (((4, 5), (2, 4)), {"axis": 0, "mode": "clip"}),
+    ), group="data-movement"),
+    OpRecord("np.take_along_axis", np.take_along_axis, 2, (ANY, IN_RANGE), ALL, cases=(
+        (((3, 4), (3, 2)), {"axis": 1}), (((3, 4), (2, 4)), {"axis": 0}),
+        (((3, 4), (5,)), {"axis": None}), (((3, 4, 5), (1, 4, 2)), {"axis": -1}),
+    ), group="data-movement"),
+    OpRecord("np.put_along_axis", _put_along_axis, 3, (ANY, IN_RANGE, ANY), ALL, cases=(
+        (((3, 4), (3, 2), (3, 2)), {"axis": 1}), (((3, 4), (2, 4), ()), {"axis": 0}),
+    ), group="setitem"),
+    OpRecord("x[index array] = v", _fancy_set, 3, (ANY, IN_RANGE, ANY), ALL, cases=(
+        (((5, 4), (6,), (6, 4)), {"form": "x[i] = v"}),
+        (((5, 4), (6,), (4,)), {"form": "x[i] = v"}),
+        (((5, 4), (2, 3), ()), {"form": "x[i] = v"}),
+        (((5, 4), (6,), (5, 6)), {"form": "x[:, i] = v"}),
+        (((5, 4), (6,), ()), {"form": "x[i, j] = scalar"}),
+        (((5, 4), (6,), (6, 2)), {"form": "x[i, 1:3] = v"}),
+    ), group="setitem"),
+    OpRecord("x[index array] += v", _fancy_set, 3, (ANY, IN_RANGE, ANY), NUMERIC, cases=(
+        (((5, 4), (6,), (6, 4)), {"form": "x[i] += v"}),
+        (((5,), (7,), (7,)), {"form": "x[i] += v"}),
+        (((5, 4), (3,), (5, 3)), {"form": "x[::-1, i] += v"}),
+    ), group="setitem"),
+    OpRecord("np.add.at", _ufunc_at(np.add), 3, (ANY, IN_RANGE, ANY), ALL, cases=(
+        (((5, 4), (8,), (8, 4)), {}), (((5,), (9,), ()), {}), (((5, 4), (2, 3), (4,)), {}),
+    ), group="setitem"),
+    OpRecord("np.subtract.at", _ufunc_at(np.subtract), 3, (ANY, IN_RANGE, ANY), NUMERIC,
+             cases=((((5,), (9,), (9,)), {}),), group="setitem"),
+    OpRecord("np.multiply.at", _ufunc_at(np.multiply), 3, (ANY, IN_RANGE, ANY), ALL,
+             cases=((((5,), (9,), (9,)), {}),), group="setitem"),
+    OpRecord("np.maximum.at", _ufunc_at(np.maximum), 3, (ANY, IN_RANGE, ANY), ALL,
+             cases=((((5, 3), (9,), (9, 3)), {}),), group="setitem"),
+    OpRecord("np.minimum.at", _ufunc_at(np.minimum), 3, (ANY, IN_RANGE, ANY), ALL,
+             cases=((((5, 3), (9,), (3,)), {}),), group="setitem"),
+]
+
+
 RECORDS: list[OpRecord] = (ELEMENTWISE + SELECTION + REDUCTIONS + PRODUCTS + DATA_MOVEMENT
                            + CREATION + NOT_COMPILABLE + OPERATORS + INPLACE + SETITEM + METHODS
                            + COMPOSED_SHAPES + COMPOSED_ELEMENTWISE + COMPOSED_FUNCTIONS
                            + COMPOSED_STATS)
+RECORDS += GATHER_SCATTER  # issue 24
 BY_NAME = {r.name: r for r in RECORDS}
 assert len(BY_NAME) == len(RECORDS), "record names must be unique"

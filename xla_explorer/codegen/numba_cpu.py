@@ -296,7 +296,93 @@ class KernelEmitter:
             return self.value(x, tuple(f"({s} + {i})" for s, i in zip(starts, idx)))
         if op == "dynamic-update-slice":
             return self._dynamic_update_slice(inst, idx)
+        if op == "gather":
+            return self._gather(inst, idx)
         raise UnsupportedOpError(f"the CPU backend has no index arithmetic for {op}", op=op)
+
+    # -- gather and scatter (issue 24) ----------------------------------------------------
+
+    def _index_vector_at(self, indices, ivd, batch_idx, k) -> str:
+        """Element k of the index vector at batch position `batch_idx` of `indices`, as an
+        int64 (the indices' other dimensions are the batch, in order)."""
+        sub = list(batch_idx)
+        if ivd < indices.shape.rank:
+            sub.insert(ivd, str(k))
+        return f"np.int64({self.value(indices, tuple(sub))})"
+
+    def _gather(self, inst, idx):
+        """XLA's gather as index arithmetic: read the start indices at the output's batch
+        position, clamp each into [0, dim - slice_size] (as XLA does), add the offset."""
+        x, indices = inst.operands
+        offset_dims = tuple(inst.attr("offset_dims"))
+        collapsed = set(inst.attr("collapsed_slice_dims", ()))
+        start_map = tuple(inst.attr("start_index_map"))
+        sizes = tuple(inst.attr("slice_sizes"))
+        ivd = inst.attr("index_vector_dim")
+        batch = tuple(i for d, i in enumerate(idx) if d not in offset_dims)
+        offsets = iter(i for d, i in enumerate(idx) if d in offset_dims)
+        src = []
+        for d, n in enumerate(x.dims):
+            parts = []
+            if d in start_map:
+                start = self._index_vector_at(indices, ivd, batch, start_map.index(d))
+                var = self.w.fresh("start")
+                self.w.line(f"{var} = min(max({start}, 0), {n - sizes[d]})")
+                parts.append(var)
+            if d not in collapsed:
+                parts.append(next(offsets))
+            src.append("(" + " + ".join(parts) + ")" if parts else "0")
+        return self.value(x, tuple(src))
+
+    def _emit_scatter(self, inst):
+        """XLA's scatter as a loop of its own: the operand copied into the output (nothing
+        to do in effect when buffer assignment let the output take the operand's buffer),
+        then one sequential loop over the updates applying the combiner, so duplicate
+        indices combine in order as np.add.at does. An update whose window would leave the
+        operand is skipped, as XLA does."""
+        x, indices, upd = inst.operands
+        out = self._storage(inst)
+        self.stored[id(inst)] = out
+        self.w.comment(inst)
+        self.w.line("# the operand first (a copy onto itself when written in place)")
+        copy_idx = self.loop_nest(x.dims, False)
+        self.w.line(f"{_index(out, copy_idx)} = {self.value(x, copy_idx)}")
+        self.close(len(x.dims))
+        window = tuple(inst.attr("update_window_dims", ()))
+        inserted = set(inst.attr("inserted_window_dims", ()))
+        to_operand = tuple(inst.attr("scatter_dims_to_operand_dims"))
+        ivd = inst.attr("index_vector_dim")
+        self.w.line("# then every update, in order")
+        uidx = self.loop_nest(upd.dims, False)
+        batch = tuple(i for d, i in enumerate(uidx) if d not in window)
+        operand_window = [d for d in range(x.shape.rank) if d not in inserted]
+        target, conds = [], []
+        for d, n in enumerate(x.dims):
+            start = "0"
+            if d in to_operand:
+                start = self.w.fresh("start")
+                at = self._index_vector_at(indices, ivd, batch, to_operand.index(d))
+                self.w.line(f"{start} = {at}")
+            size = 1
+            if d in operand_window:
+                w = window[operand_window.index(d)]
+                size = upd.dims[w]
+                target.append(f"{start} + {uidx[w]}")
+            else:
+                target.append(start)
+            if d in to_operand:
+                conds.append(f"0 <= {start} <= {n - size}")
+        self.w.line(f"if {' and '.join(conds) or 'True'}:  # a window that leaves the operand is "
+                    "skipped")
+        self.open()
+        cell = _index(out, tuple(target))
+        old = self.w.fresh("old")
+        self.w.line(f"{old} = {cell}")
+        combiner = self.module.computation(inst.attr("to_apply"))
+        (new,) = self._combine(combiner, [old], [self.value(upd, uidx)], inst, inst.dtype)
+        self.w.line(f"{cell} = {new}")
+        self.close(1)
+        self.close(len(upd.dims))
 
     def _reindex(self, idx, out_dims, in_dims) -> tuple[str, ...]:
         """The operand index of a row-major reshape: linearise, then split."""
@@ -473,6 +559,9 @@ class KernelEmitter:
         return [i for i in self.comp.instructions if i.opcode in ("reduce", "dot")]
 
     def _emit_general(self):
+        for inst in self.comp.instructions:
+            if inst.opcode == "scatter":
+                self._emit_scatter(inst)
         for inst in self._reduces():
             if inst.opcode == "dot":
                 self._emit_dot(inst)
@@ -1032,8 +1121,8 @@ def _row_plan(comp: Computation, outputs) -> tuple[tuple, tuple] | None:
     """(leading dims, trailing dims) when every reduce reduces the same trailing dims of one
     loop space and every output is per-row or full; None otherwise (and for dots)."""
     reduces = [i for i in comp.instructions if i.opcode == "reduce"]
-    if any(i.opcode == "dot" for i in comp.instructions):
-        return None
+    if any(i.opcode in ("dot", "scatter") for i in comp.instructions):
+        return None  # a product, or a scatter's sequential loop (issue 24)
     if not reduces:
         dims = {o.dims for o in outputs}
         if len(dims) != 1:

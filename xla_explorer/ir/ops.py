@@ -21,6 +21,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from ..errors import IndexOutOfRangeError
 from .shape import TupleShape, kind
 
 
@@ -533,6 +534,127 @@ _op("pad", _DM, 2, ANY, "same", _pad_impl, infer=_infer_pad,
 _op("dynamic-slice", _DM, None, ANY, "same", _dynamic_slice_impl, infer=_infer_dynamic_slice)
 _op("dynamic-update-slice", _DM, None, ANY, "same", _dus_impl, infer=_infer_elementwise,
     doc="dynamic-update-slice(operand, update, start indices...)")
+
+
+# -- gather and scatter (issue 24) --------------------------------------------------------------
+# XLA's general gather and scatter, with their dimension numbers as XLA's operation semantics
+# define them. The indices' `index_vector_dim` holds the start-index vectors; every other
+# dimension of the indices is a batch dimension. Out-of-range start indices are an error here
+# (IndexError at the user's line, so the reference is never silently wrong); compiled code
+# does what XLA does: gather clamps each start into [0, dim - slice_size], scatter skips an
+# update whose window would leave the operand. NumPy's negative indices are wrapped by the
+# lowering (`select(i < 0, i + n, i)`) before they reach either op.
+
+
+def _index_vectors(idx, index_vector_dim):
+    """The indices with the index vector as the last dimension (a size-1 one added when
+    index_vector_dim is the indices' rank, XLA's implicit trailing 1)."""
+    idx = np.asarray(idx)
+    if index_vector_dim == idx.ndim:
+        return idx[..., None]
+    return np.moveaxis(idx, index_vector_dim, -1)
+
+
+def out_of_range(instr, what, value, lo, hi):
+    """The reference interpreter's error for a start index compiled code would clamp (gather)
+    or skip (scatter): an IndexError at the user's line."""
+    src = instr.metadata
+    fate = "clamps it" if instr.opcode == "gather" else "skips this update"
+    return IndexOutOfRangeError(
+        f"{instr.opcode} {instr.name}: {what} index {value} is outside [{lo}, {hi}]",
+        op=instr.opcode, source_file=src.source_file or None,
+        source_line=src.source_line or None,
+        hint=f"Compiled code {fate} (as XLA does); NumPy would raise IndexError. Check the "
+             "index values, or clip them with np.clip / np.take(..., mode='clip').")
+
+
+def _gather_impl(instr, args, ctx):
+    x, idx = args
+    offset_dims = tuple(instr.attr("offset_dims", ()))
+    collapsed = set(instr.attr("collapsed_slice_dims", ()))
+    start_map = tuple(instr.attr("start_index_map", ()))
+    sizes = tuple(instr.attr("slice_sizes", ()))
+    vec = _index_vectors(idx, instr.attr("index_vector_dim")).astype(np.int64)
+    for k, d in enumerate(start_map):
+        s = vec[..., k]
+        bad = (s < 0) | (s > x.shape[d] - sizes[d])
+        if bad.any():
+            where = tuple(int(v) for v in np.argwhere(bad)[0])
+            raise out_of_range(instr, f"the start (operand dimension {d}) at indices position "
+                                      f"{where}:", int(s[where]), 0, x.shape[d] - sizes[d])
+    out_dims = instr.shape.dims
+    grid = np.indices(out_dims, dtype=np.int64) if out_dims else np.zeros((0,), np.int64)
+    batch_out = [d for d in range(len(out_dims)) if d not in offset_dims]
+    batch = vec[tuple(grid[d] for d in batch_out)] if out_dims else vec[()]
+    window_dims = [d for d in range(x.ndim) if d not in collapsed]
+    index = []
+    for d in range(x.ndim):
+        at = np.zeros(out_dims, np.int64)
+        if d in start_map:
+            at = at + batch[..., start_map.index(d)]
+        if d in window_dims:
+            at = at + grid[offset_dims[window_dims.index(d)]]
+        index.append(at)
+    return np.array(x[tuple(index)], dtype=instr.dtype)
+
+
+def _infer_gather(shapes, attrs):
+    x, idx = shapes
+    offset_dims = tuple(attrs["offset_dims"])
+    collapsed = set(attrs.get("collapsed_slice_dims", ()))
+    ivd = attrs["index_vector_dim"]
+    sizes = tuple(attrs["slice_sizes"])
+    batch = [n for d, n in enumerate(idx.dims) if d != ivd]
+    window = [sizes[d] for d in range(x.rank) if d not in collapsed]
+    rank = len(batch) + len(offset_dims)
+    dims, b, w = [], iter(batch), iter(window)
+    for d in range(rank):
+        dims.append(next(w) if d in offset_dims else next(b))
+    return x.with_dims(dims)
+
+
+def _scatter_impl(instr, args, ctx):
+    return ctx.scatter(instr, args)
+
+
+def scatter_indices(instr, x_shape, idx, upd_shape):
+    """For each update element (row-major over the updates), its operand index (one array per
+    operand dimension, of the updates' shape) and whether its window fits the operand: the
+    scatter's dimension numbers applied, as XLA's semantics give them."""
+    window_dims = tuple(instr.attr("update_window_dims", ()))
+    inserted = set(instr.attr("inserted_window_dims", ()))
+    to_operand = tuple(instr.attr("scatter_dims_to_operand_dims", ()))
+    vec = _index_vectors(idx, instr.attr("index_vector_dim")).astype(np.int64)
+    rank = len(upd_shape)
+    grid = np.indices(upd_shape, dtype=np.int64) if rank else np.zeros((0,), np.int64)
+    scatter_dims = [d for d in range(rank) if d not in window_dims]
+    batch = vec[tuple(grid[d] for d in scatter_dims)] if rank else vec[()]
+    operand_window = [d for d in range(len(x_shape)) if d not in inserted]
+    index, fits = [], np.ones(upd_shape, bool)
+    for d, n in enumerate(x_shape):
+        start = batch[..., to_operand.index(d)] if d in to_operand else np.zeros(upd_shape, np.int64)
+        size = upd_shape[window_dims[operand_window.index(d)]] if d in operand_window else 1
+        fits &= (start >= 0) & (start <= n - size)
+        offset = grid[window_dims[operand_window.index(d)]] if d in operand_window else 0
+        index.append(start + offset)
+    return index, fits
+
+
+def _infer_scatter(shapes, attrs):
+    return shapes[0]
+
+
+_op("gather", _DM, 2, ANY, "same", _gather_impl, infer=_infer_gather,
+    doc="gather(operand, start_indices), offset_dims, collapsed_slice_dims, start_index_map, "
+        "index_vector_dim, slice_sizes: XLA's general gather. Compiled code clamps each start "
+        "into [0, dim - slice_size]; the reference interpreter raises IndexError instead")
+# A scatter runs its combiner (to_apply) once per update element, in order, so it is grouped
+# with the ops that call a reducer: it is a kernel of its own, never inside another.
+_op("scatter", Group.REDUCE, 3, ANY, "same", _scatter_impl, Cost.EXPENSIVE, _infer_scatter,
+    doc="scatter(operand, scatter_indices, updates), update_window_dims, inserted_window_dims, "
+        "scatter_dims_to_operand_dims, index_vector_dim, to_apply: XLA's general scatter, "
+        "applied in update order. Compiled code skips an update whose window leaves the "
+        "operand; the reference interpreter raises IndexError instead")
 
 
 # Dot: a general contraction with batch and contracting dimensions.

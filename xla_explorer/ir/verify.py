@@ -189,6 +189,81 @@ def _check_indices(starts):
     return None
 
 
+# -- gather and scatter (issue 24): their dimension numbers, as XLA's semantics constrain them.
+
+
+def _distinct_in(dims, rank) -> bool:
+    return len(set(dims)) == len(dims) and all(0 <= d < rank for d in dims)
+
+
+def _index_vector(inst, idx, ivd):
+    """The index vector's length, or a problem: index_vector_dim must be a dimension of the
+    indices or their rank (an implicit trailing 1), and the indices integers."""
+    if idx.dtype.kind != "i":
+        return None, f"{inst.opcode} indices {idx.name} must be integers, not {idx.shape}"
+    if ivd is None or not 0 <= ivd <= idx.shape.rank:
+        return None, f"index_vector_dim={ivd} is not a dimension of {idx.shape} nor its rank"
+    return (idx.dims[ivd] if ivd < idx.shape.rank else 1), None
+
+
+def _check_gather(inst):
+    x, idx = inst.operands
+    offset = tuple(inst.attr("offset_dims", ()))
+    collapsed = tuple(inst.attr("collapsed_slice_dims", ()))
+    start_map = tuple(inst.attr("start_index_map", ()))
+    sizes = tuple(inst.attr("slice_sizes", ()))
+    n, problem = _index_vector(inst, idx, inst.attr("index_vector_dim"))
+    if problem:
+        return problem
+    if len(sizes) != x.shape.rank or any(not 0 <= k <= m for k, m in zip(sizes, x.dims)):
+        return f"slice_sizes {sizes} do not fit {x.name}: {x.shape}"
+    if tuple(sorted(collapsed)) != collapsed or not _distinct_in(collapsed, x.shape.rank) or any(
+            sizes[d] != 1 for d in collapsed):
+        return (f"collapsed_slice_dims {collapsed} must be sorted, distinct dimensions of "
+                f"{x.shape} whose slice size is 1")
+    if len(start_map) != n or not _distinct_in(start_map, x.shape.rank):
+        return (f"start_index_map {start_map} must name {n} distinct dimensions of {x.shape} "
+                "(one per element of the index vector)")
+    out_rank = idx.shape.rank - (inst.attr("index_vector_dim") < idx.shape.rank) + len(offset)
+    if tuple(sorted(offset)) != offset or not _distinct_in(offset, out_rank) or \
+            len(offset) + len(collapsed) != x.shape.rank:
+        return (f"offset_dims {offset} must be sorted, distinct dimensions of the result, one "
+                f"per dimension of {x.shape} that is not collapsed")
+    return None
+
+
+def _check_scatter(inst):
+    x, idx, upd = inst.operands
+    window = tuple(inst.attr("update_window_dims", ()))
+    inserted = tuple(inst.attr("inserted_window_dims", ()))
+    to_operand = tuple(inst.attr("scatter_dims_to_operand_dims", ()))
+    ivd = inst.attr("index_vector_dim")
+    n, problem = _index_vector(inst, idx, ivd)
+    if problem:
+        return problem
+    if upd.dtype != x.dtype:
+        return f"scatter updates {upd.name}: {upd.shape} differ in type from {x.shape}"
+    if tuple(sorted(window)) != window or not _distinct_in(window, upd.shape.rank):
+        return f"update_window_dims {window} must be sorted, distinct dimensions of {upd.shape}"
+    if tuple(sorted(inserted)) != inserted or not _distinct_in(inserted, x.shape.rank) or \
+            len(window) + len(inserted) != x.shape.rank:
+        return (f"inserted_window_dims {inserted} must be sorted, distinct dimensions of "
+                f"{x.shape}, with update_window_dims one per other dimension")
+    if len(to_operand) != n or not _distinct_in(to_operand, x.shape.rank):
+        return (f"scatter_dims_to_operand_dims {to_operand} must name {n} distinct dimensions "
+                f"of {x.shape} (one per element of the index vector)")
+    batch = [m for d, m in enumerate(idx.dims) if d != ivd]
+    scatter_dims = [m for d, m in enumerate(upd.dims) if d not in window]
+    if batch != scatter_dims:
+        return (f"the updates' scatter dimensions {scatter_dims} must be the indices' batch "
+                f"dimensions {batch}")
+    operand_window = [d for d in range(x.shape.rank) if d not in inserted]
+    for w, d in zip(window, operand_window):
+        if upd.dims[w] > x.dims[d]:
+            return f"update window {[upd.dims[w] for w in window]} does not fit {x.shape}"
+    return None
+
+
 _STRUCTURE = {
     "broadcast": _check_broadcast,
     "reshape": _check_reshape,
@@ -202,6 +277,8 @@ _STRUCTURE = {
     "get-tuple-element": _check_get_tuple_element,
     "dynamic-slice": _check_dynamic_slice,
     "dynamic-update-slice": _check_dynamic_update_slice,
+    "gather": _check_gather,
+    "scatter": _check_scatter,
 }
 
 
@@ -221,6 +298,14 @@ def _check_callee(comp: Computation, inst: Instruction, callee: Computation):
                               f"given ({_scalars(given)})")
         if str(callee.root.shape) != str(inst.shape):
             _fail(comp, inst, f"{callee.name} returns {callee.root.shape}, declared {inst.shape}")
+    elif inst.opcode == "scatter":
+        x = inst.operands[0]
+        want = [Shape(x.dtype, ())] * 2
+        if [str(p.shape) for p in params] != [str(s) for s in want] or \
+                str(callee.root.shape) != str(want[0]):
+            _fail(comp, inst, f"scatter's combiner {callee.name} must take two {want[0]} and "
+                              f"return one, not ({_scalars(p.shape for p in params)}) -> "
+                              f"{callee.root.shape}")
     elif inst.opcode in ("reduce", "reduce-window"):
         n = len(inst.operands) // 2
         if len(inst.operands) != 2 * n or n == 0:

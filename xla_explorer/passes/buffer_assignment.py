@@ -338,6 +338,11 @@ def _reads_elementwise(module: Module, kernel: Instruction, positions: list[int]
             if any(id(o) in reached for o in others):
                 return None
         return f"every path from that parameter of {comp.name} to {target.name} is element-wise"
+    if out_index == () and kernel.opcode == "scatter" and positions == [0]:
+        # Issue 24: a scatter copies its operand into its result before any update, and then
+        # reads only its result, so the copy may be the operand itself.
+        return ("a scatter reads its operand only to copy it into its result, before any "
+                "update is applied")
     if out_index == () and elementwise_like(kernel.opcode) and all(
             kernel.operands[pos].dims == kernel.dims for pos in positions):
         return f"{kernel.opcode} is element-wise"

@@ -72,6 +72,8 @@ class Fusion(Pass):
         owner: dict[int, FusionGroup] = {}  # instruction moved into a group -> that group
 
         for inst in reversed(module.entry.instructions):
+            if inst.opcode == "scatter":
+                decisions += _scatter_refusals(inst)
             if id(inst) in owner or not is_fusible(inst) or inst.opcode == "constant":
                 continue
             g = FusionGroup([inst], [inst])
@@ -163,8 +165,16 @@ class Fusion(Pass):
         boundary = cluster_boundary(producer, consumer)
         if boundary:  # auto-clustering decided these run apart (eagerly, or compiled apart)
             return boundary
+        if producer.opcode == "scatter":
+            return (f"{p} is a scatter: it applies its updates one after another in a loop of "
+                    "its own, so it is a kernel of its own and its result is read from memory")
         if not is_fusible(producer):
             return f"{p} ({producer.opcode}) does not run inside fused kernels"
+        if consumer.opcode == "gather" and is_expensive(producer):
+            # XLA's ReusesOperandElements: a gather may read one element many times.
+            return (f"{p} is expensive ({producer.opcode}) and {c} is a gather, which may read "
+                    f"the same element of {p} many times (repeated indices); {p} is computed "
+                    "once, in a kernel of its own")
         if consumer.opcode == "dot":
             return f"{c} is a dot, and a dot reads its operands from memory (BLAS)"
         dot = next((m for m in g.members if m.opcode == "dot"
@@ -299,6 +309,21 @@ class Fusion(Pass):
                                                   (gp.root.name, gc.root.name), gp.root.name,
                                                   gc.root.name, False))
         return None
+
+
+def _scatter_refusals(scatter: Instruction) -> list[Decision]:
+    """A scatter fuses nothing (issue 24): its update loop runs once per update element, in
+    order, and reads its operand only to copy it, so its producers stay kernels of their own."""
+    out = []
+    for o in {id(o): o for o in scatter.operands}.values():
+        if o.opcode in ("parameter", "get-tuple-element", "tuple", "constant"):
+            continue
+        message = (f"not fused {o.name} into {scatter.name}: {scatter.name} is a scatter, which "
+                   "runs as a loop of its own over its updates, in order; its operands are "
+                   "read from memory")
+        out.append(Decision(message, "refused", (o.name, scatter.name), o.name, scatter.name,
+                            False))
+    return out
 
 
 # -- how often a fused value is computed (XLA's FusionNodeIndexingEvaluation) ---------------

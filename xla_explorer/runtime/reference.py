@@ -13,7 +13,8 @@ import numpy as np
 
 from ..errors import XlaExplorerError
 from ..ir.module import Computation, Instruction, Module
-from ..ir.ops import op, run_custom_call
+from ..ir.ops import op, out_of_range, run_custom_call, scatter_indices
+
 
 class ShapeChanged(XlaExplorerError):
     """An eager op (a custom-call) gave a shape other than the one traced: the program must be
@@ -129,6 +130,40 @@ class _Frame:
         axes = tuple(range(x.ndim, 2 * x.ndim))
         comp = self.interp.module.computation(instr.attr("to_apply"))
         return self.reduce(comp.name, [np.ascontiguousarray(windows)], [init], axes, instr.shape)
+
+    def scatter(self, instr: Instruction, args):
+        """XLA's scatter, one update element after another in row-major order (so duplicate
+        indices combine in order, as np.add.at does). A one-op combiner runs as its ufunc's
+        `at` (unbuffered, in the same order); one that returns its update (assignment) keeps
+        the last write; any other combiner runs element by element."""
+        x, idx, upd = args
+        index, fits = scatter_indices(instr, x.shape, idx, upd.shape)
+        index = [np.broadcast_to(i, upd.shape) for i in index]
+        if not fits.all():
+            where = tuple(int(v) for v in np.argwhere(np.broadcast_to(fits, upd.shape) == 0)[0])
+            at = tuple(int(i[where]) for i in index)
+            raise out_of_range(instr, f"the update at {where}: its window leaves the operand "
+                                      "at", at, (0,) * x.ndim, tuple(n - 1 for n in x.shape))
+        out = x.copy()
+        if out.size == 0 or upd.size == 0:
+            return out
+        flat = np.ravel_multi_index(tuple(i.ravel() for i in index), x.shape)
+        values = upd.ravel()
+        comp = self.interp.module.computation(instr.attr("to_apply"))
+        ufunc = _simple_reducer(comp)
+        params = comp.parameters
+        target = out.reshape(-1)
+        if ufunc is not None:
+            with np.errstate(all="ignore"):
+                ufunc.at(target, flat, values)
+        elif comp.root is next((p for p in params if p.parameter_number == 1), None):
+            # Assignment: the last update to each index wins.
+            last = len(flat) - 1 - np.unique(flat[::-1], return_index=True)[1]
+            target[flat[last]] = values[last]
+        else:
+            for f, v in zip(flat, values):
+                target[f] = np.asarray(self.call(comp.name, [target[f], v]), dtype=x.dtype)
+        return out
 
 
 def _parse_window(text: str, ndim: int):

@@ -18,7 +18,7 @@ from ..tracer import (Tracer, active_builder, at_user_site, dtype_error, located
                       read_shape, value_of)
 from .indexing import view_write_back
 from .opaque import opaque_call
-from .registry import EAGER, FUNCTIONS, GUFUNCS, STATIC, UFUNC_REDUCE, UFUNCS, VIEWS
+from .registry import EAGER, FUNCTIONS, GUFUNCS, STATIC, UFUNC_AT, UFUNC_REDUCE, UFUNCS, VIEWS
 from .util import eager, is_python_scalar, unsupported, wrap
 
 
@@ -52,6 +52,8 @@ def call_ufunc(ufunc, method: str, inputs, kwargs):
                                  {"axis": axis, "keepdims": keepdims})
         if method == "outer" and ufunc.nin == 2 and name in UFUNCS:
             return _outer(ufunc, inputs, kwargs)
+        if method == "at" and name in UFUNC_AT:  # np.add.at & co. (issue 24, indexing.py)
+            return UFUNC_AT[name](ufunc, *inputs, **kwargs)
         if method != "__call__":
             if b.autocluster:
                 return opaque_call(getattr(ufunc, method), f"{name}.{method}", inputs, kwargs)

@@ -74,6 +74,16 @@ def reduces_as(ufunc: np.ufunc, func: Callable) -> None:
     UFUNC_REDUCE[ufunc.__name__] = func
 
 
+# -- ufunc.at (issue 24) ------------------------------------------------------------------------
+# ufunc name -> lowering(ufunc, a, indices, b): np.add.at & co., in place on a traced `a`.
+UFUNC_AT: dict[str, Callable] = {}
+
+
+def lowers_ufunc_at(*ufuncs: np.ufunc):
+    """Decorator: the lowering of `ufunc.at` for `ufuncs` (reached by __array_ufunc__)."""
+    return _by_ufunc_name(UFUNC_AT, ufuncs)
+
+
 def static(func: Callable):
     """Decorator: `func` is answered at trace time (np.shape), with no instruction."""
     def register(answer: Callable) -> Callable:

@@ -63,7 +63,7 @@ ALTERNATIVES = {
     "logaddexp2": "np.logaddexp(a * np.log(2), b * np.log(2)) / np.log(2)",
     "amax": "np.max",
     "cumsum": None,
-    "take": "slicing", "ndarray.sort": "np.sort",
+    "ndarray.sort": "np.sort",
 }
 
 

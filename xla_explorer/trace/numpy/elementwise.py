@@ -21,7 +21,8 @@ import numpy as np
 from ...ir.module import Instruction
 from ...ir.shape import is_supported_dtype
 from ..scalars import Const, python_op
-from ..tracer import Tracer, active_builder, at_user_site, dtype_error, node_of, value_of
+from ..tracer import (Tracer, active_builder, at_user_site, dtype_error, node_of, read_shape,
+                      value_of)
 from .opaque import lower_nonzero
 from .registry import lowers, lowers_ufunc, static
 from .util import eager, is_python_scalar, unsupported, wrap
@@ -688,3 +689,80 @@ def python_scalar_op(ufunc, operands):
     # Python's value, not NumPy's at the traced type: they differ only where python_op refused.
     result._weak, result._value, result._ref = True, python, ref
     return result
+
+
+# -- more compositions (issue 24): fix, real/imag/conj, real_if_close, logaddexp2, ldexp, modf ----
+
+
+@lowers(np.fix)
+def _fix(value, x, out=None):
+    # Rounding toward zero is np.trunc's, -0.0 for -0.5 included; integers stay themselves.
+    return node_of(np.trunc(x))
+
+
+lowers_ufunc(np.conjugate)(_identity)  # a real number is its own conjugate
+
+
+@lowers(np.real, np.real_if_close, view=True)
+def _real(value, x, *args, **kw):
+    # On a real array NumPy returns the array itself (a view): no imaginary part to drop.
+    return node_of(x)
+
+
+@lowers(np.imag)
+def _imag(value, x):
+    # A real array's imaginary part: zeros of its type and shape (NumPy's is read-only).
+    read_shape(x)
+    v = np.asarray(value)
+    return active_builder().full(0, v.dtype, v.shape)
+
+
+@lowers_ufunc(np.logaddexp2)
+def _logaddexp2(b, x, y):
+    # NumPy's npy_logaddexp2: x + 1 where x == y (inf and -inf stay themselves), else the
+    # larger plus log2(1 + 2^-|x - y|), computed as log1p(exp2(-d)) / ln 2; NaN where either is.
+    d = b.ew("negate", b.ew("abs", b.ew("subtract", x, y)))
+    tail = b.ew("multiply", b.ew("log-plus-one", _exp2(b, d)), _const(b, 1 / _LN2, x))
+    big = b.ew("add", b.ew("maximum", x, y), tail)
+    big = b.select(b.ew("or", _isnan(b, x), _isnan(b, y)), _const(b, np.nan, x), big)
+    return b.select(b.compare(x, y, "EQ"), b.ew("add", x, _const(b, 1, x)), big)
+
+
+def _pow2(b, n: Instruction, like: Instruction) -> Instruction:
+    """2**n exactly in like's float type, for integer n with |n| under the type's exponent
+    range (a power of two is exact under HLO's power)."""
+    return b.ew("power", _const(b, 2, like), b.convert(n, like.dtype))
+
+
+@lowers_ufunc(np.ldexp)
+def _ldexp(b, x, n):
+    # x * 2**n rounded once, in float64 (float32's range and precision fit inside it, so a
+    # float32 result rounds once, at the conversion). n is clamped to where every result is 0
+    # or inf already and split in three powers of two, each representable: the largest last,
+    # so that every product before it is exact unless the result is 0 or inf anyway.
+    dt = x.dtype
+    wide = b.convert(x, np.float64)
+    n = b.convert(n, np.int64)
+
+    def clamp(v, lo, hi):
+        return b.ew("maximum", b.ew("minimum", v, _const(b, hi, v)), _const(b, lo, v))
+    n = clamp(n, -2300, 2300)
+    last = clamp(n, -1074, 1023)
+    rest = b.ew("subtract", n, last)
+    half = b.ew("divide", rest, _const(b, 2, rest))
+    for part in (half, b.ew("subtract", rest, half), last):
+        wide = b.ew("multiply", wide, _pow2(b, part, wide))
+    return b.convert(wide, dt)
+
+
+def modf_parts(x):
+    """np.modf(x): (fraction, integral part), each with x's sign as C's modf gives them
+    (modf(-0.5) is (-0.5, -0.0), modf(-inf) is (-0.0, -inf)). Written with traced NumPy calls,
+    each checked against NumPy's own result as it is made."""
+    dt = np.modf.resolve_dtypes((np.asarray(value_of(x)).dtype, None, None))[0]
+    if not is_supported_dtype(dt):
+        raise dtype_error("np.modf", dt)
+    xf = astype(x, dt) if isinstance(x, Tracer) else np.asarray(x, dt)
+    whole = np.trunc(xf)
+    frac = np.where(np.isinf(xf), 0, xf - whole)
+    return np.copysign(frac, xf), whole

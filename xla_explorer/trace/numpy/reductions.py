@@ -270,6 +270,70 @@ def _average(value, a, axis=None, weights=None, returned=False, *, keepdims=np._
     return (avg, b.broadcast_to(scl, avg.dims)) if returned else avg
 
 
+
+# -- more NaN-ignoring reductions (issue 24): nanprod, nanvar, nanstd, nanargmax, nanargmin ------
+
+
+@lowers(np.nanprod)
+def _nanprod(value, a, axis=None, dtype=None, out=None, keepdims=np._NoValue,
+             initial=np._NoValue, where=np._NoValue):
+    _no_mask("nanprod", initial, where)
+    x = np.where(np.isnan(a), 1, a) if _float(a) else a
+    return node_of(np.prod(x, axis=axis, dtype=dtype, keepdims=keepdims is True))
+
+
+def _nanvar_node(name, value, a, axis, dtype, ddof, keepdims, where, mean, correction):
+    """NumPy's nanvar step for step: NaNs become 0 and leave the count; the mean and the
+    variance divide in float64 by the count (an integer) and round to the sum's type; a
+    slice with count - ddof <= 0 is NaN."""
+    if where is not np._NoValue or mean is not np._NoValue:
+        raise unsupported(name, " with where= or mean=")
+    if correction is not np._NoValue:
+        ddof = correction  # NumPy 2's name for ddof
+    keep = keepdims is True
+    if not _float(a):
+        return node_of(np.var(a, axis=axis, dtype=dtype, ddof=ddof, keepdims=keep))
+    nan = np.isnan(a)
+    arr = np.where(nan, 0, a)
+    cnt = np.sum(~nan, axis=axis, dtype=np.intp, keepdims=True)
+    avg = np.sum(arr, axis=axis, dtype=dtype, keepdims=True)
+    avg = np.true_divide(avg, cnt).astype(avg.dtype)
+    arr = np.where(nan, 0, np.subtract(arr, avg).astype(arr.dtype))
+    var = np.sum(np.multiply(arr, arr), axis=axis, dtype=dtype, keepdims=keep)
+    dof = np.sum(~nan, axis=axis, dtype=np.intp, keepdims=keep) - ddof
+    var = np.where(dof <= 0, np.nan, np.true_divide(var, dof).astype(var.dtype))
+    return node_of(var)
+
+
+@lowers(np.nanvar)
+def _nanvar(value, a, axis=None, dtype=None, out=None, ddof=0, keepdims=np._NoValue, *,
+            where=np._NoValue, mean=np._NoValue, correction=np._NoValue):
+    return _nanvar_node("nanvar", value, a, axis, dtype, ddof, keepdims, where, mean,
+                        correction)
+
+
+@lowers(np.nanstd)
+def _nanstd(value, a, axis=None, dtype=None, out=None, ddof=0, keepdims=np._NoValue, *,
+            where=np._NoValue, mean=np._NoValue, correction=np._NoValue):
+    b = active_builder()
+    return b.ew("sqrt", _nanvar_node("nanstd", value, a, axis, dtype, ddof, keepdims, where,
+                                     mean, correction))
+
+
+def _nan_arg(arg, fill):
+    def lower(value, a, axis=None, out=None, *, keepdims=np._NoValue):
+        # NumPy's own rule: NaN read as the other end's infinity, then argmax / argmin. NumPy
+        # raises ValueError for a slice of NaN only; a compiled program cannot raise, so there
+        # it gives that slice's index 0 (tracing raises NumPy's error, on the traced input).
+        keep = keepdims is True
+        x = np.where(np.isnan(a), fill, a) if _float(a) else a
+        return node_of(arg(x, axis=axis, keepdims=keep))
+    return lower
+
+
+lowers(np.nanargmax)(_nan_arg(np.argmax, -np.inf))
+lowers(np.nanargmin)(_nan_arg(np.argmin, np.inf))
+
 # ufunc.reduce(a, axis, keepdims) for the ufuncs whose reduction is one of the above.
 reduces_as(np.add, np.sum)
 reduces_as(np.multiply, np.prod)

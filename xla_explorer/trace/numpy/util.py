@@ -59,8 +59,6 @@ def canonical_axes(axis, ndim: int) -> tuple[int, ...]:
 
 # NumPy names that mean a supported one, for the error's suggestion.
 ALTERNATIVES = {
-    "fix": "np.trunc",
-    "logaddexp2": "np.logaddexp(a * np.log(2), b * np.log(2)) / np.log(2)",
     "amax": "np.max",
     "cumsum": None,
     "take": "slicing", "ndarray.sort": "np.sort",

@@ -19,7 +19,8 @@ from ..tracer import (Tracer, active_builder, at_user_site, dtype_error, located
 from .elementwise import modf_parts
 from .indexing import view_write_back
 from .opaque import opaque_call
-from .registry import EAGER, FUNCTIONS, GUFUNCS, STATIC, UFUNC_REDUCE, UFUNCS, VIEWS
+from .registry import (EAGER, FUNCTIONS, GUFUNCS, IN_PLACE, STATIC, UFUNC_REDUCE, UFUNCS,
+                       VIEWS)
 from .util import eager, is_python_scalar, unsupported, wrap
 
 
@@ -219,6 +220,8 @@ def call_function(func, args, kwargs):
         if isinstance(nodes, tuple):
             return tuple(wrap(n, v, f"np.{name}") for n, v in zip(nodes, value))
         result = wrap(nodes, value, f"np.{name}")
+        if func in IN_PLACE:  # np.copyto & co.: the new contents go into the first argument
+            return _write_into(args[0], result, name)
         base = args[0] if args else None
         if (func in VIEWS and isinstance(base, Tracer) and isinstance(value, np.ndarray)
                 and isinstance(base.value, np.ndarray) and np.shares_memory(value, base.value)):
@@ -229,3 +232,15 @@ def call_function(func, args, kwargs):
                           derive=lambda n: lower(value, n, *rest, **kwargs),
                           write_back=view_write_back(nodes, base.node))
         return result
+
+
+def _write_into(target, result: Tracer, name: str) -> None:
+    """What np.copyto, np.place, np.putmask and np.fill_diagonal do: change their first
+    argument (and, through it, the array it is a view of), returning None."""
+    if not isinstance(target, Tracer) or not isinstance(target.value, np.ndarray):
+        raise located(TraceError, f"np.{name} writes into an array that is not traced (a NumPy "
+                                  "array made outside the function)", f"np.{name}",
+                      "Write into a traced array: an argument, or one made in the function.")
+    target._set_node(result.node, f"np.{name}")
+    target.value[...] = result.value
+    return None

@@ -766,3 +766,40 @@ def modf_parts(x):
     whole = np.trunc(xf)
     frac = np.where(np.isinf(xf), 0, xf - whole)
     return np.copysign(frac, xf), whole
+
+
+# Past this many traced test elements np.isin's compare-all table (element.size x this) is too
+# big to build; NumPy sorts instead, which has no compilable equivalent here yet.
+ISIN_TRACED_LIMIT = 256
+
+
+@lowers(np.isin)
+def _isin(value, element, test_elements, assume_unique=False, invert=False, *, kind=None):
+    # An OR of equality compares with every test element (NaN equals nothing, as in NumPy's
+    # sorted search); types promote as NumPy's `==` does.
+    if isinstance(test_elements, Tracer) and test_elements.size > ISIN_TRACED_LIMIT:
+        raise unsupported("isin", f" with a traced test_elements of {test_elements.size} "
+                                  f"elements (at most {ISIN_TRACED_LIMIT}: each is compared "
+                                  "with every element)")
+    tests = np.ravel(test_elements)
+    if not isinstance(tests, Tracer):
+        tests = np.unique(np.asarray(tests))  # a constant: each distinct value once
+    hit = np.any(np.equal(np.expand_dims(element, -1), tests), axis=-1)
+    return node_of(np.logical_not(hit) if invert else hit)
+
+
+@lowers(np.digitize)
+def _digitize(value, x, bins, right=False):
+    # A count of the bins each x has passed: np.searchsorted's answer for monotonic bins (NaN
+    # sorts after every bin). Decreasing bins count from the other end, as NumPy does.
+    if isinstance(bins, Tracer):
+        raise unsupported("digitize", " with traced bins (give them as a constant array)")
+    edges = np.asarray(bins)
+    increasing = edges.size < 2 or bool(edges[0] <= edges[-1])
+    if not increasing:
+        edges = edges[::-1]
+    xs = np.expand_dims(x, -1)
+    # searchsorted's side: right=False counts the edges at or below x, right=True those below.
+    passed = np.less(edges, xs) if right else np.less_equal(edges, xs)
+    count = np.sum(np.logical_or(passed, np.isnan(xs)), axis=-1, dtype=np.intp)
+    return node_of(count if increasing else edges.size - count)

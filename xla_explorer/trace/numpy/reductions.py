@@ -12,10 +12,10 @@ import numpy as np
 
 from ...ir.module import Instruction
 from ..builder import REDUCERS
-from ..tracer import active_builder, node_of, value_of
+from ..tracer import Tracer, active_builder, node_of, value_of
 from .elementwise import truth
 from .registry import lowers, reduces_as
-from .util import canonical_axes, unsupported
+from .util import canonical_axes, unsupported, wrap
 
 
 def _keep(b, node, x_dims, axes, keepdims):
@@ -341,3 +341,59 @@ reduces_as(np.maximum, np.max)
 reduces_as(np.minimum, np.min)
 reduces_as(np.logical_and, np.all)
 reduces_as(np.logical_or, np.any)
+
+
+# -- np.histogram (issue 24): counts by comparisons against the bin edges ----------------------
+
+
+def _counts_between(x, edges, n: int):
+    """NumPy's histogram counts for sorted edges (n + 1 of them): bin i holds
+    edges[i] <= x < edges[i + 1], the last bin edges[n] too; values outside, and NaN, in none.
+    As differences of the counts at or above each edge (above, for the last)."""
+    xs = np.expand_dims(np.ravel(x), -1)
+    at_or_above = np.sum(np.greater_equal(xs, edges[:n]), axis=0, dtype=np.intp)
+    above_last = np.sum(np.greater(xs, edges[n:]), axis=0, dtype=np.intp)
+    g = np.concatenate((at_or_above, above_last))
+    return g[:n] - g[1:]
+
+
+def _linspace_edges(first, last, num: int, dt):
+    """np.linspace(first, last, num) for traced 0-d ends of type dt, as NumPy computes it:
+    i * step + first (i / div * delta where the step underflows to 0), the last one `last`."""
+    b = active_builder()
+    div = num - 1
+    delta = np.subtract(last, first)
+    step = delta / div
+    i = wrap(b.iota(dt, (num,), 0), np.arange(num, dtype=dt), "np.histogram")
+    y = np.where(step == 0, i / div * delta, i * step) + first
+    return np.concatenate((y[:-1], np.reshape(last, (1,))))
+
+
+@lowers(np.histogram)
+def _histogram(value, a, bins=10, range=None, density=None, weights=None):
+    # Edges as NumPy makes them; counts by comparisons against them (NumPy's rule: the last bin
+    # is closed on the right; values outside the edges, and NaN, are dropped). Without range
+    # the edges come from a.min() and a.max() in the program: NumPy's ValueError for a NaN or
+    # inf there is raised while tracing, and a later run given one gets NaN edges.
+    if weights is not None or density:
+        raise unsupported("histogram", " with weights= or density=")
+    if isinstance(bins, (Tracer, str)):
+        raise unsupported("histogram", " with traced or named bins (give a number of bins "
+                                       "or a constant array of edges)")
+    if isinstance(range, Tracer) or (range is not None and any(
+            isinstance(r, Tracer) for r in range)):
+        raise unsupported("histogram", " with a traced range (give it as Python numbers)")
+    b = active_builder()
+    edges = np.asarray(value[1])
+    n = edges.size - 1
+    if np.ndim(bins) == 1:  # the edges themselves, compared in NumPy's common type
+        return node_of(_counts_between(a, edges, n)), b.literal(edges)
+    dt = edges.dtype
+    xa = a.astype(dt)
+    if range is not None or a.size == 0:  # edges known now: a constant
+        return node_of(_counts_between(xa, edges, n)), b.literal(edges)
+    lo, hi = np.min(a).astype(dt), np.max(a).astype(dt)
+    same = lo == hi  # NumPy widens an empty range by 0.5 each way
+    lo, hi = np.where(same, lo - 0.5, lo), np.where(same, hi + 0.5, hi)
+    traced_edges = _linspace_edges(lo, hi, n + 1, dt)
+    return node_of(_counts_between(xa, traced_edges, n)), node_of(traced_edges)

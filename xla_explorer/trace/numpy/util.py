@@ -62,6 +62,10 @@ ALTERNATIVES = {
     "amax": "np.max",
     "cumsum": None,
     "take": "slicing", "ndarray.sort": "np.sort",
+    # -- issue 24, compositions: what stays refused, and what to write instead --
+    "bincount": "np.sum(x[..., None] == np.arange(m), axis=0) for a length m you know "
+                "(np.bincount's length is x.max() + 1, a value of x that a compiled "
+                "program's shape cannot depend on)",
 }
 
 

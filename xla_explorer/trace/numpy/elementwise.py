@@ -4,7 +4,8 @@ formulas of other ops (sinh, cosh, exp2, log2, log10, arcsin, arccos, arctan, ar
 arctanh, floor_divide, remainder, power, hypot, logaddexp, copysign, signbit, heaviside,
 deg2rad, rad2deg, fmod), and the element-wise functions that are not ufuncs: np.where, np.clip,
 np.round, np.astype and x.astype, np.sinc, np.nan_to_num, np.isclose, np.select;
-np.result_type.
+np.result_type. On real arrays: np.fix, np.real, np.imag, np.conj, np.real_if_close; also
+np.logaddexp2, np.ldexp, np.modf (two outputs), np.isin and np.digitize.
 
 A ufunc lowering gets the builder and the operands already converted to the ufunc loop's input
 types and broadcast to one shape (see `dispatch.call_ufunc`); it returns an instruction of the

@@ -1,7 +1,8 @@
 """Indexing: x[index] and x[index] = v. A basic index (ints, slices, None, ...) is a reverse,
 a slice and a reshape, and its result a view that writes back into the base; a boolean mask
 reads through a custom call and writes as a select. Also the write-back of the views that
-functions make (np.reshape, np.transpose, np.flip).
+functions make (np.reshape, np.transpose, np.flip). And the functions that write into an
+argument as a select: np.copyto, np.putmask, np.place (one value) and np.fill_diagonal.
 """
 from __future__ import annotations
 

@@ -3,7 +3,8 @@ np.expand_dims, np.transpose, np.swapaxes, np.moveaxis, np.broadcast_to, np.flip
 NumPy's result may share the argument's storage), np.concatenate, np.stack, np.hstack,
 np.vstack, np.pad, np.copy; compositions of those ops: np.fliplr, np.flipud, np.rot90 and
 np.atleast_1d/2d/3d (views too), np.column_stack, np.dstack, np.diff, np.tile, np.repeat and
-np.roll (static counts and shifts); and np.shape, np.ndim and np.size, answered at trace time.
+np.roll (static counts and shifts), np.append, np.ediff1d, np.delete and np.insert (static
+positions), np.block, np.resize and np.vander; and np.shape, np.ndim and np.size, answered at trace time.
 """
 from __future__ import annotations
 

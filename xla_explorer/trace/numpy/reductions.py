@@ -1,7 +1,8 @@
 """Reductions: np.sum, np.prod, np.max / np.amax, np.min / np.amin, np.mean, np.var, np.std,
 np.argmax, np.argmin, np.all, np.any, and the ufunc.reduce calls that are one of them
 (np.add.reduce is np.sum); compositions of them: np.nansum, np.nanmax, np.nanmin, np.nanmean,
-np.count_nonzero, np.ptp, np.average.
+np.count_nonzero, np.ptp, np.average, np.nanprod, np.nanvar, np.nanstd, np.nanargmax,
+np.nanargmin; and np.histogram, counts by comparisons against its edges.
 
 NumPy's `where=` masks elements out (they count as the reduction's identity) and `initial=`
 joins the result once; both are lowered rather than ignored.

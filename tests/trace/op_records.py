@@ -919,6 +919,8 @@ COMPOSED_MORE = [
     U(np.logaddexp2, NUMERIC, (_NONFINITE, QUARTERS)),
     OpRecord("np.ldexp", np.ldexp, 2, (_NONFINITE, _exponents), NUMERIC, BINARY_SHAPES),
     OpRecord("np.modf", np.modf, 1, (_NONFINITE,), NUMERIC, UNARY_SHAPES),
+    OpRecord("np.frexp", np.frexp, 1, (_with_nonfinite(_domain(-1e5, 1e5)),), NUMERIC,
+             UNARY_SHAPES),
     reduction("np.nanprod", np.nanprod, ALL, _DT[:2] + _NAN_CASES, domains=(_NONFINITE,)),
     reduction("np.nanvar", np.nanvar, ALL, _NANVAR_CASES, domains=(_NONFINITE,), tol=5),
     reduction("np.nanstd", np.nanstd, ALL, _NANVAR_CASES, domains=(_NONFINITE,), tol=5),

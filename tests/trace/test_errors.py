@@ -44,8 +44,8 @@ def uses_round_method(x):
     return x.round(2)
 
 
-def uses_frexp(x):
-    return np.frexp(x)
+def uses_spacing(x):
+    return np.spacing(x)
 
 
 def uses_accumulate(x):
@@ -67,7 +67,7 @@ def uses_nancumsum(x):
     (uses_bincount, "np.bincount", "np.bincount(",
      "np.sum(x[..., None] == np.arange(m), axis=0) for a length m you know (np.bincount's "
      "length is x.max() + 1"),
-    (uses_frexp, "np.frexp", "np.frexp(", None),
+    (uses_spacing, "np.spacing", "np.spacing(", None),
     (uses_accumulate, "np.add.accumulate", "np.add.accumulate(", None),
     (uses_nancumsum, "np.nancumsum", "np.nancumsum(", None),
 ], ids=lambda v: v.__name__ if callable(v) else None)

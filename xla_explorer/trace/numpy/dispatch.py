@@ -16,7 +16,7 @@ from ...errors import TraceError, UnsupportedOpError
 from ...ir.shape import is_supported_dtype
 from ..tracer import (Tracer, active_builder, at_user_site, dtype_error, located, node_of,
                       read_shape, value_of)
-from .elementwise import modf_parts
+from .elementwise import frexp_parts, modf_parts
 from .indexing import view_write_back
 from .opaque import opaque_call
 from .registry import (EAGER, FUNCTIONS, GUFUNCS, IN_PLACE, STATIC, UFUNC_REDUCE, UFUNCS,
@@ -58,8 +58,8 @@ def call_ufunc(ufunc, method: str, inputs, kwargs):
             raise unsupported(f"{name}.{method}")
         if name == "divmod" and not kwargs:
             return np.floor_divide(*inputs), np.remainder(*inputs)
-        if name == "modf" and not kwargs:  # two outputs, each a composition of one-output ops
-            return modf_parts(inputs[0])
+        if name in ("modf", "frexp") and not kwargs:  # two outputs: compositions of one-output ops
+            return (modf_parts if name == "modf" else frexp_parts)(inputs[0])
         if name in GUFUNCS:
             out = kwargs.pop("out", None)
             if kwargs:

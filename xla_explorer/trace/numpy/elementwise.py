@@ -5,7 +5,7 @@ arctanh, floor_divide, remainder, power, hypot, logaddexp, copysign, signbit, he
 deg2rad, rad2deg, fmod), and the element-wise functions that are not ufuncs: np.where, np.clip,
 np.round, np.astype and x.astype, np.sinc, np.nan_to_num, np.isclose, np.select;
 np.result_type. On real arrays: np.fix, np.real, np.imag, np.conj, np.real_if_close; also
-np.logaddexp2, np.ldexp, np.modf (two outputs), np.isin and np.digitize.
+np.logaddexp2, np.ldexp, np.modf and np.frexp (two outputs), np.isin and np.digitize.
 
 A ufunc lowering gets the builder and the operands already converted to the ufunc loop's input
 types and broadcast to one shape (see `dispatch.call_ufunc`); it returns an instruction of the
@@ -804,3 +804,26 @@ def _digitize(value, x, bins, right=False):
     passed = np.less(edges, xs) if right else np.less_equal(edges, xs)
     count = np.sum(np.logical_or(passed, np.isnan(xs)), axis=-1, dtype=np.intp)
     return node_of(count if increasing else edges.size - count)
+
+
+def frexp_parts(x):
+    """np.frexp(x): (mantissa, exponent) with x = mantissa * 2**exponent and 0.5 <= |mantissa|
+    < 1; 0, inf and NaN give themselves and exponent 0. In float64 (float32 values fit in it
+    exactly): the exponent estimated from log2, the mantissa by np.ldexp (exact), and the
+    estimate corrected once, which log2's rounding near a power of two can need."""
+    loop = np.frexp.resolve_dtypes((np.asarray(value_of(x)).dtype, None, None))
+    if not is_supported_dtype(loop[1]):
+        raise dtype_error("np.frexp", loop[1])
+    xf = astype(x, np.float64) if isinstance(x, Tracer) else np.asarray(x, np.float64)
+    normal = np.isfinite(xf) & (xf != 0)
+    safe = np.where(normal, xf, 1.0)
+    e = np.floor(np.log2(np.abs(safe))).astype(np.int32) + 1
+    m = np.ldexp(safe, -e)
+    big, small = np.abs(m) >= 1, np.abs(m) < 0.5
+    m = np.where(big, m * 0.5, np.where(small, m * 2, m))
+    e = np.where(big, e + 1, np.where(small, e - 1, e))
+    mantissa, exponent = astype(np.where(normal, m, xf), loop[1]), np.where(normal, e, 0)
+    # NumPy's own values, scalars for a 0-d x as a ufunc gives them (np.where gives arrays).
+    want = eager(np.frexp, "np.frexp", value_of(x))
+    return (wrap(node_of(mantissa), want[0], "np.frexp"),
+            wrap(node_of(exponent, loop[2]), want[1], "np.frexp"))

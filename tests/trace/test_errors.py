@@ -524,12 +524,15 @@ def test_an_axis_out_of_range_is_numpys_axis_error(f):
     (lambda x: np.nanstd(x, mean=x.mean(keepdims=True)),
      "np.nanstd is not supported with where= or mean="),
     (lambda x: np.nanprod(x, initial=2.0), "np.nanprod is not supported with initial= or where="),
+    (lambda x, n: np.resize(x, n), "np.resize is not supported with traced counts"),
+    (lambda x, n: np.vander(x[0], n), "np.vander is not supported with traced counts"),
 ], ids=["delete", "insert", "isin-size", "digitize", "histogram-weights", "histogram-density",
         "histogram-traced-bins", "histogram-named-bins", "histogram-range", "place-values",
-        "nanvar-where", "nanstd-mean", "nanprod-initial"])
+        "nanvar-where", "nanstd-mean", "nanprod-initial", "resize-traced", "vander-traced"])
 def test_composed_forms_not_supported_are_refused(f, what):
+    args = (X, 3) if f.__code__.co_argcount == 2 else (X,)
     with pytest.raises(xe.UnsupportedOpError, match=what) as info:
-        xe.explore(f, X)
+        xe.explore(f, *args)
     assert info.value.source_line == f.__code__.co_firstlineno
     assert "Use a form of" in str(info.value)
 
@@ -549,3 +552,9 @@ def test_copyto_into_an_array_that_is_not_traced_is_refused():
     with pytest.raises(xe.TraceError, match="np.copyto writes into an array that is not traced"):
         xe.explore(f, X)
     assert not dst.any()  # the caller's array is left as it was
+
+
+def test_place_with_several_values_stays_refused_under_autocluster():
+    # An opaque call could not write into x: the refusal stands rather than a silent no-op.
+    with pytest.raises(xe.UnsupportedOpError, match="np.place is not supported"):
+        xe.explore(lambda x: np.place(x, x > 0, [1.0, 2.0]), X, autocluster=True)

@@ -214,7 +214,8 @@ def call_function(func, args, kwargs):
         try:
             nodes = lower(value, *args, **kwargs)
         except UnsupportedOpError:  # an argument the lowering lacks (np.unique(return_counts))
-            if not b.autocluster:
+            # (an opaque call cannot write into an argument: np.place's refusal stands)
+            if not b.autocluster or func in IN_PLACE:
                 raise
             return opaque_call(func, _public_name(func), args, kwargs)
         if isinstance(nodes, tuple):

@@ -460,6 +460,7 @@ def _block(value, arrays):
 @lowers(np.resize)
 def _resize(value, a, new_shape):
     # a's elements in order, repeated as often as needed, cut to the new size.
+    _static_ints(new_shape, "resize")
     b = active_builder()
     x = node_of(a)
     flat = b.reshape(x, (x.shape.size,))
@@ -475,6 +476,8 @@ def _resize(value, a, new_shape):
 def _vander(value, x, N=None, increasing=False):
     # Column by column as NumPy computes them (np.multiply.accumulate): each power is the
     # previous one times x, so float results round as NumPy's do.
+    if N is not None:
+        _static_ints(N, "vander")
     b = active_builder()
     v = np.asarray(value)
     col = b.reshape(node_of(x, v.dtype), (v.shape[0], 1))

@@ -983,7 +983,9 @@ COMPOSED_MORE = [
         (((20,),), {"bins": 4}), (((3, 4),), {"bins": 6, "range": (-1, 2)}),
         (((20,),), {"bins": 3, "range": (0, 1)}), (((1,),), {}), (((0,),), {"bins": 3}),
         (((20,),), {"bins": list(_EDGES)}), (((0,),), {"bins": [0, 1]}),
-        (((2, 3, 4),), {"bins": 1, "range": (-3, 3)})),
+        (((2, 3, 4),), {"bins": 1, "range": (-3, 3)}), (((20,),), {"bins": 4, "density": True}),
+        (((3, 4),), {"bins": 6, "range": (-1, 2), "density": True}),
+        (((20,),), {"bins": list(_EDGES), "density": True})),
         dtypes=ALL, domains=(QUARTERS,), group="reduction"),
     _dm("np.histogram nonfinite", np.histogram, 1, (
         (((30,),), {"bins": 4, "range": (-1, 2)}), (((30,),), {"bins": list(_EDGES)})),

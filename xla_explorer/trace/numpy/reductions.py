@@ -376,25 +376,30 @@ def _histogram(value, a, bins=10, range=None, density=None, weights=None):
     # is closed on the right; values outside the edges, and NaN, are dropped). Without range
     # the edges come from a.min() and a.max() in the program: NumPy's ValueError for a NaN or
     # inf there is raised while tracing, and a later run given one gets NaN edges.
-    if weights is not None or density:
-        raise unsupported("histogram", " with weights= or density=")
+    if weights is not None:
+        raise unsupported("histogram", " with weights=")
     if isinstance(bins, (Tracer, str)):
         raise unsupported("histogram", " with traced or named bins (give a number of bins "
                                        "or a constant array of edges)")
     if isinstance(range, Tracer) or (range is not None and any(
             isinstance(r, Tracer) for r in range)):
         raise unsupported("histogram", " with a traced range (give it as Python numbers)")
-    b = active_builder()
     edges = np.asarray(value[1])
     n = edges.size - 1
     if np.ndim(bins) == 1:  # the edges themselves, compared in NumPy's common type
-        return node_of(_counts_between(a, edges, n)), b.literal(edges)
-    dt = edges.dtype
-    xa = a.astype(dt)
-    if range is not None or a.size == 0:  # edges known now: a constant
-        return node_of(_counts_between(xa, edges, n)), b.literal(edges)
-    lo, hi = np.min(a).astype(dt), np.max(a).astype(dt)
-    same = lo == hi  # NumPy widens an empty range by 0.5 each way
-    lo, hi = np.where(same, lo - 0.5, lo), np.where(same, hi + 0.5, hi)
-    traced_edges = _linspace_edges(lo, hi, n + 1, dt)
-    return node_of(_counts_between(xa, traced_edges, n)), node_of(traced_edges)
+        counts = _counts_between(a, edges, n)
+    else:
+        dt = edges.dtype
+        xa = a.astype(dt)
+        if range is not None or a.size == 0:  # edges known now: a constant
+            counts = _counts_between(xa, edges, n)
+        else:
+            lo, hi = np.min(a).astype(dt), np.max(a).astype(dt)
+            same = lo == hi  # NumPy widens an empty range by 0.5 each way
+            lo, hi = np.where(same, lo - 0.5, lo), np.where(same, hi + 0.5, hi)
+            edges = _linspace_edges(lo, hi, n + 1, dt)
+            counts = _counts_between(xa, edges, n)
+    if density:  # NumPy's formula: counts / bin widths / total count, in float64
+        counts = counts / np.diff(edges).astype(np.float64) / counts.sum()
+    b = active_builder()
+    return node_of(counts), (node_of(edges) if isinstance(edges, Tracer) else b.literal(edges))

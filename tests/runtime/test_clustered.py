@@ -27,8 +27,8 @@ def around_a_cycle(x):
 def opaque(x):
     y = x * 2 + 1
     m = np.median(y)               # missing from the op table: runs as NumPy
-    hist, edges = np.histogram(y, bins=4)
-    return (y - m) * 3 + hist.sum() + edges[-1]
+    w = np.unwrap(y * 4)             # missing too
+    return (y - m) * 3 + w.sum() + w[-1]
 
 
 def assert_same(got, want):
@@ -81,7 +81,7 @@ def test_numpy_functions_missing_from_the_op_table_run_eagerly(rng):
     x = rng.standard_normal(50).astype(F32)
     ex = xe.explore(opaque, x, backend="cpu", autocluster=True)
     ops = {e.op for e in ex.clusters.eager}
-    assert {"numpy.median", "numpy.histogram"} <= ops
+    assert {"numpy.median", "numpy.unwrap"} <= ops
     assert_same(ex.run(x), opaque(x))
     x2 = rng.standard_normal(50).astype(F32)
     assert_same(ex.run(x2), opaque(x2))  # the calls are rebuilt with the new operands
@@ -108,10 +108,10 @@ def test_must_compile_refuses_a_function_missing_from_the_op_table_and_suggests_
 def test_an_eager_call_that_writes_into_its_argument_is_refused():
     def fill(x):
         y = x * 2
-        np.fill_diagonal(y, 0)
+        np.put(y, [0, 4], 0)
         return y + 1
 
-    with pytest.raises(xe.TraceError, match="np.fill_diagonal changed its argument in place"):
+    with pytest.raises(xe.TraceError, match="np.put changed its argument in place"):
         xe.explore(fill, np.ones((3, 3), F32), autocluster=True)
 
 

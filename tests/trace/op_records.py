@@ -1176,10 +1176,145 @@ GATHER_SCATTER = [
 ]
 
 
+# -- more compositions (issue 24): fix ... histogram, and the functions that write in place ----
+
+
+def _exponents(rng, shape, dtype):
+    """ldexp's exponents: int32 beside float32 and int32, int64 beside the others; mostly small,
+    some past every type's range (results 0 or inf, and subnormal ones)."""
+    kind = np.int32 if np.dtype(dtype) in (F32, I32) else np.int64
+    small = rng.integers(-20, 21, shape)
+    big = rng.choice([-1100, -1074, -1040, -160, -140, 130, 1030, 5000], shape)
+    return np.where(rng.random(shape) < 0.3, big, small).astype(kind).reshape(shape)
+
+
+def _in_place(func):
+    """A function that writes into its first argument (and returns None), as the program
+    `func(a, ...); return a`."""
+    def f(a, *rest, **kw):
+        assert func(a, *rest, **kw) is None
+        return a
+    return f
+
+
+def _nan_but_never_all(rng, shape, dtype):
+    """_NONFINITE's values, with NaN only where the index sum is odd: every slice along an axis
+    of two or more has a number (NumPy's nanargmax refuses a slice of NaN only)."""
+    v = _NONFINITE(rng, shape, dtype)
+    odd = np.indices(shape).sum(axis=0) % 2 == 1 if shape else np.zeros((), bool)
+    return np.where(np.isnan(v) & ~odd, 1.5, v).astype(dtype) if v.dtype.kind == "f" else v
+
+
+_NANARG_CASES = tuple(c for c in _ARG_CASES if 0 not in c[0][0]) + (
+    (((2, 3, 4),), {"axis": 1, "keepdims": True}),)
+_NANVAR_CASES = _DDOF + _NAN_CASES + ((((0, 3),), {"axis": 1}),)
+_EDGES = (-1, -0.5, 0, 0.75, 2)  # on the quarter grid: ties at the edges
+COMPOSED_MORE = [
+    OpRecord("np.fix", np.fix, 1, (_with_nonfinite(QUARTERS),), ALL, UNARY_SHAPES),
+    OpRecord("np.real", np.real, 1, (_NONFINITE,), ALL, UNARY_SHAPES),
+    OpRecord("np.imag", np.imag, 1, (_NONFINITE,), ALL, UNARY_SHAPES),
+    OpRecord("np.real_if_close", np.real_if_close, 1, (_NONFINITE,), ALL, UNARY_SHAPES),
+    U(np.conjugate, NUMERIC, (_NONFINITE,)),
+    U(np.logaddexp2, NUMERIC, (_NONFINITE, QUARTERS)),
+    OpRecord("np.ldexp", np.ldexp, 2, (_NONFINITE, _exponents), NUMERIC, BINARY_SHAPES),
+    OpRecord("np.modf", np.modf, 1, (_NONFINITE,), NUMERIC, UNARY_SHAPES),
+    OpRecord("np.frexp", np.frexp, 1, (_with_nonfinite(_domain(-1e5, 1e5)),), NUMERIC,
+             UNARY_SHAPES),
+    reduction("np.nanprod", np.nanprod, ALL, _DT[:2] + _NAN_CASES, domains=(_NONFINITE,)),
+    reduction("np.nanvar", np.nanvar, ALL, _NANVAR_CASES, domains=(_NONFINITE,), tol=5),
+    reduction("np.nanstd", np.nanstd, ALL, _NANVAR_CASES, domains=(_NONFINITE,), tol=5),
+    reduction("np.nanargmax", np.nanargmax, ALL, empty=False, cases=_NANARG_CASES,
+              domains=(_nan_but_never_all,)),
+    reduction("np.nanargmin", np.nanargmin, ALL, empty=False, cases=_NANARG_CASES,
+              domains=(_nan_but_never_all,)),
+    _dm("np.append", np.append, 2, (
+        (((3, 4), (3, 4)), {}), (((3, 4), (2, 4)), {"axis": 0}), (((3, 4), (3, 1)), {"axis": 1}),
+        (((), (3,)), {}), (((0,), (2, 2)), {}), (((0, 2), (1, 2)), {"axis": -2}))),
+    _dm("np.ediff1d", np.ediff1d, 1, (
+        (((5,),), {}), (((3, 4),), {}), (((0,),), {}), (((1,),), {}), (((),), {}),
+        (((4,),), {"to_begin": -1}), (((4,),), {"to_end": [7, 8]}),
+        (((2, 2),), {"to_begin": [[1], [2]], "to_end": 3}), (((0,),), {"to_end": 1})),
+        dtypes=NUMERIC, domains=(_NONFINITE,)),
+    _dm("np.delete", np.delete, 1, (
+        (((5,),), {"obj": 1}), (((5,),), {"obj": -1}), (((3, 4),), {"obj": 2}),
+        (((3, 4),), {"obj": [0, 2], "axis": 1}), (((3, 4),), {"obj": slice(0, 3, 2), "axis": 0}),
+        (((3, 4),), {"obj": [3, 0, 0, -1], "axis": -1}),
+        (((3, 4),), {"obj": np.array([True, False, True]), "axis": 0}),
+        (((3, 4),), {"obj": [], "axis": 1}), (((2, 3),), {"obj": slice(None), "axis": 1}),
+        (((0, 3),), {"obj": 1, "axis": 1}))),
+    _dm("np.insert", np.insert, 1, (
+        (((5,),), {"obj": 1, "values": 9}), (((5,),), {"obj": 5, "values": [7, 8]}),
+        (((3, 4),), {"obj": -1, "values": 2.5}), (((3, 4),), {"obj": 1, "values": [1, 2, 3],
+                                                            "axis": 1}),
+        (((3, 4),), {"obj": [1], "values": [[1], [2], [3]], "axis": 1}),
+        (((3, 4),), {"obj": [0, 4, 4], "values": 7, "axis": 1}),
+        (((3, 4),), {"obj": [2, 0], "values": [[5, 6, 7, 8]], "axis": 0}),
+        (((3, 4),), {"obj": slice(0, 4, 2), "values": 0, "axis": -1}),
+        (((3, 4),), {"obj": [], "values": 1, "axis": 0}),
+        (((0,),), {"obj": 0, "values": [1, 2]}))),
+    _dm("np.insert traced values", lambda a, v, **kw: np.insert(a, values=v, **kw), 2, (
+        (((3, 4), (3,)), {"obj": 2, "axis": 1}), (((3, 4), (2, 4)), {"obj": [1, 3], "axis": 0}),
+        (((3, 4), ()), {"obj": [0, 2]}), (((5,), (2,)), {"obj": 5}))),
+    _dm("np.block", lambda a, b, c: np.block([[a, b], [c]]), 3, (
+        (((2, 2), (2, 3), (1, 5)), {}), (((2,), (3,), (5,)), {}), (((), (), (2,)), {}),
+        (((0, 2), (0, 1), (1, 3)), {}))),
+    _dm("np.block flat", lambda a, b: np.block([a, b, 1]), 2, (
+        (((3,), (2,)), {}), (((1, 2), (1, 1)), {}), (((0,), ()), {}))),
+    _dm("np.resize", np.resize, 1, (
+        (((5,),), {"new_shape": 12}), (((2, 3),), {"new_shape": (4, 4)}),
+        (((2, 3),), {"new_shape": 2}), (((3,),), {"new_shape": (2, 0)}),
+        (((0,),), {"new_shape": (2, 3)}), (((),), {"new_shape": (3,)}))),
+    _dm("np.vander", np.vander, 1, (
+        (((4,),), {}), (((4,),), {"N": 3}), (((3,),), {"N": 5, "increasing": True}),
+        (((4,),), {"N": 0}), (((4,),), {"N": 1}), (((0,),), {"N": 2})),
+        domains=(_SMALL_INTS,), group="elementwise"),
+    _dm("np.isin", lambda x, **kw: np.isin(x, [1, -0.0, 2.5, np.nan, 1], **kw), 1, (
+        (((3, 4),), {}), (((3, 4),), {"invert": True}), (((),), {}), (((0,),), {}),
+        (((7,),), {"assume_unique": True})), domains=(_NONFINITE,), group="elementwise"),
+    _dm("np.isin traced", np.isin, 2, (
+        (((3, 4), (5,)), {}), (((3, 4), (2, 2)), {"invert": True}), (((0,), (3,)), {}),
+        (((4,), (0,)), {}), (((), (3,)), {})), domains=(_NONFINITE,), group="elementwise"),
+    _dm("np.digitize", lambda x, **kw: np.digitize(x, **kw), 1, tuple(
+        (((3, 4),), dict(bins=bins, **kw)) for bins in (_EDGES, _EDGES[::-1], (0.5,), ())
+        for kw in ({}, {"right": True})) + ((((0,),), {"bins": _EDGES}),),
+        dtypes=NUMERIC, domains=(_with_nonfinite(QUARTERS),), group="elementwise"),
+    _dm("np.histogram", np.histogram, 1, (
+        (((20,),), {"bins": 4}), (((3, 4),), {"bins": 6, "range": (-1, 2)}),
+        (((20,),), {"bins": 3, "range": (0, 1)}), (((1,),), {}), (((0,),), {"bins": 3}),
+        (((20,),), {"bins": list(_EDGES)}), (((0,),), {"bins": [0, 1]}),
+        (((2, 3, 4),), {"bins": 1, "range": (-3, 3)}), (((20,),), {"bins": 4, "density": True}),
+        (((3, 4),), {"bins": 6, "range": (-1, 2), "density": True}),
+        (((20,),), {"bins": list(_EDGES), "density": True})),
+        dtypes=ALL, domains=(QUARTERS,), group="reduction"),
+    _dm("np.histogram nonfinite", np.histogram, 1, (
+        (((30,),), {"bins": 4, "range": (-1, 2)}), (((30,),), {"bins": list(_EDGES)})),
+        dtypes=FLOATS, domains=(_NONFINITE,), group="reduction"),
+    _dm("np.copyto", _in_place(np.copyto), 2, (
+        (((3, 4), (3, 4)), {}), (((3, 4), (4,)), {}), (((3, 4), ()), {}), (((0, 2), (2,)), {}),
+        (((2, 3), (2, 3)), {"where": np.array([True, False, True])}))),
+    _dm("np.copyto where", lambda d, s, m: _in_place(np.copyto)(d, s, where=m > 0), 3, (
+        (((3, 4), (3, 4), (3, 4)), {}), (((3, 4), (), (4,)), {}), (((), (), ()), {}))),
+    _dm("np.putmask", lambda a, m, **kw: _in_place(np.putmask)(a, m > 0, **kw), 2, (
+        (((3, 4), (3, 4)), {"values": 5}), (((3, 4), (3, 4)), {"values": [10, 20, 30]}),
+        (((2, 3), (2, 3)), {"values": list(range(8))}), (((0,), (0,)), {"values": 1}),
+        (((3,), (3,)), {"values": []}))),
+    _dm("np.putmask traced", lambda a, m, v: _in_place(np.putmask)(a, m > 0, v), 3, (
+        (((3, 4), (3, 4), (5,)), {}), (((3, 4), (3, 4), ()), {}), (((2, 3), (2, 3), (2, 3)), {}))),
+    _dm("np.place", lambda a, m, **kw: _in_place(np.place)(a, m > 0, **kw), 2, (
+        (((3, 4), (3, 4)), {"vals": 5}), (((3, 4), (3, 4)), {"vals": [2]}),
+        (((0, 2), (0, 2)), {"vals": 1}), (((), ()), {"vals": 3}))),
+    _dm("np.fill_diagonal", _in_place(np.fill_diagonal), 1, (
+        (((3, 4),), {"val": 5}), (((5, 3),), {"val": 5}), (((7, 3),), {"val": 1, "wrap": True}),
+        (((3, 3),), {"val": [1, 2]}), (((4, 4),), {"val": np.arange(6)}),
+        (((3, 3, 3),), {"val": -1}), (((0, 0),), {"val": 1}), (((1, 1),), {"val": 2}))),
+    _dm("np.fill_diagonal traced", lambda a, v, **kw: _in_place(np.fill_diagonal)(a, v, **kw),
+        2, ((((4, 3), ()), {}), (((3, 3), (2,)), {}), (((7, 3), (3,)), {"wrap": True}))),
+]
+
+
 RECORDS: list[OpRecord] = (ELEMENTWISE + SELECTION + REDUCTIONS + PRODUCTS + DATA_MOVEMENT
                            + CREATION + NOT_COMPILABLE + OPERATORS + INPLACE + SETITEM + METHODS
                            + COMPOSED_SHAPES + COMPOSED_ELEMENTWISE + COMPOSED_FUNCTIONS
-                           + COMPOSED_STATS)
-RECORDS += GATHER_SCATTER  # issue 24
+                           + COMPOSED_STATS + GATHER_SCATTER + COMPOSED_MORE)
 BY_NAME = {r.name: r for r in RECORDS}
 assert len(BY_NAME) == len(RECORDS), "record names must be unique"

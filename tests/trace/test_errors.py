@@ -36,16 +36,16 @@ def uses_inv(x):
     return np.linalg.inv(a)
 
 
-def uses_fix(x):
-    return np.fix(x) + 1
+def uses_bincount(x):
+    return np.bincount(x.astype(np.int64).ravel()) + 1
 
 
 def uses_round_method(x):
     return x.round(2)
 
 
-def uses_logaddexp2(x):
-    return np.logaddexp2(x, x)
+def uses_spacing(x):
+    return np.spacing(x)
 
 
 def uses_accumulate(x):
@@ -56,19 +56,20 @@ def uses_fancy_index(x):
     return x[np.array([0, 2]), None]
 
 
-def uses_nanprod(x):
-    return np.nanprod(x)
+def uses_nancumsum(x):
+    return np.nancumsum(x)
 
 
 @pytest.mark.parametrize("f,name,call,alternative", [
     (uses_cumsum, "np.cumsum", "np.cumsum(", None),
     (uses_fft, "np.fft.fft", "np.fft.fft(", None),
     (uses_inv, "np.linalg.inv", "np.linalg.inv(", None),
-    (uses_fix, "np.fix", "np.fix(", "np.trunc"),
-    (uses_logaddexp2, "np.logaddexp2", "np.logaddexp2(",
-     "np.logaddexp(a * np.log(2), b * np.log(2)) / np.log(2)"),
+    (uses_bincount, "np.bincount", "np.bincount(",
+     "np.sum(x[..., None] == np.arange(m), axis=0) for a length m you know (np.bincount's "
+     "length is x.max() + 1"),
+    (uses_spacing, "np.spacing", "np.spacing(", None),
     (uses_accumulate, "np.add.accumulate", "np.add.accumulate(", None),
-    (uses_nanprod, "np.nanprod", "np.nanprod(", None),
+    (uses_nancumsum, "np.nancumsum", "np.nancumsum(", None),
 ], ids=lambda v: v.__name__ if callable(v) else None)
 def test_unsupported_function_names_itself_and_the_line(f, name, call, alternative):
     with pytest.raises(xe.UnsupportedOpError) as info:
@@ -491,7 +492,8 @@ def _axis_cases():
                     # issue 24: gather's functions
                     np.take: lambda x: (np.array([0]),),
                     np.take_along_axis: lambda x: (np.zeros((3, 4), np.int64),),
-                    }.get(func, lambda x: ())
+                    np.append: lambda x: (x,), np.delete: lambda x: (0,),
+                    np.insert: lambda x: (0, 1)}.get(func, lambda x: ())
             cases.append(pytest.param(
                 lambda x, func=func, seq=seq, more=more: func(
                     [x, x] if seq else (x[:, :3] if func is np.cross else x), *more(x), axis=5),
@@ -611,3 +613,59 @@ def test_unsupported_forms_of_compositions_say_why_at_the_line(f, args, call, de
     assert detail in message, message
     assert info.value.source_line == line_of(f, call), message
     assert "Use a form of np." in message, message
+# -- more compositions (issue 24): the forms they refuse, and why --------------------------------
+
+
+@pytest.mark.parametrize("f,what", [
+    (lambda x: np.delete(x, np.argmax(x[0]), axis=1),
+     "np.delete is not supported with traced positions"),
+    (lambda x: np.insert(x, x[0, :1].astype(np.int64), 0.0, axis=1),
+     "np.insert is not supported with traced positions"),
+    (lambda x: np.isin(x, np.linspace(0, 1, 300) * x[0, 0]),
+     "np.isin is not supported with a traced test_elements of 300 elements \\(at most 256"),
+    (lambda x: np.digitize(x, x[0]), "np.digitize is not supported with traced bins"),
+    (lambda x: np.histogram(x, bins=4, weights=x), "np.histogram is not supported with weights="),
+    (lambda x: np.histogram(x, bins=x[0]), "np.histogram is not supported with traced or named"),
+    (lambda x: np.histogram(x, bins="auto"), "np.histogram is not supported with traced or named"),
+    (lambda x: np.histogram(x, range=(0, x[2, 3])),
+     "np.histogram is not supported with a traced range"),
+    (lambda x: np.place(x, x > 0, [1.0, 2.0]),
+     "np.place is not supported with more than one value"),
+    (lambda x: np.nanvar(x, where=x > 0), "np.nanvar is not supported with where= or mean="),
+    (lambda x: np.nanstd(x, mean=x.mean(keepdims=True)),
+     "np.nanstd is not supported with where= or mean="),
+    (lambda x: np.nanprod(x, initial=2.0), "np.nanprod is not supported with initial= or where="),
+    (lambda x, n: np.resize(x, n), "np.resize is not supported with traced counts"),
+    (lambda x, n: np.vander(x[0], n), "np.vander is not supported with traced counts"),
+], ids=["delete", "insert", "isin-size", "digitize", "histogram-weights",
+        "histogram-traced-bins", "histogram-named-bins", "histogram-range", "place-values",
+        "nanvar-where", "nanstd-mean", "nanprod-initial", "resize-traced", "vander-traced"])
+def test_composed_forms_not_supported_are_refused(f, what):
+    args = (X, 3) if f.__code__.co_argcount == 2 else (X,)
+    with pytest.raises(xe.UnsupportedOpError, match=what) as info:
+        xe.explore(f, *args)
+    assert info.value.source_line == f.__code__.co_firstlineno
+    assert "Use a form of" in str(info.value)
+
+
+def test_bincount_says_why_its_length_is_not_known():
+    with pytest.raises(xe.UnsupportedOpError, match=r"x.max\(\) \+ 1") as info:
+        xe.explore(uses_bincount, X)
+    assert info.value.source_line == line_of(uses_bincount, "np.bincount(")
+
+
+def test_copyto_into_an_array_that_is_not_traced_is_refused():
+    dst = np.zeros((3, 4), np.float32)
+
+    def f(x):
+        np.copyto(dst, x)
+        return x
+    with pytest.raises(xe.TraceError, match="np.copyto writes into an array that is not traced"):
+        xe.explore(f, X)
+    assert not dst.any()  # the caller's array is left as it was
+
+
+def test_place_with_several_values_stays_refused_under_autocluster():
+    # An opaque call could not write into x: the refusal stands rather than a silent no-op.
+    with pytest.raises(xe.UnsupportedOpError, match="np.place is not supported"):
+        xe.explore(lambda x: np.place(x, x > 0, [1.0, 2.0]), X, autocluster=True)

@@ -16,9 +16,11 @@ from ...errors import TraceError, UnsupportedOpError
 from ...ir.shape import is_supported_dtype
 from ..tracer import (Tracer, active_builder, at_user_site, dtype_error, located, node_of,
                       read_shape, value_of)
+from .elementwise import frexp_parts, modf_parts
 from .indexing import view_write_back
 from .opaque import opaque_call
-from .registry import EAGER, FUNCTIONS, GUFUNCS, STATIC, UFUNC_AT, UFUNC_REDUCE, UFUNCS, VIEWS
+from .registry import (EAGER, FUNCTIONS, GUFUNCS, IN_PLACE, STATIC, UFUNC_AT, UFUNC_REDUCE,
+                       UFUNCS, VIEWS)
 from .util import eager, is_python_scalar, unsupported, wrap
 
 
@@ -60,6 +62,8 @@ def call_ufunc(ufunc, method: str, inputs, kwargs):
             raise unsupported(f"{name}.{method}")
         if name == "divmod" and not kwargs:
             return np.floor_divide(*inputs), np.remainder(*inputs)
+        if name in ("modf", "frexp") and not kwargs:  # two outputs: compositions of one-output ops
+            return (modf_parts if name == "modf" else frexp_parts)(inputs[0])
         if name in GUFUNCS:
             out = kwargs.pop("out", None)
             if kwargs:
@@ -226,7 +230,8 @@ def call_function(func, args, kwargs):
         try:
             nodes = lower(value, *args, **kwargs)
         except UnsupportedOpError:  # an argument the lowering lacks (np.unique(return_counts))
-            if not b.autocluster:
+            # (an opaque call cannot write into an argument: np.place's refusal stands)
+            if not b.autocluster or func in IN_PLACE:
                 raise
             return opaque_call(func, _public_name(func), args, kwargs)
         if isinstance(nodes, tuple):
@@ -235,6 +240,8 @@ def call_function(func, args, kwargs):
             parts = [_result(b, func, lower, n, v, value, args, kwargs, name, k)
                      for k, (n, v) in enumerate(zip(nodes, value))]
             return parts if isinstance(value, list) else tuple(parts)
+        if func in IN_PLACE:  # np.copyto & co.: the new contents go into the first argument
+            return _write_into(args[0], wrap(nodes, value, f"np.{name}"), name)
         return _result(b, func, lower, nodes, value, value, args, kwargs, name, None)
 
 
@@ -265,3 +272,15 @@ def _slice_write_back(view, base):
         return None
     starts = [lo for lo, _, _ in view.attr("slice")]
     return lambda base_node, new: active_builder().dynamic_update_slice(base_node, new, starts)
+
+
+def _write_into(target, result: Tracer, name: str) -> None:
+    """What np.copyto, np.place, np.putmask and np.fill_diagonal do: change their first
+    argument (and, through it, the array it is a view of), returning None."""
+    if not isinstance(target, Tracer) or not isinstance(target.value, np.ndarray):
+        raise located(TraceError, f"np.{name} writes into an array that is not traced (a NumPy "
+                                  "array made outside the function)", f"np.{name}",
+                      "Write into a traced array: an argument, or one made in the function.")
+    target._set_node(result.node, f"np.{name}")
+    target.value[...] = result.value
+    return None

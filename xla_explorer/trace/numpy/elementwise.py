@@ -4,7 +4,8 @@ formulas of other ops (sinh, cosh, exp2, log2, log10, arcsin, arccos, arctan, ar
 arctanh, floor_divide, remainder, power, hypot, logaddexp, copysign, signbit, heaviside,
 deg2rad, rad2deg, fmod), and the element-wise functions that are not ufuncs: np.where, np.clip,
 np.round, np.astype and x.astype, np.sinc, np.nan_to_num, np.isclose, np.select;
-np.result_type.
+np.result_type. On real arrays: np.fix, np.real, np.imag, np.conj, np.real_if_close; also
+np.logaddexp2, np.ldexp, np.modf and np.frexp (two outputs), np.isin and np.digitize.
 
 A ufunc lowering gets the builder and the operands already converted to the ufunc loop's input
 types and broadcast to one shape (see `dispatch.call_ufunc`); it returns an instruction of the
@@ -21,7 +22,8 @@ import numpy as np
 from ...ir.module import Instruction
 from ...ir.shape import is_supported_dtype
 from ..scalars import Const, python_op
-from ..tracer import Tracer, active_builder, at_user_site, dtype_error, node_of, value_of
+from ..tracer import (Tracer, active_builder, at_user_site, dtype_error, node_of, read_shape,
+                      value_of)
 from .opaque import lower_nonzero
 from .registry import lowers, lowers_ufunc, static
 from .util import eager, is_python_scalar, unsupported, wrap
@@ -703,3 +705,140 @@ def python_scalar_op(ufunc, operands):
     # Python's value, not NumPy's at the traced type: they differ only where python_op refused.
     result._weak, result._value, result._ref = True, python, ref
     return result
+
+
+# -- more compositions (issue 24): fix, real/imag/conj, real_if_close, logaddexp2, ldexp, modf ----
+
+
+@lowers(np.fix)
+def _fix(value, x, out=None):
+    # Rounding toward zero is np.trunc's, -0.0 for -0.5 included; integers stay themselves.
+    return node_of(np.trunc(x))
+
+
+lowers_ufunc(np.conjugate)(_identity)  # a real number is its own conjugate
+
+
+@lowers(np.real, np.real_if_close, view=True)
+def _real(value, x, *args, **kw):
+    # On a real array NumPy returns the array itself (a view): no imaginary part to drop.
+    return node_of(x)
+
+
+@lowers(np.imag)
+def _imag(value, x):
+    # A real array's imaginary part: zeros of its type and shape (NumPy's is read-only).
+    read_shape(x)
+    v = np.asarray(value)
+    return active_builder().full(0, v.dtype, v.shape)
+
+
+@lowers_ufunc(np.logaddexp2)
+def _logaddexp2(b, x, y):
+    # NumPy's npy_logaddexp2: x + 1 where x == y (inf and -inf stay themselves), else the
+    # larger plus log2(1 + 2^-|x - y|), computed as log1p(exp2(-d)) / ln 2; NaN where either is.
+    d = b.ew("negate", b.ew("abs", b.ew("subtract", x, y)))
+    tail = b.ew("multiply", b.ew("log-plus-one", _exp2(b, d)), _const(b, 1 / _LN2, x))
+    big = b.ew("add", b.ew("maximum", x, y), tail)
+    big = b.select(b.ew("or", _isnan(b, x), _isnan(b, y)), _const(b, np.nan, x), big)
+    return b.select(b.compare(x, y, "EQ"), b.ew("add", x, _const(b, 1, x)), big)
+
+
+def _pow2(b, n: Instruction, like: Instruction) -> Instruction:
+    """2**n exactly in like's float type, for integer n with |n| under the type's exponent
+    range (a power of two is exact under HLO's power)."""
+    return b.ew("power", _const(b, 2, like), b.convert(n, like.dtype))
+
+
+@lowers_ufunc(np.ldexp)
+def _ldexp(b, x, n):
+    # x * 2**n rounded once, in float64 (float32's range and precision fit inside it, so a
+    # float32 result rounds once, at the conversion). n is clamped to where every result is 0
+    # or inf already and split in three powers of two, each representable: the largest last,
+    # so that every product before it is exact unless the result is 0 or inf anyway.
+    dt = x.dtype
+    wide = b.convert(x, np.float64)
+    n = b.convert(n, np.int64)
+
+    def clamp(v, lo, hi):
+        return b.ew("maximum", b.ew("minimum", v, _const(b, hi, v)), _const(b, lo, v))
+    n = clamp(n, -2300, 2300)
+    last = clamp(n, -1074, 1023)
+    rest = b.ew("subtract", n, last)
+    half = b.ew("divide", rest, _const(b, 2, rest))
+    for part in (half, b.ew("subtract", rest, half), last):
+        wide = b.ew("multiply", wide, _pow2(b, part, wide))
+    return b.convert(wide, dt)
+
+
+def modf_parts(x):
+    """np.modf(x): (fraction, integral part), each with x's sign as C's modf gives them
+    (modf(-0.5) is (-0.5, -0.0), modf(-inf) is (-0.0, -inf)). Written with traced NumPy calls,
+    each checked against NumPy's own result as it is made."""
+    dt = np.modf.resolve_dtypes((np.asarray(value_of(x)).dtype, None, None))[0]
+    if not is_supported_dtype(dt):
+        raise dtype_error("np.modf", dt)
+    xf = astype(x, dt) if isinstance(x, Tracer) else np.asarray(x, dt)
+    whole = np.trunc(xf)
+    frac = np.where(np.isinf(xf), 0, xf - whole)
+    return np.copysign(frac, xf), whole
+
+
+# Past this many traced test elements np.isin's compare-all table (element.size x this) is too
+# big to build; NumPy sorts instead, which has no compilable equivalent here yet.
+ISIN_TRACED_LIMIT = 256
+
+
+@lowers(np.isin)
+def _isin(value, element, test_elements, assume_unique=False, invert=False, *, kind=None):
+    # An OR of equality compares with every test element (NaN equals nothing, as in NumPy's
+    # sorted search); types promote as NumPy's `==` does.
+    if isinstance(test_elements, Tracer) and test_elements.size > ISIN_TRACED_LIMIT:
+        raise unsupported("isin", f" with a traced test_elements of {test_elements.size} "
+                                  f"elements (at most {ISIN_TRACED_LIMIT}: each is compared "
+                                  "with every element)")
+    tests = np.ravel(test_elements)
+    if not isinstance(tests, Tracer):
+        tests = np.unique(np.asarray(tests))  # a constant: each distinct value once
+    hit = np.any(np.equal(np.expand_dims(element, -1), tests), axis=-1)
+    return node_of(np.logical_not(hit) if invert else hit)
+
+
+@lowers(np.digitize)
+def _digitize(value, x, bins, right=False):
+    # A count of the bins each x has passed: np.searchsorted's answer for monotonic bins (NaN
+    # sorts after every bin). Decreasing bins count from the other end, as NumPy does.
+    if isinstance(bins, Tracer):
+        raise unsupported("digitize", " with traced bins (give them as a constant array)")
+    edges = np.asarray(bins)
+    increasing = edges.size < 2 or bool(edges[0] <= edges[-1])
+    if not increasing:
+        edges = edges[::-1]
+    xs = np.expand_dims(x, -1)
+    # searchsorted's side: right=False counts the edges at or below x, right=True those below.
+    passed = np.less(edges, xs) if right else np.less_equal(edges, xs)
+    count = np.sum(np.logical_or(passed, np.isnan(xs)), axis=-1, dtype=np.intp)
+    return node_of(count if increasing else edges.size - count)
+
+
+def frexp_parts(x):
+    """np.frexp(x): (mantissa, exponent) with x = mantissa * 2**exponent and 0.5 <= |mantissa|
+    < 1; 0, inf and NaN give themselves and exponent 0. In float64 (float32 values fit in it
+    exactly): the exponent estimated from log2, the mantissa by np.ldexp (exact), and the
+    estimate corrected once, which log2's rounding near a power of two can need."""
+    loop = np.frexp.resolve_dtypes((np.asarray(value_of(x)).dtype, None, None))
+    if not is_supported_dtype(loop[1]):
+        raise dtype_error("np.frexp", loop[1])
+    xf = astype(x, np.float64) if isinstance(x, Tracer) else np.asarray(x, np.float64)
+    normal = np.isfinite(xf) & (xf != 0)
+    safe = np.where(normal, xf, 1.0)
+    e = np.floor(np.log2(np.abs(safe))).astype(np.int32) + 1
+    m = np.ldexp(safe, -e)
+    big, small = np.abs(m) >= 1, np.abs(m) < 0.5
+    m = np.where(big, m * 0.5, np.where(small, m * 2, m))
+    e = np.where(big, e + 1, np.where(small, e - 1, e))
+    mantissa, exponent = astype(np.where(normal, m, xf), loop[1]), np.where(normal, e, 0)
+    # NumPy's own values, scalars for a 0-d x as a ufunc gives them (np.where gives arrays).
+    want = eager(np.frexp, "np.frexp", value_of(x))
+    return (wrap(node_of(mantissa), want[0], "np.frexp"),
+            wrap(node_of(exponent, loop[2]), want[1], "np.frexp"))

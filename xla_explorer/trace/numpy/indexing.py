@@ -1,7 +1,8 @@
 """Indexing: x[index] and x[index] = v. A basic index (ints, slices, None, ...) is a reverse,
 a slice and a reshape, and its result a view that writes back into the base; a boolean mask
 reads through a custom call and writes as a select. Also the write-back of the views that
-functions make (np.reshape, np.transpose, np.flip).
+functions make (np.reshape, np.transpose, np.flip). And the functions that write into an
+argument as a select: np.copyto, np.putmask, np.place (one value) and np.fill_diagonal.
 """
 from __future__ import annotations
 
@@ -524,3 +525,70 @@ def ufunc_at(ufunc, a, indices, b=None):
         target._set_node(node, name)
         target.value[...] = trial
     return None
+# -- writes into an argument (issue 24): np.copyto, np.putmask, np.place, np.fill_diagonal -------
+# Each lowering gives the first argument's new contents; dispatch writes them into it.
+
+
+@lowers(np.copyto, in_place=True)
+def _copyto(value, dst, src, casting="same_kind", where=True):
+    # src broadcast to dst and converted to its type (NumPy has checked `casting`), taken
+    # where `where` holds.
+    b = active_builder()
+    new = b.broadcast_to(node_of(src, dst.dtype), dst.shape)
+    if where is True:
+        return new
+    mask = b.broadcast_to(node_of(where, np.bool_), dst.shape)
+    return b.select(mask, new, node_of(dst))
+
+
+@lowers(np.putmask, in_place=True)
+def _putmask(value, a, mask, values):
+    # a.flat[i] = values.flat[i % values.size] where mask.flat[i]: values repeated over a's
+    # positions (np.resize), not over the masked ones.
+    b = active_builder()
+    if np.size(value_of(values)) == 0:
+        return node_of(a)  # NumPy changes nothing (a all-False mask needs no values either)
+    vals = np.resize(values, a.shape) if np.ndim(value_of(values)) else values
+    new = b.broadcast_to(node_of(vals, a.dtype), a.shape)
+    return b.select(b.broadcast_to(node_of(mask, np.bool_), a.shape), new, node_of(a))
+
+
+@lowers(np.place, in_place=True)
+def _place(value, arr, mask, vals):
+    # The k-th masked position takes vals[k % len(vals)]: a running count of the mask, which
+    # only a scan or gather gives; one value is a select.
+    if np.size(value_of(vals)) != 1:
+        raise unsupported("place", " with more than one value (the k-th masked element takes "
+                                   "vals[k]: that needs a running count of the mask)")
+    b = active_builder()
+    new = b.broadcast_to(b.reshape(node_of(vals, arr.dtype), ()), arr.shape)
+    return b.select(b.broadcast_to(node_of(mask, np.bool_), arr.shape), new, node_of(arr))
+
+
+@lowers(np.fill_diagonal, in_place=True)
+def _fill_diagonal(value, a, val, wrap=False):
+    # NumPy writes a.flat[:end:step] = val (val repeated as needed): the flat positions that
+    # are multiples of step below end, found by an iota compare, take val's elements placed
+    # there by an interior pad.
+    b = active_builder()
+    x = node_of(a)
+    size = x.shape.size
+    if a.ndim == 2:
+        step = a.shape[1] + 1
+        end = size if wrap else min(size, a.shape[1] * a.shape[1])
+    else:
+        step = 1 + int(np.cumprod(a.shape[:-1]).sum())
+        end = size
+    count = len(range(0, end, step))
+    flat = b.reshape(x, (size,))
+    if count == 0:
+        return x
+    vals = node_of(np.resize(val, count) if np.ndim(value_of(val)) else val, x.dtype)
+    vals = b.broadcast_to(b.reshape(vals, (vals.shape.size,)), (count,))
+    zero = b.full(0, x.dtype, ())
+    spread = b.pad(vals, zero, [(0, size - ((count - 1) * step + 1), step - 1)])
+    k = b.iota(np.int64, (size,), 0)
+    on = b.ew("and", b.compare(b.ew("remainder", k, b.full(step, np.int64, (size,))),
+                               b.full(0, np.int64, (size,)), "EQ"),
+              b.compare(k, b.full(end, np.int64, (size,)), "LT"))
+    return b.reshape(b.select(on, spread, flat), x.dims)

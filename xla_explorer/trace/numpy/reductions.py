@@ -1,7 +1,8 @@
 """Reductions: np.sum, np.prod, np.max / np.amax, np.min / np.amin, np.mean, np.var, np.std,
 np.argmax, np.argmin, np.all, np.any, and the ufunc.reduce calls that are one of them
 (np.add.reduce is np.sum); compositions of them: np.nansum, np.nanmax, np.nanmin, np.nanmean,
-np.count_nonzero, np.ptp, np.average.
+np.count_nonzero, np.ptp, np.average, np.nanprod, np.nanvar, np.nanstd, np.nanargmax,
+np.nanargmin; and np.histogram, counts by comparisons against its edges.
 
 NumPy's `where=` masks elements out (they count as the reduction's identity) and `initial=`
 joins the result once; both are lowered rather than ignored.
@@ -12,10 +13,10 @@ import numpy as np
 
 from ...ir.module import Instruction
 from ..builder import REDUCERS
-from ..tracer import active_builder, node_of, value_of
+from ..tracer import Tracer, active_builder, node_of, value_of
 from .elementwise import truth
 from .registry import lowers, reduces_as
-from .util import canonical_axes, unsupported
+from .util import canonical_axes, unsupported, wrap
 
 
 def _keep(b, node, x_dims, axes, keepdims):
@@ -270,6 +271,70 @@ def _average(value, a, axis=None, weights=None, returned=False, *, keepdims=np._
     return (avg, b.broadcast_to(scl, avg.dims)) if returned else avg
 
 
+
+# -- more NaN-ignoring reductions (issue 24): nanprod, nanvar, nanstd, nanargmax, nanargmin ------
+
+
+@lowers(np.nanprod)
+def _nanprod(value, a, axis=None, dtype=None, out=None, keepdims=np._NoValue,
+             initial=np._NoValue, where=np._NoValue):
+    _no_mask("nanprod", initial, where)
+    x = np.where(np.isnan(a), 1, a) if _float(a) else a
+    return node_of(np.prod(x, axis=axis, dtype=dtype, keepdims=keepdims is True))
+
+
+def _nanvar_node(name, value, a, axis, dtype, ddof, keepdims, where, mean, correction):
+    """NumPy's nanvar step for step: NaNs become 0 and leave the count; the mean and the
+    variance divide in float64 by the count (an integer) and round to the sum's type; a
+    slice with count - ddof <= 0 is NaN."""
+    if where is not np._NoValue or mean is not np._NoValue:
+        raise unsupported(name, " with where= or mean=")
+    if correction is not np._NoValue:
+        ddof = correction  # NumPy 2's name for ddof
+    keep = keepdims is True
+    if not _float(a):
+        return node_of(np.var(a, axis=axis, dtype=dtype, ddof=ddof, keepdims=keep))
+    nan = np.isnan(a)
+    arr = np.where(nan, 0, a)
+    cnt = np.sum(~nan, axis=axis, dtype=np.intp, keepdims=True)
+    avg = np.sum(arr, axis=axis, dtype=dtype, keepdims=True)
+    avg = np.true_divide(avg, cnt).astype(avg.dtype)
+    arr = np.where(nan, 0, np.subtract(arr, avg).astype(arr.dtype))
+    var = np.sum(np.multiply(arr, arr), axis=axis, dtype=dtype, keepdims=keep)
+    dof = np.sum(~nan, axis=axis, dtype=np.intp, keepdims=keep) - ddof
+    var = np.where(dof <= 0, np.nan, np.true_divide(var, dof).astype(var.dtype))
+    return node_of(var)
+
+
+@lowers(np.nanvar)
+def _nanvar(value, a, axis=None, dtype=None, out=None, ddof=0, keepdims=np._NoValue, *,
+            where=np._NoValue, mean=np._NoValue, correction=np._NoValue):
+    return _nanvar_node("nanvar", value, a, axis, dtype, ddof, keepdims, where, mean,
+                        correction)
+
+
+@lowers(np.nanstd)
+def _nanstd(value, a, axis=None, dtype=None, out=None, ddof=0, keepdims=np._NoValue, *,
+            where=np._NoValue, mean=np._NoValue, correction=np._NoValue):
+    b = active_builder()
+    return b.ew("sqrt", _nanvar_node("nanstd", value, a, axis, dtype, ddof, keepdims, where,
+                                     mean, correction))
+
+
+def _nan_arg(arg, fill):
+    def lower(value, a, axis=None, out=None, *, keepdims=np._NoValue):
+        # NumPy's own rule: NaN read as the other end's infinity, then argmax / argmin. NumPy
+        # raises ValueError for a slice of NaN only; a compiled program cannot raise, so there
+        # it gives that slice's index 0 (tracing raises NumPy's error, on the traced input).
+        keep = keepdims is True
+        x = np.where(np.isnan(a), fill, a) if _float(a) else a
+        return node_of(arg(x, axis=axis, keepdims=keep))
+    return lower
+
+
+lowers(np.nanargmax)(_nan_arg(np.argmax, -np.inf))
+lowers(np.nanargmin)(_nan_arg(np.argmin, np.inf))
+
 # ufunc.reduce(a, axis, keepdims) for the ufuncs whose reduction is one of the above.
 reduces_as(np.add, np.sum)
 reduces_as(np.multiply, np.prod)
@@ -277,3 +342,64 @@ reduces_as(np.maximum, np.max)
 reduces_as(np.minimum, np.min)
 reduces_as(np.logical_and, np.all)
 reduces_as(np.logical_or, np.any)
+
+
+# -- np.histogram (issue 24): counts by comparisons against the bin edges ----------------------
+
+
+def _counts_between(x, edges, n: int):
+    """NumPy's histogram counts for sorted edges (n + 1 of them): bin i holds
+    edges[i] <= x < edges[i + 1], the last bin edges[n] too; values outside, and NaN, in none.
+    As differences of the counts at or above each edge (above, for the last)."""
+    xs = np.expand_dims(np.ravel(x), -1)
+    at_or_above = np.sum(np.greater_equal(xs, edges[:n]), axis=0, dtype=np.intp)
+    above_last = np.sum(np.greater(xs, edges[n:]), axis=0, dtype=np.intp)
+    g = np.concatenate((at_or_above, above_last))
+    return g[:n] - g[1:]
+
+
+def _linspace_edges(first, last, num: int, dt):
+    """np.linspace(first, last, num) for traced 0-d ends of type dt, as NumPy computes it:
+    i * step + first (i / div * delta where the step underflows to 0), the last one `last`."""
+    b = active_builder()
+    div = num - 1
+    delta = np.subtract(last, first)
+    step = delta / div
+    i = wrap(b.iota(dt, (num,), 0), np.arange(num, dtype=dt), "np.histogram")
+    y = np.where(step == 0, i / div * delta, i * step) + first
+    return np.concatenate((y[:-1], np.reshape(last, (1,))))
+
+
+@lowers(np.histogram)
+def _histogram(value, a, bins=10, range=None, density=None, weights=None):
+    # Edges as NumPy makes them; counts by comparisons against them (NumPy's rule: the last bin
+    # is closed on the right; values outside the edges, and NaN, are dropped). Without range
+    # the edges come from a.min() and a.max() in the program: NumPy's ValueError for a NaN or
+    # inf there is raised while tracing, and a later run given one gets NaN edges.
+    if weights is not None:
+        raise unsupported("histogram", " with weights=")
+    if isinstance(bins, (Tracer, str)):
+        raise unsupported("histogram", " with traced or named bins (give a number of bins "
+                                       "or a constant array of edges)")
+    if isinstance(range, Tracer) or (range is not None and any(
+            isinstance(r, Tracer) for r in range)):
+        raise unsupported("histogram", " with a traced range (give it as Python numbers)")
+    edges = np.asarray(value[1])
+    n = edges.size - 1
+    if np.ndim(bins) == 1:  # the edges themselves, compared in NumPy's common type
+        counts = _counts_between(a, edges, n)
+    else:
+        dt = edges.dtype
+        xa = a.astype(dt)
+        if range is not None or a.size == 0:  # edges known now: a constant
+            counts = _counts_between(xa, edges, n)
+        else:
+            lo, hi = np.min(a).astype(dt), np.max(a).astype(dt)
+            same = lo == hi  # NumPy widens an empty range by 0.5 each way
+            lo, hi = np.where(same, lo - 0.5, lo), np.where(same, hi + 0.5, hi)
+            edges = _linspace_edges(lo, hi, n + 1, dt)
+            counts = _counts_between(xa, edges, n)
+    if density:  # NumPy's formula: counts / bin widths / total count, in float64
+        counts = counts / np.diff(edges).astype(np.float64) / counts.sum()
+    b = active_builder()
+    return node_of(counts), (node_of(edges) if isinstance(edges, Tracer) else b.literal(edges))

@@ -26,6 +26,8 @@ VIEWS: set[Callable] = set()
 EAGER: dict[Callable, Callable] = {}
 # NumPy function -> its answer from the arguments, at trace time, with no instruction
 STATIC: dict[Callable, Callable] = {}
+# the functions that write into their first argument and return None (np.copyto, np.place)
+IN_PLACE: set[Callable] = set()
 
 
 def _claim(table, key, what: str) -> None:
@@ -34,9 +36,12 @@ def _claim(table, key, what: str) -> None:
         raise ValueError(f"{what} already has a lowering")
 
 
-def lowers(*funcs: Callable, view: bool = False, eager: Callable | None = None):
+def lowers(*funcs: Callable, view: bool = False, eager: Callable | None = None,
+           in_place: bool = False):
     """Decorator: the lowering of NumPy functions `funcs` (reached by __array_function__).
-    `view`: NumPy may return a view of the first argument; `eager`: what to run eagerly."""
+    `view`: NumPy may return a view of the first argument; `eager`: what to run eagerly;
+    `in_place`: the function writes into its first argument and returns None, and the
+    lowering gives that argument's new contents."""
     def register(lowering: Callable) -> Callable:
         for func in funcs:
             _claim(FUNCTIONS, func, f"np.{func.__name__}")
@@ -45,8 +50,21 @@ def lowers(*funcs: Callable, view: bool = False, eager: Callable | None = None):
                 VIEWS.add(func)
             if eager is not None:
                 EAGER[func] = eager
+            if in_place:
+                IN_PLACE.add(func)
+                EAGER[func] = _on_a_copy(func)
         return lowering
     return register
+
+
+def _on_a_copy(func: Callable) -> Callable:
+    """func run eagerly on a copy of its first argument: the copy, changed, is the value the
+    lowering's result must have (the argument itself changes only once that is checked)."""
+    def run(dst, *args, **kwargs):
+        dst = np.array(dst, copy=True)
+        func(dst, *args, **kwargs)
+        return dst
+    return run
 
 
 def _by_ufunc_name(table: dict, ufuncs) -> Callable:

@@ -59,11 +59,13 @@ def canonical_axes(axis, ndim: int) -> tuple[int, ...]:
 
 # NumPy names that mean a supported one, for the error's suggestion.
 ALTERNATIVES = {
-    "fix": "np.trunc",
-    "logaddexp2": "np.logaddexp(a * np.log(2), b * np.log(2)) / np.log(2)",
     "amax": "np.max",
     "cumsum": None,
     "ndarray.sort": "np.sort",
+    # -- issue 24, compositions: what stays refused, and what to write instead --
+    "bincount": "np.sum(x[..., None] == np.arange(m), axis=0) for a length m you know "
+                "(np.bincount's length is x.max() + 1, a value of x that a compiled "
+                "program's shape cannot depend on)",
 }
 
 

@@ -669,3 +669,33 @@ def test_place_with_several_values_stays_refused_under_autocluster():
     # An opaque call could not write into x: the refusal stands rather than a silent no-op.
     with pytest.raises(xe.UnsupportedOpError, match="np.place is not supported"):
         xe.explore(lambda x: np.place(x, x > 0, [1.0, 2.0]), X, autocluster=True)
+
+
+# -- auto-clustering is offered exactly where it would run the call --------------------------
+
+
+OFFERS = {  # program, whether auto-clustering runs it (and so whether the error offers it)
+    "np.linalg.inv": (lambda x: np.linalg.inv(x[:, :3]) + 1, True),
+    "np.add casting=": (lambda x: np.add(x, 1, casting="unsafe"), True),
+    "np.add.reduce dtype=": (lambda x: np.add.reduce(x, dtype=np.float64), True),
+    "np.add.reduceat": (lambda x: np.add.reduceat(x, [0, 2]), True),
+    "np.pad median": (lambda x: np.pad(x, 1, mode="median"), True),
+    "np.fft.fft": (lambda x: np.fft.fft(x).real, False),  # complex between clusters
+    "np.clip out=": (lambda x: np.clip(x, 0, 1, out=x), False),  # writes an argument
+    "np.place several values": (lambda x: np.place(x, x > 0, [1.0, 2.0]), False),
+    "x[None, idx]": (lambda x: x[None, np.array([0, 2])], False),
+}
+
+
+@pytest.mark.parametrize("name", list(OFFERS))
+def test_autocluster_is_offered_only_where_it_runs_the_call(name):
+    program, runs = OFFERS[name]
+    with pytest.raises(xe.XlaExplorerError) as e:
+        xe.jit(program)(X.copy())
+    assert ("--autocluster" in str(e.value)) == runs, str(e.value)
+    if runs:
+        got = xe.explore(program, X.copy(), autocluster=True).run(X.copy())
+        np.testing.assert_allclose(got, program(X.copy()), rtol=1e-6)
+    else:
+        with pytest.raises(xe.XlaExplorerError):
+            xe.explore(program, X.copy(), autocluster=True)

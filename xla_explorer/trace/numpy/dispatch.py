@@ -18,10 +18,10 @@ from ..tracer import (Tracer, active_builder, at_user_site, dtype_error, located
                       read_shape, value_of)
 from .elementwise import frexp_parts, modf_parts
 from .indexing import view_write_back
-from .opaque import opaque_call
+from .opaque import opaque_call, runs_eagerly
 from .registry import (EAGER, FUNCTIONS, GUFUNCS, IN_PLACE, STATIC, UFUNC_AT, UFUNC_REDUCE,
                        UFUNCS, VIEWS)
-from .util import eager, is_python_scalar, unsupported, wrap
+from .util import eager, is_python_scalar, offering_autocluster, unsupported, wrap
 
 
 # -- ufuncs ------------------------------------------------------------------------------------
@@ -49,7 +49,9 @@ def call_ufunc(ufunc, method: str, inputs, kwargs):
             axis = kwargs.pop("axis", 0)
             keepdims = kwargs.pop("keepdims", False)
             if kwargs:
-                raise unsupported(f"{name}.reduce", f" with {', '.join(kwargs)}")
+                error = unsupported(f"{name}.reduce", f" with {', '.join(kwargs)}")
+                return _eager_or_refuse(error, ufunc.reduce, f"{name}.reduce", inputs,
+                                        dict(kwargs, axis=axis, keepdims=keepdims))
             return call_function(UFUNC_REDUCE[name], (inputs[0],),
                                  {"axis": axis, "keepdims": keepdims})
         if method == "outer" and ufunc.nin == 2 and name in UFUNCS:
@@ -57,29 +59,27 @@ def call_ufunc(ufunc, method: str, inputs, kwargs):
         if method == "at" and name in UFUNC_AT:  # np.add.at & co. (issue 24, indexing.py)
             return UFUNC_AT[name](ufunc, *inputs, **kwargs)
         if method != "__call__":
-            if b.autocluster:
-                return opaque_call(getattr(ufunc, method), f"{name}.{method}", inputs, kwargs)
-            raise unsupported(f"{name}.{method}")
+            return _eager_or_refuse(unsupported(f"{name}.{method}"), getattr(ufunc, method),
+                                    f"{name}.{method}", inputs, kwargs)
         if name == "divmod" and not kwargs:
             return np.floor_divide(*inputs), np.remainder(*inputs)
         if name in ("modf", "frexp") and not kwargs:  # two outputs: compositions of one-output ops
             return (modf_parts if name == "modf" else frexp_parts)(inputs[0])
         if name in GUFUNCS:
+            if set(kwargs) - {"out"}:
+                return _eager_or_refuse(unsupported(name, f" with {', '.join(kwargs)}="), ufunc,
+                                        name, inputs, kwargs)
             out = kwargs.pop("out", None)
-            if kwargs:
-                raise unsupported(name, f" with {', '.join(kwargs)}=")
             return _finish_out(GUFUNCS[name](*inputs), out)
         if name not in UFUNCS:
-            if b.autocluster:
-                return opaque_call(ufunc, name, inputs, kwargs)
-            raise unsupported(name)
+            return _eager_or_refuse(unsupported(name), ufunc, name, inputs, kwargs)
+        rest = [k for k, v in kwargs.items() if k not in ("out", "dtype") and not (
+            k == "casting" and v == "same_kind" or k == "where" and v is True)]
+        if rest:
+            return _eager_or_refuse(unsupported(name, f" with {', '.join(k + '=' for k in rest)}"),
+                                    ufunc, name, inputs, kwargs)
         out = kwargs.pop("out", None)
         dtype = kwargs.pop("dtype", None)
-        for k in list(kwargs):
-            if k == "casting" and kwargs[k] == "same_kind" or k == "where" and kwargs[k] is True:
-                kwargs.pop(k)
-        if kwargs:
-            raise unsupported(name, f" with {', '.join(k + '=' for k in kwargs)}")
         value = eager(ufunc, f"np.{name}", *value_of(list(inputs)),
                       **({"dtype": dtype} if dtype is not None else {}))
         keys = tuple(dtype_key(x) for x in inputs) + (None,) * ufunc.nout
@@ -208,6 +208,19 @@ def _public_name(func) -> str:
     return ".".join(public + [name])
 
 
+def _eager_or_refuse(error: UnsupportedOpError, func, name: str, args, kwargs):
+    """A call with no lowering: under auto-clustering, an opaque call run eagerly between
+    compiled clusters; otherwise `error`, offering auto-clustering where it would run the call
+    (not for a call that writes into an argument, nor one whose result the explorer cannot
+    hold, such as np.fft.fft's complex numbers)."""
+    if kwargs.get("out") is None and func not in IN_PLACE:
+        if active_builder().autocluster:
+            return opaque_call(func, name, args, kwargs)
+        if runs_eagerly(func, name, args, kwargs):
+            raise offering_autocluster(error)
+    raise error
+
+
 def call_function(func, args, kwargs):
     """`func(*args, **kwargs)` with a traced argument: its row in FUNCTIONS (a view of the
     first argument where NumPy makes one), STATIC, an opaque call under autocluster, or an
@@ -218,9 +231,8 @@ def call_function(func, args, kwargs):
         if func in STATIC:
             return STATIC[func](*args, **kwargs)
         if func not in FUNCTIONS:
-            if b.autocluster:
-                return opaque_call(func, _public_name(func), args, kwargs)
-            raise unsupported(_public_name(func))
+            return _eager_or_refuse(unsupported(_public_name(func)), func, _public_name(func),
+                                    args, kwargs)
         if kwargs.get("out") is not None:
             raise unsupported(name, " with out=")
         eager_fn = EAGER.get(func, func)
@@ -229,11 +241,8 @@ def call_function(func, args, kwargs):
         lower = FUNCTIONS[func]
         try:
             nodes = lower(value, *args, **kwargs)
-        except UnsupportedOpError:  # an argument the lowering lacks (np.unique(return_counts))
-            # (an opaque call cannot write into an argument: np.place's refusal stands)
-            if not b.autocluster or func in IN_PLACE:
-                raise
-            return opaque_call(func, _public_name(func), args, kwargs)
+        except UnsupportedOpError as e:  # an argument the lowering lacks (np.unique(...))
+            return _eager_or_refuse(e, func, _public_name(func), args, kwargs)
         if isinstance(nodes, tuple):
             # Several results (np.split's list, np.broadcast_arrays' tuple), each possibly a
             # view of one argument; a list stays a list, as NumPy returns it.

@@ -11,7 +11,7 @@ import numpy as np
 from ...errors import TraceError
 from ...ir.module import Instruction
 from ...ir.ops import register_opaque
-from ...ir.shape import Shape, TupleShape
+from ...ir.shape import Shape, TupleShape, is_supported_dtype
 from ..tracer import Tracer, active_builder, located, node_of, value_of
 from .registry import lowers
 from .util import eager, unsupported, wrap
@@ -71,6 +71,36 @@ def opaque_call(func: Callable, name: str, args, kwargs):
     everything else in the call is kept in a registered closure that rebuilds the call."""
     leaves: list = []
     template = _template((tuple(args), dict(kwargs)), leaves)
+    value = _eager_result(func, name, args, kwargs, leaves)
+
+    def call(operands):
+        (a, k) = _fill(template, list(operands))
+        return func(*a, **k)
+
+    key = register_opaque(name, repr(template), call)
+    nodes = custom_call(f"numpy.{name}", leaves, value, f'"{key}"')
+    if isinstance(nodes, tuple):
+        return tuple(wrap(n, v, f"np.{name}") for n, v in zip(nodes, value))
+    return wrap(nodes, value, f"np.{name}")
+
+
+def runs_eagerly(func: Callable, name: str, args, kwargs) -> bool:
+    """Whether auto-clustering would run this call eagerly: it changes no argument and
+    returns arrays or numbers of types the explorer has (np.fft.fft's complex ones it has
+    not)."""
+    leaves: list = []
+    _template((tuple(args), dict(kwargs)), leaves)
+    try:
+        value = _eager_result(func, name, args, kwargs, leaves)
+    except Exception:
+        return False
+    values = value if isinstance(value, tuple) else (value,)
+    return all(is_supported_dtype(np.asarray(v).dtype) for v in values)
+
+
+def _eager_result(func: Callable, name: str, args, kwargs, leaves: list):
+    """NumPy's result of the call on the traced arguments' values, checked to be what can
+    flow between compiled clusters: arrays and numbers, with every argument unchanged."""
     before = [np.array(value_of(t), copy=True) for t in leaves]
     value = eager(func, f"np.{name}", *value_of(list(args)),
                   **{k: value_of(v) for k, v in kwargs.items()})
@@ -86,17 +116,7 @@ def opaque_call(func: Callable, name: str, args, kwargs):
                                       "and numbers can flow between compiled clusters",
                           f"np.{name}", "Convert its result with np.asarray, or compute it "
                                         "outside the cell.")
-    value = tuple(np.asarray(v) for v in values) if isinstance(value, tuple) else value
-
-    def call(operands):
-        (a, k) = _fill(template, list(operands))
-        return func(*a, **k)
-
-    key = register_opaque(name, repr(template), call)
-    nodes = custom_call(f"numpy.{name}", leaves, value, f'"{key}"')
-    if isinstance(nodes, tuple):
-        return tuple(wrap(n, v, f"np.{name}") for n, v in zip(nodes, value))
-    return wrap(nodes, value, f"np.{name}")
+    return tuple(np.asarray(v) for v in values) if isinstance(value, tuple) else value
 
 
 class _Slot:

@@ -69,9 +69,14 @@ ALTERNATIVES = {
 }
 
 
+_NO_EQUIVALENT = "It has no compilable equivalent here; compute it outside the traced function"
+EAGERLY = "run it eagerly between compiled clusters: %%xla --autocluster (autocluster=True)."
+
+
 def unsupported(name: str, detail: str = "") -> UnsupportedOpError:
+    """`np.name` (in the form `detail` says) has no lowering. The hint offers a supported
+    alternative; the dispatcher adds auto-clustering only where it would run the call."""
     supported = sorted(set(UFUNCS) | {f.__name__ for f in FUNCTIONS})
-    eagerly = "run it eagerly between compiled clusters: %%xla --autocluster (autocluster=True)."
     if name in ALTERNATIVES:  # listed as None: nothing supported comes close
         alt = ALTERNATIVES[name]
         lead = f"A supported alternative: {alt}." if alt else None
@@ -81,6 +86,14 @@ def unsupported(name: str, detail: str = "") -> UnsupportedOpError:
         close = difflib.get_close_matches(name, sorted(set(supported) - {name}), n=1,
                                           cutoff=0.75)
         lead = f"A supported function with a similar name: np.{close[0]}." if close else None
-    hint = (f"{lead} Or {eagerly}" if lead else "It has no compilable equivalent here; "
-            f"compute it outside the traced function, or {eagerly}")
+    hint = lead or f"{_NO_EQUIVALENT}."
     return located(UnsupportedOpError, f"np.{name} is not supported{detail}", f"np.{name}", hint)
+
+
+def offering_autocluster(error: UnsupportedOpError) -> UnsupportedOpError:
+    """`error` with auto-clustering offered in its hint: for a call an eager run between
+    compiled clusters would compute."""
+    hint = (f"{_NO_EQUIVALENT}, or {EAGERLY}" if error.hint == f"{_NO_EQUIVALENT}."
+            else f"{error.hint} Or {EAGERLY}")
+    return UnsupportedOpError(error.message, op=error.op, source_file=error.source_file,
+                              source_line=error.source_line, hint=hint)

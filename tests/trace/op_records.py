@@ -877,8 +877,65 @@ COMPOSED_ELEMENTWISE = [
 ]
 
 
+# -- scans and sorts (issue 24): cumsum, cumprod, ufunc.accumulate; sort, argsort, median ... ----
+
+_SCAN_CASES = (
+    (((7,),), {}),
+    (((2, 3, 4),), {}),  # axis=None flattens
+    (((2, 3, 4),), {"axis": 0}),
+    (((2, 3, 4),), {"axis": 1}),
+    (((2, 3, 4),), {"axis": -1}),
+    (((3, 1),), {"axis": 1}),
+    (((),), {}),
+    (((0, 3),), {"axis": 0}),
+    (((0, 3),), {"axis": 1}),
+    (((2, 3),), {"axis": 1, "dtype": np.float64}),
+    (((2, 3),), {"axis": 0, "dtype": np.int64}),
+    (((2, 3),), {"dtype": np.float32}),
+)
+_ACCUMULATE_CASES = (
+    (((7,),), {}),
+    (((2, 3, 4),), {}),
+    (((2, 3, 4),), {"axis": 1}),
+    (((2, 3, 4),), {"axis": -1}),
+    (((0, 3),), {"axis": 1}),
+    (((2, 3),), {"axis": 1, "dtype": np.float64}),
+)
+
+
+def _accumulate(ufunc):
+    return lambda x, **kw: ufunc.accumulate(x, **kw)
+
+
+def _scan(name, fn, dtypes, cases, domains=(ANY,)):
+    return OpRecord(name, fn, 1, domains, dtypes, cases=cases, group="scan")
+
+
+SCANS = [
+    _scan("np.cumsum", np.cumsum, ALL, _SCAN_CASES, (QUARTERS,)),
+    _scan("np.cumsum nonfinite", np.cumsum, FLOATS, _SCAN_CASES[:5], (_NONFINITE,)),
+    _scan("np.cumprod", np.cumprod, ALL, _SCAN_CASES, (_domain(-2, 2, int_lo=-2, int_hi=2),)),
+    _scan("np.add.accumulate", _accumulate(np.add), ALL, _ACCUMULATE_CASES, (QUARTERS,)),
+    _scan("np.multiply.accumulate", _accumulate(np.multiply), ALL, _ACCUMULATE_CASES,
+          (_domain(-2, 2, int_lo=-2, int_hi=2),)),
+    _scan("np.maximum.accumulate", _accumulate(np.maximum), ALL, _ACCUMULATE_CASES[:5],
+          (_NONFINITE,)),
+    _scan("np.minimum.accumulate", _accumulate(np.minimum), ALL, _ACCUMULATE_CASES[:5],
+          (_NONFINITE,)),
+    _scan("np.logical_and.accumulate", _accumulate(np.logical_and), ALL,
+          _ACCUMULATE_CASES[:5], (_domain(-1, 1, int_lo=0, int_hi=3),)),
+    _scan("np.logical_or.accumulate", _accumulate(np.logical_or), ALL, _ACCUMULATE_CASES[:5],
+          (_domain(-1, 1, int_lo=-1, int_hi=0),)),
+    _method(".cumsum", lambda x, **kw: x.cumsum(**kw), ALL,
+            _c({}, {"axis": 1}, {"axis": 0, "dtype": np.float64})),
+    _method(".cumprod", lambda x, **kw: x.cumprod(**kw), ALL, _c({}, {"axis": -1}),
+            domains=(_domain(-2, 2, int_lo=-2, int_hi=2),)),
+]
+
+
 RECORDS: list[OpRecord] = (ELEMENTWISE + SELECTION + REDUCTIONS + PRODUCTS + DATA_MOVEMENT
                            + CREATION + NOT_COMPILABLE + OPERATORS + INPLACE + SETITEM + METHODS
-                           + COMPOSED_SHAPES + COMPOSED_ELEMENTWISE)
+                           + COMPOSED_SHAPES + COMPOSED_ELEMENTWISE
+                           + SCANS)
 BY_NAME = {r.name: r for r in RECORDS}
 assert len(BY_NAME) == len(RECORDS), "record names must be unique"

@@ -35,7 +35,7 @@ import numpy as np
 
 from ..errors import CompileError, UnsupportedOpError, not_compilable
 from ..ir.module import Computation, Instruction, Module
-from ..ir.ops import Group, elementwise_like, in_group, is_expensive
+from ..ir.ops import Group, elementwise_like, in_group, is_expensive, scan_axis
 from ..ir.printer import format_instruction
 from ..passes.kinds import fits_rows, is_row_fusion, kernel_kind
 from . import exprs, gemm
@@ -470,12 +470,15 @@ class KernelEmitter:
                             self.workspace, self.claims_blocks, tuple(self.line_outputs))
 
     def _reduces(self):
-        return [i for i in self.comp.instructions if i.opcode in ("reduce", "dot")]
+        return [i for i in self.comp.instructions
+                if i.opcode in ("reduce", "dot") or i.opcode in PHASE_OPS]
 
     def _emit_general(self):
         for inst in self._reduces():
             if inst.opcode == "dot":
                 self._emit_dot(inst)
+            elif inst.opcode in PHASE_OPS:
+                PHASE_OPS[inst.opcode](self, inst)
             else:
                 self._emit_reduce_general(inst)
         if not self.epilogue_done:
@@ -1032,7 +1035,7 @@ def _row_plan(comp: Computation, outputs) -> tuple[tuple, tuple] | None:
     """(leading dims, trailing dims) when every reduce reduces the same trailing dims of one
     loop space and every output is per-row or full; None otherwise (and for dots)."""
     reduces = [i for i in comp.instructions if i.opcode == "reduce"]
-    if any(i.opcode == "dot" for i in comp.instructions):
+    if any(i.opcode == "dot" or i.opcode in PHASE_OPS for i in comp.instructions):
         return None
     if not reduces:
         dims = {o.dims for o in outputs}
@@ -1066,6 +1069,51 @@ def _row_plan(comp: Computation, outputs) -> tuple[tuple, tuple] | None:
         if inst.opcode != "tuple" and not fits_rows(inst, lead, trail):
             return None
     return lead, trail
+
+
+# -- scans and sorts (issue 24): ops that fill their result in a phase of their own ------------
+
+
+def _emit_scan(self: KernelEmitter, inst: Instruction) -> None:
+    """A reduce-window whose window grows along one axis (np.cumsum, ufunc.accumulate): one
+    sequential pass along the axis with a running accumulator, for each position of the other
+    axes (in parallel when there are many). A CPU makes the prefix in one pass of n steps,
+    where an associative scan would do about 2n to expose parallelism it cannot use."""
+    axis = scan_axis(inst)
+    if axis is None:
+        raise CompileError(f"{inst.name}: the CPU backend compiles a reduce-window only as a "
+                           f"scan (a window growing along one axis, as np.cumsum's), not "
+                           f"window={inst.attr('window')}; run it on the interpreter backend",
+                           op="reduce-window", source_file=inst.metadata.source_file or None,
+                           source_line=inst.metadata.source_line or None)
+    self.w.comment(inst)
+    x, init = inst.operands
+    out = self._storage(inst)
+    self.stored[id(inst)] = out
+    reducer = self.module.computation(inst.attr("to_apply"))
+    dims = x.dims
+    lanes = [d for d in range(len(dims)) if d != axis]
+    lane_dims = [dims[d] for d in lanes]
+    parallel = prod(lane_dims) >= 2 and prod(dims) >= self.parallel_from
+    lidx = self.loop_nest(lane_dims, parallel=parallel)
+    acc = self.w.fresh("acc")
+    self.w.line(f"{acc} = {np_type(inst.dtype)}({self.value(init, ())})")
+    k = self.w.fresh("k")
+    self.w.line(f"for {k} in range({dims[axis]}):  # the scan: one step per element")
+    self.open()
+    idx = list(lidx)
+    idx.insert(axis, k)
+    idx = tuple(idx)
+    (new,) = self._combine(reducer, [acc], [self.value(x, idx)], inst, dtype=inst.dtype)
+    self.w.line(f"{acc} = {new}")
+    self.w.line(f"{_index(out, idx)} = {acc}")
+    self.close(1)
+    self.close(len(lane_dims))
+
+
+# Ops the general kernel shape runs as a phase of their own, before the outputs are written:
+# opcode -> the emitter's phase for it.
+PHASE_OPS = {"reduce-window": _emit_scan}
 
 
 # ----------------------------------------------------------------------------------------------

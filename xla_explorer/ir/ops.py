@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import enum
 import hashlib
+import re
 from dataclasses import dataclass, field
 from math import prod
 from typing import Any, Callable, Sequence
@@ -406,6 +407,46 @@ def _reduce_window_impl(instr, args, ctx):
 
 _op("reduce-window", Group.REDUCE, None, ANY, "same", _reduce_window_impl, Cost.EXPENSIVE,
     None, "windowed reduction (XLA's CPU backend splits big sums into one)")
+
+
+# -- scans (issue 24): the growing window of np.cumsum and ufunc.accumulate ---------------------
+
+
+def growing_window(dims, axis: int) -> str:
+    """The window of a scan along `axis`, as XLA prints it: as long as the axis, padded by one
+    element fewer before the array and none after, so output i reduces elements 0..i."""
+    n = dims[axis]
+    size = "x".join(str(n) if d == axis else "1" for d in range(len(dims)))
+    pad = "x".join(f"{n - 1}_0" if d == axis else "0_0" for d in range(len(dims)))
+    return "{" + f"size={size} pad={pad}" + "}"
+
+
+def scan_axis(instr) -> int | None:
+    """The axis a reduce-window scans along when its window is a growing one (output i
+    reduces elements 0..i of that axis, stride 1, no dilation), else None."""
+    if instr.opcode != "reduce-window" or len(instr.operands) != 2:
+        return None
+    x = instr.operands[0]
+    if x.shape.is_tuple or instr.shape.is_tuple or instr.dims != x.dims or not x.dims:
+        return None
+    fields = dict(re.findall(r"(\w+)=([^\s{}]+)", str(instr.attr("window", ""))))
+    try:
+        size = [int(v) for v in fields["size"].split("x")]
+        stride = [int(v) for v in fields.get("stride", "x".join(["1"] * len(size))).split("x")]
+        pad = [tuple(int(p) for p in v.split("_"))
+               for v in fields.get("pad", "x".join(["0_0"] * len(size))).split("x")]
+        dilate = set(fields.get("lhs_dilate", "1").split("x")) | set(
+            fields.get("rhs_dilate", "1").split("x"))
+    except (KeyError, ValueError):
+        return None
+    if len(size) != len(x.dims) or set(stride) != {1} or dilate != {"1"}:
+        return None
+    axes = [d for d, k in enumerate(size) if k != 1 or pad[d] != (0, 0)]
+    if len(axes) != 1:
+        return None
+    (d,) = axes
+    n = x.dims[d]
+    return d if size[d] == n and pad[d] == (n - 1, 0) else None
 
 
 # Data movement: these change where elements live, not their values.

@@ -175,6 +175,10 @@ class Fusion(Pass):
         if producer.opcode == "reduce":
             return (f"{p} is a reduction, and {c} needs all of its result first (a kernel "
                     "boundary, unless row fusion joins them)")
+        if producer.opcode == "reduce-window":  # issue 24: scans
+            return (f"{p} is a scan: each of its elements needs every element before it along "
+                    f"the axis, so {c} reads its result from memory, in a kernel of its own "
+                    "(a kernel boundary, as in XLA)")
         consumers = len(readers) + 1
         if producer.opcode == "dot":
             if readers:

@@ -13,7 +13,7 @@ import numpy as np
 
 from ..errors import XlaExplorerError
 from ..ir.module import Computation, Instruction, Module
-from ..ir.ops import op, run_custom_call
+from ..ir.ops import op, run_custom_call, scan_axis
 
 class ShapeChanged(XlaExplorerError):
     """An eager op (a custom-call) gave a shape other than the one traced: the program must be
@@ -122,6 +122,15 @@ class _Frame:
         if n != 1:
             raise NotImplementedError("variadic reduce-window")
         x, init = args
+        comp = self.interp.module.computation(instr.attr("to_apply"))
+        axis = scan_axis(instr)
+        ufunc = _simple_reducer(comp) if axis is not None else None
+        if ufunc is not None:
+            # A scan (np.cumsum): ufunc.accumulate is the same sequential pass, where the
+            # general path below would hold every window, n * n elements, at once.
+            with np.errstate(all="ignore"):
+                out = ufunc(init, ufunc.accumulate(x, axis=axis, dtype=x.dtype))
+            return np.asarray(out).astype(instr.dtype, copy=False)
         size, stride, pad = _parse_window(instr.attr("window"), x.ndim)
         padded = np.pad(x, pad, constant_values=init)
         windows = np.lib.stride_tricks.sliding_window_view(padded, size)

@@ -369,6 +369,9 @@ class Tracer:
     def cumsum(self, *a, **k):
         return np.cumsum(self, *a, **k)
 
+    def cumprod(self, *a, **k):
+        return np.cumprod(self, *a, **k)
+
     def nonzero(self):
         return np.nonzero(self)
 

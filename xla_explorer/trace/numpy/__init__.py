@@ -10,6 +10,7 @@ splits its NumPy.
     indexing       x[index] and x[index] = v; views written through
     creation       zeros_like & co.; np.zeros, np.arange, ... and np.array while tracing
     linalg         matmul, dot, einsum
+    scans          cumsum, cumprod, ufunc.accumulate: reduce-window over a growing window
     opaque         custom calls: unique, nonzero, argwhere, sort; autocluster's opaque calls
     array_methods  the Tracer's protocols, indexing, astype and operators
 
@@ -19,3 +20,4 @@ table and sets the Tracer's NumPy methods. `xla_explorer.trace` imports it.
 """
 from . import (array_methods, creation, dispatch, elementwise, indexing, linalg,  # noqa: F401
                manipulation, opaque, reductions, registry, util)
+from . import scans  # noqa: F401  (issue 24: cumsum, cumprod, ufunc.accumulate)

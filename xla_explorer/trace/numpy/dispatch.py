@@ -19,6 +19,7 @@ from ..tracer import (Tracer, active_builder, at_user_site, dtype_error, located
 from .indexing import view_write_back
 from .opaque import opaque_call
 from .registry import EAGER, FUNCTIONS, GUFUNCS, STATIC, UFUNC_REDUCE, UFUNCS, VIEWS
+from .scans import accumulate
 from .util import eager, is_python_scalar, unsupported, wrap
 
 
@@ -50,6 +51,11 @@ def call_ufunc(ufunc, method: str, inputs, kwargs):
                 raise unsupported(f"{name}.reduce", f" with {', '.join(kwargs)}")
             return call_function(UFUNC_REDUCE[name], (inputs[0],),
                                  {"axis": axis, "keepdims": keepdims})
+        # -- scans (issue 24): ufunc.accumulate as a reduce-window over a growing window
+        if method == "accumulate":
+            scanned = accumulate(ufunc, inputs, kwargs)
+            if scanned is not None:
+                return scanned
         if method != "__call__":
             if b.autocluster:
                 return opaque_call(getattr(ufunc, method), f"{name}.{method}", inputs, kwargs)

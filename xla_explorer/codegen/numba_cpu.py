@@ -1111,9 +1111,96 @@ def _emit_scan(self: KernelEmitter, inst: Instruction) -> None:
     self.close(len(lane_dims))
 
 
+def _emit_sort(self: KernelEmitter, inst: Instruction) -> None:
+    """XLA's sort: for each row along the sort dimension (rows in parallel when there are
+    many), a bottom-up merge sort of the row's positions, ordered by the comparator inlined
+    (a merge takes the right run's element only when it goes strictly first, which keeps the
+    sort stable), then every operand permuted by those positions. Numba's own argsort is not
+    used: its NaN order is not the comparator's."""
+    self.w.comment(inst)
+    (axis,) = inst.attr("dimensions")
+    xs = inst.operands
+    n_ops = len(xs)
+    if inst.shape.is_tuple:
+        stores = [self._element_storage(inst, k, needed=False) for k in range(n_ops)]
+    else:
+        stores = [self._storage(inst)]
+        self.stored[id(inst)] = stores[0]
+    comparator = self.module.computation(inst.attr("to_apply"))
+    dims = xs[0].dims
+    n = dims[axis]
+    lanes = [dims[d] for d in range(len(dims)) if d != axis]
+    parallel = prod(lanes) >= 2 and prod(dims) * max(1, n.bit_length()) >= self.parallel_from
+    lidx = self.loop_nest(lanes, parallel=parallel)
+
+    def at(k: str) -> tuple[str, ...]:
+        idx = list(lidx)
+        idx.insert(axis, k)
+        return tuple(idx)
+
+    perm, tmp, k = self.w.fresh("perm"), self.w.fresh("tmp"), self.w.fresh("k")
+    width, lo, mid, hi = (self.w.fresh(v) for v in ("width", "lo", "mid", "hi"))
+    a, b, t, ia, ib = (self.w.fresh(v) for v in ("a", "b", "t", "ia", "ib"))
+    w = self.w.line
+    w(f"{perm} = np.empty({n}, dtype=np.int64)  # the row's positions, in sorted order so far")
+    w(f"{tmp} = np.empty({n}, dtype=np.int64)")
+    w(f"for {k} in range({n}):")
+    w(f"    {perm}[{k}] = {k}")
+    w(f"{width} = 1")
+    w(f"while {width} < {n}:  # merge sorted runs pairwise into runs twice as long")
+    self.open()
+    w(f"{lo} = 0")
+    w(f"while {lo} < {n}:")
+    self.open()
+    w(f"{mid} = min({lo} + {width}, {n})")
+    w(f"{hi} = min({lo} + 2 * {width}, {n})")
+    w(f"{a} = {lo}")
+    w(f"{b} = {mid}")
+    w(f"{t} = {lo}")
+    w(f"while {a} < {mid} and {b} < {hi}:")
+    self.open()
+    w(f"{ia} = {perm}[{a}]")
+    w(f"{ib} = {perm}[{b}]")
+    # The comparator's parameters: (lhs, rhs) of each operand; lhs is the right run's element.
+    args = []
+    for x in xs:
+        p = f"p{x.parameter_number}" if x.opcode == "parameter" else None
+        if p is None:
+            raise CompileError(f"{inst.name}: a sort reads its operands from memory; nothing may "
+                               "be fused into it", op="sort")
+        args += [_index(p, at(ib)), _index(p, at(ia))]
+    (first,) = self._combine(comparator, args, [], inst)
+    w(f"if {first}:  # the right run's element goes strictly first")
+    w(f"    {tmp}[{t}] = {ib}")
+    w(f"    {b} += 1")
+    w("else:")
+    w(f"    {tmp}[{t}] = {ia}")
+    w(f"    {a} += 1")
+    w(f"{t} += 1")
+    self.close(1)
+    w(f"while {a} < {mid}:")
+    w(f"    {tmp}[{t}] = {perm}[{a}]")
+    w(f"    {a} += 1")
+    w(f"    {t} += 1")
+    w(f"while {b} < {hi}:")
+    w(f"    {tmp}[{t}] = {perm}[{b}]")
+    w(f"    {b} += 1")
+    w(f"    {t} += 1")
+    w(f"{lo} = {hi}")
+    self.close(1)
+    w(f"{perm}, {tmp} = {tmp}, {perm}")
+    w(f"{width} *= 2")
+    self.close(1)
+    w(f"for {k} in range({n}):  # every operand permuted alike")
+    for x, out in zip(xs, stores):
+        if out is not None:
+            w(f"    {_index(out, at(k))} = {_index(f'p{x.parameter_number}', at(f'{perm}[{k}]'))}")
+    self.close(len(lanes))
+
+
 # Ops the general kernel shape runs as a phase of their own, before the outputs are written:
 # opcode -> the emitter's phase for it.
-PHASE_OPS = {"reduce-window": _emit_scan}
+PHASE_OPS = {"reduce-window": _emit_scan, "sort": _emit_sort}
 
 
 # ----------------------------------------------------------------------------------------------

@@ -449,6 +449,48 @@ def scan_axis(instr) -> int | None:
     return d if size[d] == n and pad[d] == (n - 1, 0) else None
 
 
+# -- sort (issue 24) ---------------------------------------------------------------------------
+# XLA's sort: operands of one shape sorted together along `dimensions={d}`, ordered by the
+# comparator `to_apply` (2n scalar parameters: lhs and rhs of operand 0, of operand 1, ...;
+# it returns pred, true where lhs goes first); a tuple of the sorted operands when n > 1.
+
+
+def _sort_impl(instr, args, ctx):
+    return ctx.sort(instr, args)
+
+
+def _infer_sort(shapes, attrs):
+    return shapes[0] if len(shapes) == 1 else TupleShape(tuple(shapes))
+
+
+_op("sort", Group.REDUCE, None, ANY, "same", _sort_impl, Cost.EXPENSIVE, _infer_sort,
+    "sort(operands...), dimensions={d}, is_stable=true, to_apply=comparator")
+
+
+def comparator_signature(comp) -> str:
+    """A comparator's root as an expression of its parameters, `or(compare.LT(p0,p1),...)`:
+    how the interpreter and code generators recognise the comparators they have fast paths
+    for, whatever the instructions are named."""
+    def sig(inst) -> str:
+        if inst.opcode == "parameter":
+            return f"p{inst.parameter_number}"
+        head = inst.opcode
+        if inst.opcode == "compare":
+            head += "." + str(inst.attr("direction"))
+        return head + "(" + ",".join(sig(o) for o in inst.operands) + ")"
+    return sig(comp.root)
+
+
+# The comparators np.sort's lowering emits, by the element kind of operand 0, as signatures:
+# ascending, NaN after everything else (NumPy's order); -0.0 and 0.0 compare equal, so a
+# stable sort keeps them in input order.
+ASCENDING_COMPARATORS = {
+    "f": "or(compare.LT(p0,p1),and(compare.NE(p1,p1),compare.EQ(p0,p0)))",
+    "i": "compare.LT(p0,p1)",
+    "b": "compare.LT(p0,p1)",
+}
+
+
 # Data movement: these change where elements live, not their values.
 
 

@@ -221,6 +221,8 @@ def _check_callee(comp: Computation, inst: Instruction, callee: Computation):
                               f"given ({_scalars(given)})")
         if str(callee.root.shape) != str(inst.shape):
             _fail(comp, inst, f"{callee.name} returns {callee.root.shape}, declared {inst.shape}")
+    elif inst.opcode == "sort":  # issue 24
+        _check_sort(comp, inst, callee)
     elif inst.opcode in ("reduce", "reduce-window"):
         n = len(inst.operands) // 2
         if len(inst.operands) != 2 * n or n == 0:
@@ -241,6 +243,25 @@ def _check_callee(comp: Computation, inst: Instruction, callee: Computation):
         out = want[0] if n == 1 else "(" + _scalars(want[:n]) + ")"
         if str(callee.root.shape) != str(out):
             _fail(comp, inst, f"the reducer {callee.name} returns {callee.root.shape}, not {out}")
+
+
+def _check_sort(comp: Computation, inst: Instruction, callee: Computation):
+    """A sort's operands share one shape; its comparator takes a scalar pair (lhs, rhs) of
+    each operand's type and returns a pred scalar."""
+    xs = inst.operands
+    if not xs or any(x.shape.is_tuple or x.dims != xs[0].dims for x in xs):
+        _fail(comp, inst, f"sort operands must be arrays of one shape: {_shapes(xs)}")
+    dims = tuple(inst.attr("dimensions", ()))
+    if len(dims) != 1 or not 0 <= dims[0] < xs[0].shape.rank:
+        _fail(comp, inst, f"sort takes one dimension of {xs[0].shape}, not dimensions={dims}")
+    want = [Shape(x.dtype, ()) for x in xs for _ in range(2)]
+    params = callee.parameters
+    if [str(p.shape) for p in params] != [str(s) for s in want]:
+        _fail(comp, inst, f"the comparator {callee.name} takes "
+                          f"({_scalars(p.shape for p in params)}), but a sort of "
+                          f"{len(xs)} operand(s) gives it ({_scalars(want)})")
+    if str(callee.root.shape) != "pred[]":
+        _fail(comp, inst, f"the comparator {callee.name} returns {callee.root.shape}, not pred[]")
 
 
 def _check_reduce_dims(comp, inst):

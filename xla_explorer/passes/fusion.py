@@ -163,6 +163,9 @@ class Fusion(Pass):
         boundary = cluster_boundary(producer, consumer)
         if boundary:  # auto-clustering decided these run apart (eagerly, or compiled apart)
             return boundary
+        if producer.opcode == "sort":  # issue 24
+            return (f"{p} is a sort: each element of its result depends on its whole row, so "
+                    f"it is a kernel of its own and {c} reads its result from memory")
         if not is_fusible(producer):
             return f"{p} ({producer.opcode}) does not run inside fused kernels"
         if consumer.opcode == "dot":

@@ -375,9 +375,7 @@ class Tracer:
     def nonzero(self):
         return np.nonzero(self)
 
-    def sort(self, axis=-1):
-        raise located(UnsupportedOpError, "ndarray.sort() sorts in place, which the explorer "
-                                          "cannot trace", "ndarray.sort", "Use y = np.sort(x).")
+    # .sort() (in place) and .argsort() are set by trace/numpy/sorting.py.
 
 
 _METHOD_HINTS = {

@@ -11,7 +11,8 @@ splits its NumPy.
     creation       zeros_like & co.; np.zeros, np.arange, ... and np.array while tracing
     linalg         matmul, dot, einsum
     scans          cumsum, cumprod, ufunc.accumulate: reduce-window over a growing window
-    opaque         custom calls: unique, nonzero, argwhere, sort; autocluster's opaque calls
+    sorting        sort, argsort, median, percentile, quantile, searchsorted
+    opaque         custom calls: unique, nonzero, argwhere; autocluster's opaque calls
     array_methods  the Tracer's protocols, indexing, astype and operators
 
 Each lowering registers itself where it is defined (`@lowers(np.sum)`,
@@ -20,4 +21,4 @@ table and sets the Tracer's NumPy methods. `xla_explorer.trace` imports it.
 """
 from . import (array_methods, creation, dispatch, elementwise, indexing, linalg,  # noqa: F401
                manipulation, opaque, reductions, registry, util)
-from . import scans  # noqa: F401  (issue 24: cumsum, cumprod, ufunc.accumulate)
+from . import scans, sorting  # noqa: F401  (issue 24: scans, sort and what sorts)

@@ -62,7 +62,7 @@ ALTERNATIVES = {
     "fix": "np.trunc",
     "logaddexp2": "np.logaddexp(a * np.log(2), b * np.log(2)) / np.log(2)",
     "amax": "np.max",
-    "take": "slicing", "ndarray.sort": "np.sort",
+    "take": "slicing",
 }
 
 

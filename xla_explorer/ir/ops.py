@@ -715,7 +715,8 @@ CUSTOM_CALLS: dict[str, Callable] = {
 
 
 # Custom-calls whose shape is their operand's, whatever its values: a trace that reads the
-# shape of their result depends on no value (opaque calls may return any shape).
+# shape of their result depends on no value (opaque calls may return any shape). numpy.sort
+# is read in HLO text from before np.sort traced to the sort op; it is still run here.
 SHAPE_KEEPING = frozenset({"numpy.sort"})
 
 

@@ -1188,7 +1188,10 @@ def _emit_sort(self: KernelEmitter, inst: Instruction) -> None:
     w(f"    {t} += 1")
     w(f"{lo} = {hi}")
     self.close(1)
-    w(f"{perm}, {tmp} = {tmp}, {perm}")
+    # Copied back rather than swapped: swapping the two arrays makes Numba's parallel
+    # compilation (its copy propagation over the loop body) extremely slow.
+    w(f"for {k} in range({n}):")
+    w(f"    {perm}[{k}] = {tmp}[{k}]")
     w(f"{width} *= 2")
     self.close(1)
     w(f"for {k} in range({n}):  # every operand permuted alike")

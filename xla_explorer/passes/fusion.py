@@ -72,6 +72,8 @@ class Fusion(Pass):
         owner: dict[int, FusionGroup] = {}  # instruction moved into a group -> that group
 
         for inst in reversed(module.entry.instructions):
+            if inst.opcode == "sort":  # issue 24: say why nothing joins a sort's kernel
+                decisions += _sort_refusals(inst)
             if id(inst) in owner or not is_fusible(inst) or inst.opcode == "constant":
                 continue
             g = FusionGroup([inst], [inst])
@@ -306,6 +308,22 @@ class Fusion(Pass):
                                                   (gp.root.name, gc.root.name), gp.root.name,
                                                   gc.root.name, False))
         return None
+
+
+def _sort_refusals(sort: Instruction) -> list[Decision]:
+    """A sort reads every operand from memory: its kernel visits each row's elements in an
+    order the data decides, many times over, where a fused producer would be recomputed at
+    each visit (issue 24)."""
+    out = []
+    for producer in {id(o): o for o in sort.operands}.values():
+        if producer.opcode in ("parameter", "get-tuple-element", "tuple"):
+            continue
+        message = (f"not fused {producer.name} into {sort.name}: {sort.name} is a sort, which "
+                   "reads its operands from memory (it visits each row's elements in an order "
+                   "the values decide, several times over)")
+        out.append(Decision(message, "refused", (producer.name, sort.name), producer.name,
+                            sort.name, False))
+    return out
 
 
 # -- how often a fused value is computed (XLA's FusionNodeIndexingEvaluation) ---------------

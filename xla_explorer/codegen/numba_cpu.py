@@ -1115,8 +1115,8 @@ def _emit_sort(self: KernelEmitter, inst: Instruction) -> None:
     """XLA's sort: for each row along the sort dimension (rows in parallel when there are
     many), a bottom-up merge sort of the row's positions, ordered by the comparator inlined
     (a merge takes the right run's element only when it goes strictly first, which keeps the
-    sort stable), then every operand permuted by those positions. Numba's own argsort is not
-    used: its NaN order is not the comparator's."""
+    sort stable), then every operand permuted by those positions. Numba's stable argsort
+    would serve only the comparators np.sort emits; this serves any comparator."""
     self.w.comment(inst)
     (axis,) = inst.attr("dimensions")
     xs = inst.operands

@@ -89,6 +89,24 @@ REDUCE = [
 ]
 
 
+# Scans and sorts (issue 24): each keeps its operand's shape (or reduces an axis with
+# keepdims), so they run as unary steps.
+SCAN_SORT = [
+    ("cumsum1", lambda x: np.cumsum(x, axis=1), "np.cumsum({x}, axis=1)"),
+    ("cumsum0", lambda x: np.cumsum(x, axis=0), "np.cumsum({x}, axis=0)"),
+    ("cumprod1-tanh", lambda x: np.cumprod(np.tanh(x), axis=1), "np.cumprod(np.tanh({x}), axis=1)"),
+    ("cummax0", lambda x: np.maximum.accumulate(x, axis=0), "np.maximum.accumulate({x}, axis=0)"),
+    ("running-mean1", lambda x: np.cumsum(x, axis=1) / np.arange(1, x.shape[1] + 1),
+     "np.cumsum({x}, axis=1) / np.arange(1, {x}.shape[1] + 1)"),
+    ("sort1", lambda x: np.sort(x, axis=1), "np.sort({x}, axis=1)"),
+    ("sort0", lambda x: np.sort(x, axis=0), "np.sort({x}, axis=0)"),
+    ("argsort1-as-float", lambda x: np.argsort(x, axis=1, kind="stable").astype(x.dtype),
+     "np.argsort({x}, axis=1, kind=\"stable\").astype({x}.dtype)"),
+    ("median1", lambda x: np.median(x, axis=1, keepdims=True),
+     "np.median({x}, axis=1, keepdims=True)"),
+]
+
+
 def _table(**groups):
     """(ops, templates): ops[i] = (kind, name, function) as the tests unpack it (their source is
     part of their derandomized examples, so it stays as it was); templates[i] is its source."""
@@ -97,8 +115,8 @@ def _table(**groups):
     return [r[:3] for r in rows], [r[3] for r in rows]
 
 
-# kind "u" unary, "b" binary, "r" reduce.
-OPS, TEMPLATES = _table(u=UNARY, b=BINARY, r=REDUCE)
+# kind "u" unary, "b" binary, "r" reduce, "s" scan or sort (a unary step too).
+OPS, TEMPLATES = _table(u=UNARY, b=BINARY, r=REDUCE, s=SCAN_SORT)
 
 # Gather and scatter (issue 24): index arrays made from the value's shape, so always in range
 # (repeats and negative indices included); appended after the others, whose indices stay.

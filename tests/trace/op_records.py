@@ -541,10 +541,6 @@ NOT_COMPILABLE = [
              ALL, UNARY_SHAPES + (((3, 4),),), group="not-compilable"),
     OpRecord("x[x > 0]", _mask, 1, (ANY,), NUMERIC, UNARY_SHAPES + (((3, 4),),),
              group="not-compilable"),
-    OpRecord("np.sort", np.sort, 1, (ANY,), ALL, cases=(
-        (((7,),), {}), (((3, 4),), {}), (((3, 4),), {"axis": 0}), (((3, 4),), {"axis": None}),
-        (((0,),), {}),
-    ), group="not-compilable"),
 ]
 
 
@@ -1312,9 +1308,151 @@ COMPOSED_MORE = [
 ]
 
 
+# -- scans and sorts (issue 24): cumsum, cumprod, ufunc.accumulate; sort, argsort, median ... ----
+
+_SCAN_CASES = (
+    (((7,),), {}),
+    (((2, 3, 4),), {}),  # axis=None flattens
+    (((2, 3, 4),), {"axis": 0}),
+    (((2, 3, 4),), {"axis": 1}),
+    (((2, 3, 4),), {"axis": -1}),
+    (((3, 1),), {"axis": 1}),
+    (((),), {}),
+    (((0, 3),), {"axis": 0}),
+    (((0, 3),), {"axis": 1}),
+    (((2, 3),), {"axis": 1, "dtype": np.float64}),
+    (((2, 3),), {"axis": 0, "dtype": np.int64}),
+    (((2, 3),), {"dtype": np.float32}),
+)
+_ACCUMULATE_CASES = (
+    (((7,),), {}),
+    (((2, 3, 4),), {}),
+    (((2, 3, 4),), {"axis": 1}),
+    (((2, 3, 4),), {"axis": -1}),
+    (((0, 3),), {"axis": 1}),
+    (((2, 3),), {"axis": 1, "dtype": np.float64}),
+)
+
+
+def _accumulate(ufunc):
+    return lambda x, **kw: ufunc.accumulate(x, **kw)
+
+
+def _scan(name, fn, dtypes, cases, domains=(ANY,)):
+    return OpRecord(name, fn, 1, domains, dtypes, cases=cases, group="scan")
+
+
+SCANS = [
+    _scan("np.cumsum", np.cumsum, ALL, _SCAN_CASES, (QUARTERS,)),
+    _scan("np.cumsum nonfinite", np.cumsum, FLOATS, _SCAN_CASES[:5], (_NONFINITE,)),
+    _scan("np.cumprod", np.cumprod, ALL, _SCAN_CASES, (_domain(-2, 2, int_lo=-2, int_hi=2),)),
+    _scan("np.add.accumulate", _accumulate(np.add), ALL, _ACCUMULATE_CASES, (QUARTERS,)),
+    _scan("np.multiply.accumulate", _accumulate(np.multiply), ALL, _ACCUMULATE_CASES,
+          (_domain(-2, 2, int_lo=-2, int_hi=2),)),
+    _scan("np.maximum.accumulate", _accumulate(np.maximum), ALL, _ACCUMULATE_CASES[:5],
+          (_NONFINITE,)),
+    _scan("np.minimum.accumulate", _accumulate(np.minimum), ALL, _ACCUMULATE_CASES[:5],
+          (_NONFINITE,)),
+    _scan("np.logical_and.accumulate", _accumulate(np.logical_and), ALL,
+          _ACCUMULATE_CASES[:5], (_domain(-1, 1, int_lo=0, int_hi=3),)),
+    _scan("np.logical_or.accumulate", _accumulate(np.logical_or), ALL, _ACCUMULATE_CASES[:5],
+          (_domain(-1, 1, int_lo=-1, int_hi=0),)),
+    _method(".cumsum", lambda x, **kw: x.cumsum(**kw), ALL,
+            _c({}, {"axis": 1}, {"axis": 0, "dtype": np.float64})),
+    _method(".cumprod", lambda x, **kw: x.cumprod(**kw), ALL, _c({}, {"axis": -1}),
+            domains=(_domain(-2, 2, int_lo=-2, int_hi=2),)),
+]
+
+
+
+def _distinct(rng, shape, dtype):
+    """Values with no ties (argsort's default, unstable kind leaves the order of ties open)."""
+    n = int(np.prod(shape, dtype=np.int64))
+    v = rng.permutation(n) - n // 2
+    return _make(v / 4 if np.dtype(dtype).kind == "f" else v, shape, dtype)
+
+
+def _sorted_1d(rng, shape, dtype):
+    """A sorted array (NaN last, as np.sort puts it) with ties, for np.searchsorted."""
+    return np.sort(_NONFINITE(rng, shape, dtype))
+
+
+def _in_place_sort(x, **kw):
+    y = x.copy()
+    y.sort(**kw)
+    return y
+
+
+_SORT_CASES = (
+    (((7,),), {}),
+    (((3, 4),), {}),
+    (((3, 4),), {"axis": 0}),
+    (((3, 4),), {"axis": None}),
+    (((2, 3, 4),), {"axis": 1}),
+    (((2, 3, 4),), {"axis": -3}),
+    (((1, 5),), {"axis": 0}),
+    (((0,),), {}),
+    (((3, 0),), {"axis": 0}),
+    (((),), {"axis": None}),
+    (((17,),), {"kind": "stable"}),
+)
+_MEDIAN_CASES = (
+    (((7,),), {}),
+    (((6,),), {}),
+    (((3, 4),), {"axis": 1}),
+    (((3, 4),), {"axis": 0, "keepdims": True}),
+    (((2, 3, 4),), {}),
+    (((2, 3, 5),), {"axis": (0, 2)}),
+    (((2, 3, 4),), {"axis": -1, "keepdims": True}),
+    (((1,),), {}),
+)
+_Q_CASES = (
+    (((7,),), {}),
+    (((3, 4),), {"axis": 1}),
+    (((3, 4),), {"axis": 0, "keepdims": True}),
+    (((2, 3, 4),), {"axis": (0, 2)}),
+    (((1,),), {}),
+)
+
+
+def _with_q(q, cases):
+    return tuple((sh, {**kw, "q": q}) for sh, kw in cases)
+
+
+SORTS = [
+    OpRecord("np.sort", np.sort, 1, (_NONFINITE,), ALL, cases=_SORT_CASES, group="sort"),
+    OpRecord("np.argsort", np.argsort, 1, (_NONFINITE,), ALL, group="sort", cases=tuple(
+        (sh, {**kw, "kind": "stable"}) for sh, kw in _SORT_CASES)),
+    OpRecord("np.argsort distinct", np.argsort, 1, (_distinct,), NUMERIC, group="sort",
+             cases=_SORT_CASES[:7]),
+    _method(".sort", _in_place_sort, ALL, _c({}, {"axis": 0}, {"axis": 1, "kind": "stable"}),
+            domains=(_NONFINITE,)),
+    _method(".argsort", lambda x, **kw: x.argsort(**kw), ALL,
+            _c({"kind": "stable"}, {"axis": 0, "kind": "stable"}), domains=(_NONFINITE,)),
+    OpRecord("np.median", np.median, 1, (_NONFINITE,), ALL, cases=_MEDIAN_CASES,
+             group="sort"),
+    OpRecord("np.median ties", np.median, 1, (QUARTERS,), ALL, cases=_MEDIAN_CASES,
+             group="sort"),
+    OpRecord("np.nanmedian", np.nanmedian, 1, (_NONFINITE,), ALL, cases=_MEDIAN_CASES,
+             group="sort"),
+    OpRecord("np.percentile", np.percentile, 1, (_NONFINITE,), NUMERIC, group="sort",
+             cases=_with_q(30, _Q_CASES) + _with_q([0, 25.0, 50, 99.5, 100], _Q_CASES[:3])
+             + _with_q(np.float64(75), _Q_CASES[1:2]) + _with_q(12.5, _Q_CASES[:1])),
+    OpRecord("np.quantile", np.quantile, 1, (QUARTERS,), NUMERIC, group="sort",
+             cases=_with_q(0.5, _Q_CASES) + _with_q([0.1, 0.5, 1.0], _Q_CASES[:3])
+             + _with_q(0.0, _Q_CASES[:2]) + _with_q(1.0, _Q_CASES[1:2])),
+    OpRecord("np.searchsorted", np.searchsorted, 2, (_sorted_1d, _NONFINITE), ALL,
+             group="sort", cases=(
+                 (((6,), (3, 4)), {}), (((6,), (3, 4)), {"side": "right"}),
+                 (((6,), ()), {}), (((5,), (7,)), {"side": "right"}), (((0,), (3,)), {}),
+                 (((1,), (2, 2)), {"side": "left"}))),
+]
+
+
 RECORDS: list[OpRecord] = (ELEMENTWISE + SELECTION + REDUCTIONS + PRODUCTS + DATA_MOVEMENT
                            + CREATION + NOT_COMPILABLE + OPERATORS + INPLACE + SETITEM + METHODS
                            + COMPOSED_SHAPES + COMPOSED_ELEMENTWISE + COMPOSED_FUNCTIONS
-                           + COMPOSED_STATS + GATHER_SCATTER + COMPOSED_MORE)
+                           + COMPOSED_STATS + GATHER_SCATTER + COMPOSED_MORE + SCANS
+                           + SORTS)
 BY_NAME = {r.name: r for r in RECORDS}
 assert len(BY_NAME) == len(RECORDS), "record names must be unique"

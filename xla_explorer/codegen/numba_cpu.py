@@ -35,7 +35,7 @@ import numpy as np
 
 from ..errors import CompileError, UnsupportedOpError, not_compilable
 from ..ir.module import Computation, Instruction, Module
-from ..ir.ops import Group, elementwise_like, in_group, is_expensive
+from ..ir.ops import Group, elementwise_like, in_group, is_expensive, scan_axis
 from ..ir.printer import format_instruction
 from ..passes.kinds import fits_rows, is_row_fusion, kernel_kind
 from . import exprs, gemm
@@ -556,7 +556,8 @@ class KernelEmitter:
                             self.workspace, self.claims_blocks, tuple(self.line_outputs))
 
     def _reduces(self):
-        return [i for i in self.comp.instructions if i.opcode in ("reduce", "dot")]
+        return [i for i in self.comp.instructions
+                if i.opcode in ("reduce", "dot") or i.opcode in PHASE_OPS]
 
     def _emit_general(self):
         for inst in self.comp.instructions:
@@ -565,6 +566,8 @@ class KernelEmitter:
         for inst in self._reduces():
             if inst.opcode == "dot":
                 self._emit_dot(inst)
+            elif inst.opcode in PHASE_OPS:
+                PHASE_OPS[inst.opcode](self, inst)
             else:
                 self._emit_reduce_general(inst)
         if not self.epilogue_done:
@@ -1121,8 +1124,8 @@ def _row_plan(comp: Computation, outputs) -> tuple[tuple, tuple] | None:
     """(leading dims, trailing dims) when every reduce reduces the same trailing dims of one
     loop space and every output is per-row or full; None otherwise (and for dots)."""
     reduces = [i for i in comp.instructions if i.opcode == "reduce"]
-    if any(i.opcode in ("dot", "scatter") for i in comp.instructions):
-        return None  # a product, or a scatter's sequential loop (issue 24)
+    if any(i.opcode in ("dot", "scatter") or i.opcode in PHASE_OPS for i in comp.instructions):
+        return None  # a product, a scatter's sequential loop, a scan or a sort
     if not reduces:
         dims = {o.dims for o in outputs}
         if len(dims) != 1:
@@ -1155,6 +1158,141 @@ def _row_plan(comp: Computation, outputs) -> tuple[tuple, tuple] | None:
         if inst.opcode != "tuple" and not fits_rows(inst, lead, trail):
             return None
     return lead, trail
+
+
+# -- scans and sorts (issue 24): ops that fill their result in a phase of their own ------------
+
+
+def _emit_scan(self: KernelEmitter, inst: Instruction) -> None:
+    """A reduce-window whose window grows along one axis (np.cumsum, ufunc.accumulate): one
+    sequential pass along the axis with a running accumulator, for each position of the other
+    axes (in parallel when there are many). A CPU makes the prefix in one pass of n steps,
+    where an associative scan would do about 2n to expose parallelism it cannot use."""
+    axis = scan_axis(inst)
+    if axis is None:
+        raise CompileError(f"{inst.name}: the CPU backend compiles a reduce-window only as a "
+                           f"scan (a window growing along one axis, as np.cumsum's), not "
+                           f"window={inst.attr('window')}; run it on the interpreter backend",
+                           op="reduce-window", source_file=inst.metadata.source_file or None,
+                           source_line=inst.metadata.source_line or None)
+    self.w.comment(inst)
+    x, init = inst.operands
+    out = self._storage(inst)
+    self.stored[id(inst)] = out
+    reducer = self.module.computation(inst.attr("to_apply"))
+    dims = x.dims
+    lanes = [d for d in range(len(dims)) if d != axis]
+    lane_dims = [dims[d] for d in lanes]
+    parallel = prod(lane_dims) >= 2 and prod(dims) >= self.parallel_from
+    lidx = self.loop_nest(lane_dims, parallel=parallel)
+    acc = self.w.fresh("acc")
+    self.w.line(f"{acc} = {np_type(inst.dtype)}({self.value(init, ())})")
+    k = self.w.fresh("k")
+    self.w.line(f"for {k} in range({dims[axis]}):  # the scan: one step per element")
+    self.open()
+    idx = list(lidx)
+    idx.insert(axis, k)
+    idx = tuple(idx)
+    (new,) = self._combine(reducer, [acc], [self.value(x, idx)], inst, dtype=inst.dtype)
+    self.w.line(f"{acc} = {new}")
+    self.w.line(f"{_index(out, idx)} = {acc}")
+    self.close(1)
+    self.close(len(lane_dims))
+
+
+def _emit_sort(self: KernelEmitter, inst: Instruction) -> None:
+    """XLA's sort: for each row along the sort dimension (rows in parallel when there are
+    many), a bottom-up merge sort of the row's positions, ordered by the comparator inlined
+    (a merge takes the right run's element only when it goes strictly first, which keeps the
+    sort stable), then every operand permuted by those positions. Numba's stable argsort
+    would serve only the comparators np.sort emits; this serves any comparator."""
+    self.w.comment(inst)
+    (axis,) = inst.attr("dimensions")
+    xs = inst.operands
+    n_ops = len(xs)
+    if inst.shape.is_tuple:
+        stores = [self._element_storage(inst, k, needed=False) for k in range(n_ops)]
+    else:
+        stores = [self._storage(inst)]
+        self.stored[id(inst)] = stores[0]
+    comparator = self.module.computation(inst.attr("to_apply"))
+    dims = xs[0].dims
+    n = dims[axis]
+    lanes = [dims[d] for d in range(len(dims)) if d != axis]
+    parallel = prod(lanes) >= 2 and prod(dims) * max(1, n.bit_length()) >= self.parallel_from
+    lidx = self.loop_nest(lanes, parallel=parallel)
+
+    def at(k: str) -> tuple[str, ...]:
+        idx = list(lidx)
+        idx.insert(axis, k)
+        return tuple(idx)
+
+    perm, tmp, k = self.w.fresh("perm"), self.w.fresh("tmp"), self.w.fresh("k")
+    width, lo, mid, hi = (self.w.fresh(v) for v in ("width", "lo", "mid", "hi"))
+    a, b, t, ia, ib = (self.w.fresh(v) for v in ("a", "b", "t", "ia", "ib"))
+    w = self.w.line
+    w(f"{perm} = np.empty({n}, dtype=np.int64)  # the row's positions, in sorted order so far")
+    w(f"{tmp} = np.empty({n}, dtype=np.int64)")
+    w(f"for {k} in range({n}):")
+    w(f"    {perm}[{k}] = {k}")
+    w(f"{width} = 1")
+    w(f"while {width} < {n}:  # merge sorted runs pairwise into runs twice as long")
+    self.open()
+    w(f"{lo} = 0")
+    w(f"while {lo} < {n}:")
+    self.open()
+    w(f"{mid} = min({lo} + {width}, {n})")
+    w(f"{hi} = min({lo} + 2 * {width}, {n})")
+    w(f"{a} = {lo}")
+    w(f"{b} = {mid}")
+    w(f"{t} = {lo}")
+    w(f"while {a} < {mid} and {b} < {hi}:")
+    self.open()
+    w(f"{ia} = {perm}[{a}]")
+    w(f"{ib} = {perm}[{b}]")
+    # The comparator's parameters: (lhs, rhs) of each operand; lhs is the right run's element.
+    args = []
+    for x in xs:
+        p = f"p{x.parameter_number}" if x.opcode == "parameter" else None
+        if p is None:
+            raise CompileError(f"{inst.name}: a sort reads its operands from memory; nothing may "
+                               "be fused into it", op="sort")
+        args += [_index(p, at(ib)), _index(p, at(ia))]
+    (first,) = self._combine(comparator, args, [], inst)
+    w(f"if {first}:  # the right run's element goes strictly first")
+    w(f"    {tmp}[{t}] = {ib}")
+    w(f"    {b} += 1")
+    w("else:")
+    w(f"    {tmp}[{t}] = {ia}")
+    w(f"    {a} += 1")
+    w(f"{t} += 1")
+    self.close(1)
+    w(f"while {a} < {mid}:")
+    w(f"    {tmp}[{t}] = {perm}[{a}]")
+    w(f"    {a} += 1")
+    w(f"    {t} += 1")
+    w(f"while {b} < {hi}:")
+    w(f"    {tmp}[{t}] = {perm}[{b}]")
+    w(f"    {b} += 1")
+    w(f"    {t} += 1")
+    w(f"{lo} = {hi}")
+    self.close(1)
+    # Copied back rather than swapped: swapping the two arrays makes Numba's parallel
+    # compilation (its copy propagation over the loop body) extremely slow.
+    w(f"for {k} in range({n}):")
+    w(f"    {perm}[{k}] = {tmp}[{k}]")
+    w(f"{width} *= 2")
+    self.close(1)
+    w(f"for {k} in range({n}):  # every operand permuted alike")
+    for x, out in zip(xs, stores):
+        if out is not None:
+            w(f"    {_index(out, at(k))} = {_index(f'p{x.parameter_number}', at(f'{perm}[{k}]'))}")
+    self.close(len(lanes))
+
+
+# Ops the general kernel shape runs as a phase of their own, before the outputs are written:
+# opcode -> the emitter's phase for it.
+PHASE_OPS = {"reduce-window": _emit_scan, "sort": _emit_sort}
 
 
 # ----------------------------------------------------------------------------------------------

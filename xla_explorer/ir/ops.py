@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import enum
 import hashlib
+import re
 from dataclasses import dataclass, field
 from math import prod
 from typing import Any, Callable, Sequence
@@ -409,6 +410,88 @@ _op("reduce-window", Group.REDUCE, None, ANY, "same", _reduce_window_impl, Cost.
     None, "windowed reduction (XLA's CPU backend splits big sums into one)")
 
 
+# -- scans (issue 24): the growing window of np.cumsum and ufunc.accumulate ---------------------
+
+
+def growing_window(dims, axis: int) -> str:
+    """The window of a scan along `axis`, as XLA prints it: as long as the axis, padded by one
+    element fewer before the array and none after, so output i reduces elements 0..i."""
+    n = dims[axis]
+    size = "x".join(str(n) if d == axis else "1" for d in range(len(dims)))
+    pad = "x".join(f"{n - 1}_0" if d == axis else "0_0" for d in range(len(dims)))
+    return "{" + f"size={size} pad={pad}" + "}"
+
+
+def scan_axis(instr) -> int | None:
+    """The axis a reduce-window scans along when its window is a growing one (output i
+    reduces elements 0..i of that axis, stride 1, no dilation), else None."""
+    if instr.opcode != "reduce-window" or len(instr.operands) != 2:
+        return None
+    x = instr.operands[0]
+    if x.shape.is_tuple or instr.shape.is_tuple or instr.dims != x.dims or not x.dims:
+        return None
+    fields = dict(re.findall(r"(\w+)=([^\s{}]+)", str(instr.attr("window", ""))))
+    try:
+        size = [int(v) for v in fields["size"].split("x")]
+        stride = [int(v) for v in fields.get("stride", "x".join(["1"] * len(size))).split("x")]
+        pad = [tuple(int(p) for p in v.split("_"))
+               for v in fields.get("pad", "x".join(["0_0"] * len(size))).split("x")]
+        dilate = set(fields.get("lhs_dilate", "1").split("x")) | set(
+            fields.get("rhs_dilate", "1").split("x"))
+    except (KeyError, ValueError):
+        return None
+    if len(size) != len(x.dims) or set(stride) != {1} or dilate != {"1"}:
+        return None
+    axes = [d for d, k in enumerate(size) if k != 1 or pad[d] != (0, 0)]
+    if len(axes) != 1:
+        return None
+    (d,) = axes
+    n = x.dims[d]
+    return d if size[d] == n and pad[d] == (n - 1, 0) else None
+
+
+# -- sort (issue 24) ---------------------------------------------------------------------------
+# XLA's sort: operands of one shape sorted together along `dimensions={d}`, ordered by the
+# comparator `to_apply` (2n scalar parameters: lhs and rhs of operand 0, of operand 1, ...;
+# it returns pred, true where lhs goes first); a tuple of the sorted operands when n > 1.
+
+
+def _sort_impl(instr, args, ctx):
+    return ctx.sort(instr, args)
+
+
+def _infer_sort(shapes, attrs):
+    return shapes[0] if len(shapes) == 1 else TupleShape(tuple(shapes))
+
+
+_op("sort", Group.REDUCE, None, ANY, "same", _sort_impl, Cost.EXPENSIVE, _infer_sort,
+    "sort(operands...), dimensions={d}, is_stable=true, to_apply=comparator")
+
+
+def comparator_signature(comp) -> str:
+    """A comparator's root as an expression of its parameters, `or(compare.LT(p0,p1),...)`:
+    how the interpreter and code generators recognise the comparators they have fast paths
+    for, whatever the instructions are named."""
+    def sig(inst) -> str:
+        if inst.opcode == "parameter":
+            return f"p{inst.parameter_number}"
+        head = inst.opcode
+        if inst.opcode == "compare":
+            head += "." + str(inst.attr("direction"))
+        return head + "(" + ",".join(sig(o) for o in inst.operands) + ")"
+    return sig(comp.root)
+
+
+# The comparators np.sort's lowering emits, by the element kind of operand 0, as signatures:
+# ascending, NaN after everything else (NumPy's order); -0.0 and 0.0 compare equal, so a
+# stable sort keeps them in input order.
+ASCENDING_COMPARATORS = {
+    "f": "or(compare.LT(p0,p1),and(compare.NE(p1,p1),compare.EQ(p0,p0)))",
+    "i": "compare.LT(p0,p1)",
+    "b": "compare.LT(p0,p1)",
+}
+
+
 # Data movement: these change where elements live, not their values.
 
 
@@ -754,7 +837,8 @@ CUSTOM_CALLS: dict[str, Callable] = {
 
 
 # Custom-calls whose shape is their operand's, whatever its values: a trace that reads the
-# shape of their result depends on no value (opaque calls may return any shape).
+# shape of their result depends on no value (opaque calls may return any shape). numpy.sort
+# is read in HLO text from before np.sort traced to the sort op; it is still run here.
 SHAPE_KEEPING = frozenset({"numpy.sort"})
 
 

@@ -306,6 +306,8 @@ def _check_callee(comp: Computation, inst: Instruction, callee: Computation):
             _fail(comp, inst, f"scatter's combiner {callee.name} must take two {want[0]} and "
                               f"return one, not ({_scalars(p.shape for p in params)}) -> "
                               f"{callee.root.shape}")
+    elif inst.opcode == "sort":  # issue 24
+        _check_sort(comp, inst, callee)
     elif inst.opcode in ("reduce", "reduce-window"):
         n = len(inst.operands) // 2
         if len(inst.operands) != 2 * n or n == 0:
@@ -326,6 +328,25 @@ def _check_callee(comp: Computation, inst: Instruction, callee: Computation):
         out = want[0] if n == 1 else "(" + _scalars(want[:n]) + ")"
         if str(callee.root.shape) != str(out):
             _fail(comp, inst, f"the reducer {callee.name} returns {callee.root.shape}, not {out}")
+
+
+def _check_sort(comp: Computation, inst: Instruction, callee: Computation):
+    """A sort's operands share one shape; its comparator takes a scalar pair (lhs, rhs) of
+    each operand's type and returns a pred scalar."""
+    xs = inst.operands
+    if not xs or any(x.shape.is_tuple or x.dims != xs[0].dims for x in xs):
+        _fail(comp, inst, f"sort operands must be arrays of one shape: {_shapes(xs)}")
+    dims = tuple(inst.attr("dimensions", ()))
+    if len(dims) != 1 or not 0 <= dims[0] < xs[0].shape.rank:
+        _fail(comp, inst, f"sort takes one dimension of {xs[0].shape}, not dimensions={dims}")
+    want = [Shape(x.dtype, ()) for x in xs for _ in range(2)]
+    params = callee.parameters
+    if [str(p.shape) for p in params] != [str(s) for s in want]:
+        _fail(comp, inst, f"the comparator {callee.name} takes "
+                          f"({_scalars(p.shape for p in params)}), but a sort of "
+                          f"{len(xs)} operand(s) gives it ({_scalars(want)})")
+    if str(callee.root.shape) != "pred[]":
+        _fail(comp, inst, f"the comparator {callee.name} returns {callee.root.shape}, not pred[]")
 
 
 def _check_reduce_dims(comp, inst):

@@ -141,7 +141,8 @@ def _op_name(inst: Instruction) -> str:
 
 def _why_not_compilable(inst: Instruction) -> str:
     # The op table's group decided; this only explains it. Most custom-calls have shapes that
-    # depend on values, sort is there because no kernel sorts, opaque calls have no row.
+    # depend on values, a numpy.sort custom-call is older HLO text (np.sort traces to `sort`
+    # now), opaque calls have no row.
     line = inst.metadata.source_line
     where = f"line {line}" if line else inst.name
     what = _op_name(inst)
@@ -151,8 +152,8 @@ def _why_not_compilable(inst: Instruction) -> str:
         why = "the op table marks it as not compilable"
     elif what not in CUSTOM_CALLS:
         why = "the op table has no row for it, so it runs as an opaque NumPy call"
-    elif what == "numpy.sort":
-        why = "sorting has no kernel here, so it runs in NumPy"
+    elif what == "numpy.sort":  # HLO text from before np.sort traced to XLA's sort op
+        why = "a custom-call runs in NumPy (np.sort now traces to XLA's sort op, which compiles)"
     else:
         why = "its output shape depends on its input values"
     return f"{what} ({where}) is not compilable: {why}"

@@ -72,8 +72,8 @@ class Fusion(Pass):
         owner: dict[int, FusionGroup] = {}  # instruction moved into a group -> that group
 
         for inst in reversed(module.entry.instructions):
-            if inst.opcode == "scatter":
-                decisions += _scatter_refusals(inst)
+            if inst.opcode in _OWN_LOOP:  # say why nothing joins a scatter's or sort's kernel
+                decisions += _own_loop_refusals(inst)
             if id(inst) in owner or not is_fusible(inst) or inst.opcode == "constant":
                 continue
             g = FusionGroup([inst], [inst])
@@ -168,6 +168,9 @@ class Fusion(Pass):
         if producer.opcode == "scatter":
             return (f"{p} is a scatter: it applies its updates one after another in a loop of "
                     "its own, so it is a kernel of its own and its result is read from memory")
+        if producer.opcode == "sort":  # issue 24
+            return (f"{p} is a sort: each element of its result depends on its whole row, so "
+                    f"it is a kernel of its own and {c} reads its result from memory")
         if not is_fusible(producer):
             return f"{p} ({producer.opcode}) does not run inside fused kernels"
         if consumer.opcode == "gather" and is_expensive(producer):
@@ -185,6 +188,10 @@ class Fusion(Pass):
         if producer.opcode == "reduce":
             return (f"{p} is a reduction, and {c} needs all of its result first (a kernel "
                     "boundary, unless row fusion joins them)")
+        if producer.opcode == "reduce-window":  # issue 24: scans
+            return (f"{p} is a scan: each of its elements needs every element before it along "
+                    f"the axis, so {c} reads its result from memory, in a kernel of its own "
+                    "(a kernel boundary, as in XLA)")
         consumers = len(readers) + 1
         if producer.opcode == "dot":
             if readers:
@@ -311,18 +318,25 @@ class Fusion(Pass):
         return None
 
 
-def _scatter_refusals(scatter: Instruction) -> list[Decision]:
-    """A scatter fuses nothing (issue 24): its update loop runs once per update element, in
-    order, and reads its operand only to copy it, so its producers stay kernels of their own."""
+# Ops that fuse no producer, and why: each runs as a loop of its own that reads its operands
+# from memory (issue 24).
+_OWN_LOOP = {
+    "scatter": "a scatter, which runs as a loop of its own over its updates, in order; its "
+               "operands are read from memory",
+    "sort": "a sort, which reads its operands from memory (it visits each row's elements in an "
+            "order the values decide, several times over)",
+}
+
+
+def _own_loop_refusals(inst: Instruction) -> list[Decision]:
+    """One refusal per producer of a scatter or sort: a fused producer would be recomputed at
+    every visit of the loop, and the loop visits elements in an order the data decides."""
     out = []
-    for o in {id(o): o for o in scatter.operands}.values():
+    for o in {id(o): o for o in inst.operands}.values():
         if o.opcode in ("parameter", "get-tuple-element", "tuple", "constant"):
             continue
-        message = (f"not fused {o.name} into {scatter.name}: {scatter.name} is a scatter, which "
-                   "runs as a loop of its own over its updates, in order; its operands are "
-                   "read from memory")
-        out.append(Decision(message, "refused", (o.name, scatter.name), o.name, scatter.name,
-                            False))
+        message = f"not fused {o.name} into {inst.name}: {inst.name} is {_OWN_LOOP[inst.opcode]}"
+        out.append(Decision(message, "refused", (o.name, inst.name), o.name, inst.name, False))
     return out
 
 

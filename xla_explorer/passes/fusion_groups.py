@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from ..ir.module import Computation, Instruction, Module
 from ..ir.ops import Group as OpGroup
-from ..ir.ops import in_group
+from ..ir.ops import in_group, scan_axis
 from ..ir.shape import TupleShape
 from .autocluster import cluster_of, with_cluster
 from .kinds import ROW_CONFIG, is_row_fusion, kind_of
@@ -126,6 +126,8 @@ def is_fusible(inst: Instruction) -> bool:
     if inst.opcode == "constant":
         return inst.literal.size <= 1  # scalars are copied into kernels; arrays stay buffers
     if inst.opcode == "reduce":
+        return True
+    if scan_axis(inst) is not None:  # issue 24: a scan fuses its element-wise producers
         return True
     return in_group(inst.opcode, OpGroup.ELEMENTWISE, OpGroup.COMPARE_SELECT,
                     OpGroup.DATA_MOVEMENT, OpGroup.DOT) or inst.opcode == "iota"

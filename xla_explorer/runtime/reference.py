@@ -6,6 +6,7 @@ this file only walks computations and evaluates reducers.
 """
 from __future__ import annotations
 
+import functools
 import re
 from typing import Sequence
 
@@ -13,7 +14,8 @@ import numpy as np
 
 from ..errors import XlaExplorerError
 from ..ir.module import Computation, Instruction, Module
-from ..ir.ops import op, out_of_range, run_custom_call, scatter_indices
+from ..ir.ops import (ASCENDING_COMPARATORS, comparator_signature, op, out_of_range,
+                      run_custom_call, scan_axis, scatter_indices)
 
 
 class ShapeChanged(XlaExplorerError):
@@ -123,6 +125,15 @@ class _Frame:
         if n != 1:
             raise NotImplementedError("variadic reduce-window")
         x, init = args
+        comp = self.interp.module.computation(instr.attr("to_apply"))
+        axis = scan_axis(instr)
+        ufunc = _simple_reducer(comp) if axis is not None else None
+        if ufunc is not None:
+            # A scan (np.cumsum): ufunc.accumulate is the same sequential pass, where the
+            # general path below would hold every window, n * n elements, at once.
+            with np.errstate(all="ignore"):
+                out = ufunc(init, ufunc.accumulate(x, axis=axis, dtype=x.dtype))
+            return np.asarray(out).astype(instr.dtype, copy=False)
         size, stride, pad = _parse_window(instr.attr("window"), x.ndim)
         padded = np.pad(x, pad, constant_values=init)
         windows = np.lib.stride_tricks.sliding_window_view(padded, size)
@@ -164,6 +175,40 @@ class _Frame:
             for f, v in zip(flat, values):
                 target[f] = np.asarray(self.call(comp.name, [target[f], v]), dtype=x.dtype)
         return out
+
+    # -- sort (issue 24) -------------------------------------------------------------------
+
+    def sort(self, instr: Instruction, args):
+        """Each operand permuted as the comparator orders operand rows along the sort's
+        dimension, stably. The comparators np.sort's lowering emits run as NumPy's stable
+        argsort (the same order: NaN last); any other as a comparison sort that calls it."""
+        (axis,) = instr.attr("dimensions")
+        comp = self.interp.module.computation(instr.attr("to_apply"))
+        xs = [np.moveaxis(np.asarray(a), axis, -1) for a in args]
+        kind_ = np.dtype(xs[0].dtype).kind
+        if comparator_signature(comp) == ASCENDING_COMPARATORS.get(kind_):
+            order = np.argsort(xs[0], axis=-1, kind="stable")
+        else:
+            order = self._general_order(comp, xs)
+        outs = [np.moveaxis(np.take_along_axis(x, order, axis=-1), -1, axis) for x in xs]
+        outs = [np.ascontiguousarray(o) for o in outs]
+        return tuple(outs) if instr.shape.is_tuple else outs[0]
+
+    def _general_order(self, comp, xs):
+        lead = xs[0].shape[:-1]
+        n = xs[0].shape[-1]
+        rows = [x.reshape(-1, n) for x in xs]
+        order = np.empty((int(np.prod(lead, dtype=np.int64)), n), dtype=np.int64)
+
+        for r in range(order.shape[0]):
+            def less(i, j, r=r):
+                args = [v for x in rows for v in (x[r, i], x[r, j])]
+                return bool(self.interp.evaluate(comp, [np.asarray(a) for a in args]))
+
+            def cmp(i, j):
+                return -1 if less(i, j) else (1 if less(j, i) else 0)
+            order[r] = sorted(range(n), key=functools.cmp_to_key(cmp))  # stable, as is_stable
+        return order.reshape(lead + (n,))
 
 
 def _parse_window(text: str, ndim: int):

@@ -369,12 +369,13 @@ class Tracer:
     def cumsum(self, *a, **k):
         return np.cumsum(self, *a, **k)
 
+    def cumprod(self, *a, **k):
+        return np.cumprod(self, *a, **k)
+
     def nonzero(self):
         return np.nonzero(self)
 
-    def sort(self, axis=-1):
-        raise located(UnsupportedOpError, "ndarray.sort() sorts in place, which the explorer "
-                                          "cannot trace", "ndarray.sort", "Use y = np.sort(x).")
+    # .sort() (in place) and .argsort() are set by trace/numpy/sorting.py.
 
 
 _METHOD_HINTS = {

@@ -11,7 +11,9 @@ splits its NumPy.
     creation       zeros_like & co.; np.zeros, np.arange, ... and np.array while tracing
     linalg         matmul, dot, einsum
     composed       convolve, correlate, polyval, cov, corrcoef, gradient, interp, trapezoid
-    opaque         custom calls: unique, nonzero, argwhere, sort; autocluster's opaque calls
+    scans          cumsum, cumprod, ufunc.accumulate: reduce-window over a growing window
+    sorting        sort, argsort, median, percentile, quantile, searchsorted
+    opaque         custom calls: unique, nonzero, argwhere; autocluster's opaque calls
     array_methods  the Tracer's protocols, indexing, astype and operators
 
 Each lowering registers itself where it is defined (`@lowers(np.sum)`,
@@ -19,4 +21,4 @@ Each lowering registers itself where it is defined (`@lowers(np.sum)`,
 table and sets the Tracer's NumPy methods. `xla_explorer.trace` imports it.
 """
 from . import (array_methods, composed, creation, dispatch, elementwise, indexing,  # noqa: F401
-               linalg, manipulation, opaque, reductions, registry, util)
+               linalg, manipulation, opaque, reductions, registry, scans, sorting, util)

@@ -21,6 +21,7 @@ from .indexing import view_write_back
 from .opaque import opaque_call, runs_eagerly
 from .registry import (EAGER, FUNCTIONS, GUFUNCS, IN_PLACE, STATIC, UFUNC_AT, UFUNC_REDUCE,
                        UFUNCS, VIEWS)
+from .scans import accumulate
 from .util import eager, is_python_scalar, offering_autocluster, unsupported, wrap
 
 
@@ -58,6 +59,11 @@ def call_ufunc(ufunc, method: str, inputs, kwargs):
             return _outer(ufunc, inputs, kwargs)
         if method == "at" and name in UFUNC_AT:  # np.add.at & co. (issue 24, indexing.py)
             return UFUNC_AT[name](ufunc, *inputs, **kwargs)
+        # -- scans (issue 24): ufunc.accumulate as a reduce-window over a growing window
+        if method == "accumulate":
+            scanned = accumulate(ufunc, inputs, kwargs)
+            if scanned is not None:
+                return scanned
         if method != "__call__":
             return _eager_or_refuse(unsupported(f"{name}.{method}"), getattr(ufunc, method),
                                     f"{name}.{method}", inputs, kwargs)

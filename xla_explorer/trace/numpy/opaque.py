@@ -1,5 +1,5 @@
 """Not compilable: custom calls for what has a value-dependent shape (np.unique, np.nonzero,
-np.argwhere, np.sort, boolean-mask indexing), and opaque calls that run a NumPy function the
+np.argwhere, boolean-mask indexing), and opaque calls that run a NumPy function the
 table lacks eagerly between compiled clusters (autocluster).
 """
 from __future__ import annotations
@@ -53,13 +53,6 @@ def lower_nonzero(value, a):
 @lowers(np.argwhere)
 def _argwhere(value, a):
     return custom_call("numpy.argwhere", (a,), value)
-
-
-@lowers(np.sort)
-def _sort(value, a, axis=-1, kind=None, order=None, **kw):
-    if axis is None:
-        return custom_call("numpy.sort", (a,), value, '"axis=None"')
-    return custom_call("numpy.sort", (a,), value, f'"axis={int(axis)}"')
 
 
 # -- autocluster: a NumPy function the table lacks, run eagerly --------------------------------

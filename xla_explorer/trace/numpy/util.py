@@ -60,8 +60,6 @@ def canonical_axes(axis, ndim: int) -> tuple[int, ...]:
 # NumPy names that mean a supported one, for the error's suggestion.
 ALTERNATIVES = {
     "amax": "np.max",
-    "cumsum": None,
-    "ndarray.sort": "np.sort",
     # -- issue 24, compositions: what stays refused, and what to write instead --
     "bincount": "np.sum(x[..., None] == np.arange(m), axis=0) for a length m you know "
                 "(np.bincount's length is x.max() + 1, a value of x that a compiled "

@@ -32,9 +32,9 @@ from xla_explorer.ir.module import Instruction, Metadata
 from xla_explorer.ir.ops import COMPARISONS, OPS, Group, op
 from xla_explorer.ir.shape import Shape
 
-# pred, signed integers (int8 is not an HLO type the parser knows, but the helpers are generic
-# over widths, so it stands for the narrow ones), floats.
-DTYPES = [np.dtype(t) for t in (np.bool_, np.int8, np.int32, np.int64, np.float32, np.float64)]
+# pred, signed and unsigned integers of every width, floats.
+DTYPES = [np.dtype(t) for t in (np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8,
+                                np.uint16, np.uint32, np.uint64, np.float32, np.float64)]
 N_RANDOM = 600
 
 # Float tolerance in ulps per op. Everything not listed is correctly rounded in both NumPy and
@@ -118,8 +118,10 @@ def cases_for(dtype: np.dtype) -> list[Case]:
         else:
             inst = instruction(name, _result_dtype(row, dtype), [dtype] * row.arity)
             inputs = ("x", "y", "z")[:row.arity]
-            if kind == "i" and name.startswith("shift"):
+            if kind in "iu" and name.startswith("shift"):
                 inputs = ("x", "s")  # amounts around the width, in and out of range
+            if kind == "u" and name == "power":
+                inputs = ("x", "e")
             if kind == "i" and name == "power":
                 inputs = ("x", "e")  # non-negative exponents: np.power raises on negative ones
                 out.append(Case("power-negative-exponent", inst, ("x", "y"),
@@ -151,6 +153,14 @@ def _edges(dtype: np.dtype) -> np.ndarray:
         if bits == 64:  # to float32 in one rounding; through float64 it would round to 2**62
             vals += [2 ** 62 + 2 ** 38 + 1, -(2 ** 62 + 2 ** 38 + 1)]
         return np.unique(np.clip(vals, info.min, info.max).astype(dtype))
+    if dtype.kind == "u":  # around 0, the width, the middle (the signed limits) and the top
+        info = np.iinfo(dtype)
+        bits, top, mid = info.bits, int(info.max), int(info.max) // 2
+        vals = [0, 1, 2, 3, 7, 100, 200, bits - 1, bits, bits + 1, mid, mid + 1, mid + 2,
+                top, top - 1, top - 2]
+        if bits == 64:  # to float32 and float64 in one rounding
+            vals += [2 ** 63 + 2 ** 39 + 1, 2 ** 64 - 2 ** 11 + 1, 2 ** 64 - 2 ** 10]
+        return np.unique(np.array([v for v in vals if v <= top], dtype=dtype))
     f = dtype.type
     big = [2.0 ** 31, -2.0 ** 31, 2.0 ** 63, -2.0 ** 63, 127.9, -128.5, 128.0, -129.0, 1e10,
            np.nextafter(f(2.0 ** 31), f(0)), np.nextafter(f(2.0 ** 63), f(0)),
@@ -168,10 +178,10 @@ def _edges(dtype: np.dtype) -> np.ndarray:
 def _random(dtype: np.dtype, rng, n: int) -> np.ndarray:
     if dtype == np.bool_:
         return rng.random(n) < 0.5
-    if dtype.kind == "i":
+    if dtype.kind in "iu":
         info = np.iinfo(dtype)
         wide = rng.integers(info.min, info.max, n, dtype=dtype, endpoint=True)
-        small = rng.integers(-100, 101, n).astype(dtype)
+        small = rng.integers(-100 if dtype.kind == "i" else 0, 101, n).astype(dtype)
         return np.where(rng.random(n) < 0.5, wide, small)
     normal = rng.standard_normal(n) * 10.0 ** rng.uniform(-3, 4, n)
     halves = rng.integers(-40, 41, n) / 2.0  # ties for the roundings
@@ -190,15 +200,17 @@ def inputs_for(dtype: np.dtype) -> dict[str, np.ndarray]:
         "z": np.concatenate([rng.permutation(np.repeat(edges, k)), _random(dtype, rng, N_RANDOM)]),
         "p": rng.random(n) < 0.5,
     }
-    if dtype.kind == "i":
+    if dtype.kind in "iu":
         bits = np.iinfo(dtype).bits
         info = np.iinfo(dtype)
-        s = rng.integers(-3, bits + 4, n)
-        s[:8] = [info.min, info.max, -1, 0, 1, bits - 1, bits, bits + 1]
-        arrays["s"] = s.astype(dtype)
+        s = rng.integers(-3 if dtype.kind == "i" else 0, bits + 4, n).astype(dtype)
+        s[:8] = np.array([info.min, info.max, info.max - 1 if dtype.kind == "u" else -1, 0, 1,
+                          bits - 1, bits, bits + 1], dtype=dtype)
+        arrays["s"] = s
         arrays["e"] = rng.integers(0, 70, n).astype(dtype)
         arrays["e"][:5] = [0, 1, bits - 1, bits, min(info.max, 100)]
-        arrays["r"] = rng.integers(-3, 4, n).astype(dtype)  # products wrap, both sides alike
+        # products wrap, both sides alike
+        arrays["r"] = rng.integers(-3 if dtype.kind == "i" else 0, 4, n).astype(dtype)
     elif dtype.kind == "f":
         # powers of two and halves: sums and products are exact in any order
         arrays["r"] = rng.choice([0.5, 1.0, 2.0, -1.0, -0.5, -2.0, 1.0, 1.0], n).astype(dtype)
@@ -423,7 +435,7 @@ ENTRY main {
 
 def test_unsupported():
     with pytest.raises(xe.UnsupportedOpError, match="add") as err:
-        exprs.scalar_expr(instruction("add", np.uint8, [np.uint8, np.uint8]), ["a", "b"])
+        exprs.scalar_expr(instruction("add", np.complex64, [np.complex64, np.complex64]), ["a", "b"])
     assert err.value.op == "add"
     with pytest.raises(xe.UnsupportedOpError, match="shift-left"):
         exprs.scalar_expr(instruction("shift-left", np.float32, [np.float32] * 2), ["a", "b"])

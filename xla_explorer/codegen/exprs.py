@@ -45,9 +45,10 @@ PRELUDE = ("import numpy as np\n"
 # the helper from every expression after it).
 RESERVED_NAMES = frozenset(["np", *scalar.__all__])
 
-# Element types the generator handles: pred, the signed integers, float32 and float64.
-_SUPPORTED = {np.dtype(t) for t in (np.bool_, np.int8, np.int16, np.int32, np.int64,
-                                    np.float32, np.float64)}
+# Element types the generator handles: pred, the signed and unsigned integers, float32 and
+# float64.
+_SUPPORTED = {np.dtype(t) for t in (np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8,
+                                    np.uint16, np.uint32, np.uint64, np.float32, np.float64)}
 
 
 def np_type(dtype) -> str:

@@ -26,8 +26,9 @@ from numba.core.extending import intrinsic
 
 __all__ = [
     "maximum", "minimum", "maximum_nsz", "minimum_nsz", "clamp", "add_reassoc", "multiply_reassoc", "sign", "round_afz", "rsqrt",
-    "int_divide", "int_remainder", "int_power",
-    "shift_left", "shift_right_arithmetic", "shift_right_logical",
+    "int_divide", "int_remainder", "int_power", "uint_divide", "uint_remainder",
+    "shift_left", "shift_right_arithmetic", "uint_shift_right_arithmetic",
+    "shift_right_logical",
     "float_to_int", "prefetch_read", "prefetch_write",
 ]
 
@@ -191,6 +192,24 @@ def int_remainder(a, b):
     return a if b == t(0) else t(r)
 
 
+# Unsigned division has no INT_MIN / -1 case (and -1 is the largest value there): only the
+# divisor 0 is replaced. x / 0 is all ones, the type's largest value.
+
+
+@njit(inline="always")
+def uint_divide(a, b):
+    t = type(a)
+    d = t(1) if b == t(0) else b
+    return t(~t(0)) if b == t(0) else t(a // d)
+
+
+@njit(inline="always")
+def uint_remainder(a, b):
+    t = type(a)
+    d = t(1) if b == t(0) else b
+    return a if b == t(0) else t(a % d)
+
+
 @njit(inline="always")
 def int_power(a, b):
     """a ** b by squaring, wrapping on overflow as np.power does (0 ** 0 = 1). A negative
@@ -215,7 +234,7 @@ def int_power(a, b):
 @njit(inline="always")
 def shift_left(a, b):
     bits = np.iinfo(type(a)).bits
-    out = type(a)(a << (b & (bits - 1)))
+    out = type(a)(a << (b & type(b)(bits - 1)))
     return type(a)(0) if (b < 0) | (b >= bits) else out
 
 
@@ -227,12 +246,24 @@ def shift_right_arithmetic(a, b):
 
 
 @njit(inline="always")
+def uint_shift_right_arithmetic(a, b):
+    """An unsigned a shifted as the signed integer of its bits (XLA's semantics): where its
+    top bit is set, ~(~a >> b) fills with ones."""
+    t = type(a)
+    bits = np.iinfo(t).bits
+    # constants in b's type: Numba computes uint64 with int64 in float64
+    amount = type(b)(bits - 1) if b >= type(b)(bits) else b
+    top = t(a >> t(bits - 1)) != t(0)
+    return t(~t(t(~a) >> amount)) if top else t(a >> amount)
+
+
+@njit(inline="always")
 def shift_right_logical(a, b):
     bits = np.iinfo(type(a)).bits
     # Zero-extend a's bits into uint64 (the mask drops the sign extension of narrow types).
     mask = np.uint64(0xFFFFFFFFFFFFFFFF) >> np.uint64(64 - bits)
     unsigned = np.uint64(a) & mask
-    out = type(a)(unsigned >> np.uint64(b & (bits - 1)))
+    out = type(a)(unsigned >> np.uint64(b & type(b)(bits - 1)))
     return type(a)(0) if (b < 0) | (b >= bits) else out
 
 

@@ -32,9 +32,13 @@ from xla_explorer.ir.module import Instruction, Metadata
 from xla_explorer.ir.ops import COMPARISONS, OPS, Group, op
 from xla_explorer.ir.shape import Shape
 
-# pred, signed and unsigned integers of every width, floats.
+# pred, signed and unsigned integers of every width, floats. A float16 kernel takes and
+# writes its arrays as bits (uint16), loaded with f16_load and stored with f16_bits, as the
+# CPU backend's kernels do.
 DTYPES = [np.dtype(t) for t in (np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8,
-                                np.uint16, np.uint32, np.uint64, np.float32, np.float64)]
+                                np.uint16, np.uint32, np.uint64, np.float16, np.float32,
+                                np.float64)]
+F16 = np.dtype(np.float16)
 N_RANDOM = 600
 
 # Float tolerance in ulps per op. Everything not listed is correctly rounded in both NumPy and
@@ -232,20 +236,27 @@ def kernel_source(dtype: np.dtype, cases: list[Case]) -> str:
              f"@njit(fastmath={{{', '.join(map(repr, sorted(FASTMATH)))}}}, error_model='numpy')",
              f"def kernel_{dtype.name}({', '.join(_ARRAYS)}, {', '.join(outs)}):",
              "    for i in range(x.shape[0]):"]
-    lines += [f"        {a}_i = {a}[i]" for a in _ARRAYS]
+    def load(a, i):
+        return f"f16_load({a}[{i}])" if dtype == F16 and a != "p" else f"{a}[{i}]"
+
+    def store(value, case):
+        return f"f16_bits({value})" if case.inst.dtype == F16 else value
+
+    lines += [f"        {a}_i = {load(a, 'i')}" for a in _ARRAYS]
     for k, case in enumerate(cases):
         if case.reducer:
             continue
         expr = exprs.scalar_expr(case.inst, [f"{a}_i" for a in case.inputs])
-        lines += [f"        # {case.name}", f"        r{k} = {expr}", f"        out{k}[i] = r{k}"]
+        lines += [f"        # {case.name}", f"        r{k} = {expr}",
+                  f"        out{k}[i] = {store(f'r{k}', case)}"]
     for k, case in enumerate(cases):
         if not case.reducer:
             continue
         (a,) = case.inputs
-        update = exprs.reducer_update(case.inst.opcode, f"acc{k}", f"{a}[i]", dtype)
-        lines += [f"    # {case.name}", f"    acc{k} = {a}[0]",
+        update = exprs.reducer_update(case.inst.opcode, f"acc{k}", load(a, "i"), dtype)
+        lines += [f"    # {case.name}", f"    acc{k} = {load(a, '0')}",
                   f"    for i in range(1, {a}.shape[0]):", f"        acc{k} = {update}",
-                  f"    out{k}[0] = acc{k}"]
+                  f"    out{k}[0] = {store(f'acc{k}', case)}"]
     return "\n".join(lines) + "\n"
 
 
@@ -267,7 +278,10 @@ def compiled(dtype_name: str, tmp_path_factory):
         arrays = inputs_for(dtype)
         n = len(arrays["x"])
         outs = [np.zeros(1 if c.reducer else n, dtype=c.inst.dtype) for c in cases]
-        kernel(*(arrays[a] for a in _ARRAYS), *outs)
+
+        def bits(a):
+            return a.view(np.uint16) if a.dtype == F16 else a
+        kernel(*(bits(arrays[a]) for a in _ARRAYS), *(bits(o) for o in outs))
         typemap = kernel.overloads[kernel.signatures[0]].type_annotation.typemap
         types = {}
         for var, ty in typemap.items():
@@ -280,9 +294,9 @@ def compiled(dtype_name: str, tmp_path_factory):
 
 def _ordered(a: np.ndarray) -> np.ndarray:
     """Floats as integers in the same order, one apart per ulp (+0 and -0 both 0)."""
-    i = a.view(np.int32 if a.dtype == np.float32 else np.int64).astype(np.int64)
-    return np.where(i < 0, -(i & np.int64(0x7FFFFFFFFFFFFFFF if a.dtype == np.float64
-                                          else 0x7FFFFFFF)), i)
+    signed = {2: np.int16, 4: np.int32, 8: np.int64}[a.dtype.itemsize]
+    i = a.view(signed).astype(np.int64)
+    return np.where(i < 0, -(i & np.int64(2 ** (8 * a.dtype.itemsize - 1) - 1)), i)
 
 
 def assert_close(got, want, ulps, what):
@@ -313,7 +327,8 @@ def assert_close(got, want, ulps, what):
 def test_scalar_expr_matches_impl(dtype_name, case, tmp_path_factory):
     arrays, outs, types = compiled(dtype_name, tmp_path_factory)
     k = CASES[dtype_name].index(case)
-    want_type = str(numba.from_dtype(case.inst.dtype))
+    # a float16 value is computed in a float32
+    want_type = "float32" if case.inst.dtype == F16 else str(numba.from_dtype(case.inst.dtype))
     assert types[k] == {want_type}, f"Numba types the expression as {types[k]}"
     assert_close(outs[k], case.expected(arrays), case.ulps, f"{case.name} on {dtype_name}")
 

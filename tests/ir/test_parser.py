@@ -215,6 +215,18 @@ ENTRY main {
   ROOT t = (s8[3], s16[3], u8[3], u16[2], u32[2], u64[2], s16[3], u64[], s64[2]) tuple(na, sb, wc, md, xe, sf, cv, rs, wide)
 }
 """,
+    "float16": """\
+HloModule float16, entry_computation_layout={(f16[3])->(f16[3], f32[3], f16[4])}
+
+ENTRY main {
+  x = f16[3] parameter(0)
+  c = f16[4] constant({0.1, 6.55e+04, 6e-08, -inf})
+  wide = f32[3] convert(x)
+  twice = f32[3] add(wide, wide)
+  back = f16[3] convert(twice)
+  ROOT t = (f16[3], f32[3], f16[4]) tuple(back, wide, c)
+}
+""",
     "alias_and_metadata": """\
 HloModule alias_and_metadata, input_output_alias={ {0}: (1, {}, may-alias), {1}: (0, {}, may-alias) }, entry_computation_layout={(f32[4], f32[4])->(f32[4], f32[4])}
 
@@ -327,6 +339,11 @@ def test_round_trip_values():
     assert lit["u64"].dtype == np.uint64 and lit["u64"].tolist() == [2**64 - 1, 2**63]
     assert [m.entry.get(n).dtype for n in "abcdef"] == [np.dtype(t) for t in (
         np.int8, np.int16, np.uint8, np.uint16, np.uint32, np.uint64)]
+
+    m = xe.parse_hlo(ROUND_TRIP["float16"])
+    c = m.entry.get("c").literal
+    assert c.dtype == np.float16
+    assert c.tobytes() == np.array([0.1, 65504, 6e-08, -np.inf], np.float16).tobytes()
 
     m = xe.parse_hlo(ROUND_TRIP["alias_and_metadata"])
     assert m.input_output_alias == ((0, 1), (1, 0))

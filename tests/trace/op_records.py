@@ -20,13 +20,14 @@ BOOL, I32, I64, F32, F64 = (np.dtype(t) for t in (np.bool_, np.int32, np.int64, 
                                                    np.float64))
 I8, I16, U8, U16, U32, U64 = (np.dtype(t) for t in (np.int8, np.int16, np.uint8, np.uint16,
                                                     np.uint32, np.uint64))
+F16 = np.dtype(np.float16)
 # The narrow and unsigned integers come after the first type (the fast and layout tests take
 # the first and last of a record's types). With int8 supported, NumPy's bool loops that compute
 # in int8 (np.floor_divide, np.power, np.left_shift...) are supported too.
 SMALL_INTS = (I8, I16, U8, U16, U32, U64)
-ALL = (BOOL, I32, I64, *SMALL_INTS, F32, F64)
-NUMERIC = (I32, I64, *SMALL_INTS, F32, F64)
-FLOATS = (F32, F64)
+ALL = (BOOL, I32, I64, *SMALL_INTS, F16, F32, F64)
+NUMERIC = (I32, I64, *SMALL_INTS, F16, F32, F64)
+FLOATS = (F16, F32, F64)
 INTS = (I32, I64, *SMALL_INTS)
 INTEGRAL = (BOOL, I32, I64, *SMALL_INTS)
 UNSIGNED = (U8, U16, U32, U64)
@@ -132,8 +133,7 @@ class OpRecord:
 
 
 def _result_supported(ufunc, dtype) -> bool:
-    """Whether NumPy's loop for `dtype` gives a type the explorer has (int8 -> float16 does not
-    yet)."""
+    """Whether NumPy's loop for `dtype` gives a type the explorer has."""
     loop = ufunc.resolve_dtypes((dtype,) * ufunc.nin + (None,) * ufunc.nout)
     return all(t in ALL for t in loop)
 

@@ -30,6 +30,7 @@ __all__ = [
     "shift_left", "shift_right_arithmetic", "uint_shift_right_arithmetic",
     "shift_right_logical",
     "float_to_int", "prefetch_read", "prefetch_write",
+    "f16_load", "f16_bits", "f16_round", "f16_round_f64",
 ]
 
 
@@ -283,6 +284,94 @@ def float_to_int(x, to):
     out = to(x if inside else type(x)(0))
     out = to(info.max) if x >= hi else out
     return to(info.min) if x <= lo else out
+
+
+# -- float16 --------------------------------------------------------------------------------
+# Numba cannot load, store or compute float16. A float16 array reaches a kernel as its bits
+# (a uint16 view); a float16 value lives in a float32 register: `f16_load` widens the bits
+# (exactly), `f16_bits` rounds a float32 to the nearest float16 (ties to even; overflow to
+# Inf, subnormals and NaN kept) and gives its bits for a store. Both are integer arithmetic on
+# the float32 bits, so they need neither F16C instructions nor a runtime library.
+
+
+@intrinsic
+def _f32_to_u32(typingctx, x):
+    if x != types.float32:
+        return None
+
+    def codegen(context, builder, sig, args):
+        return builder.bitcast(args[0], llvm_ir.IntType(32))
+
+    return types.uint32(x), codegen
+
+
+@intrinsic
+def _u32_to_f32(typingctx, u):
+    if not isinstance(u, types.Integer):
+        return None
+
+    def codegen(context, builder, sig, args):
+        bits = context.cast(builder, args[0], sig.args[0], types.uint32)
+        return builder.bitcast(bits, llvm_ir.FloatType())
+
+    return types.float32(u), codegen
+
+
+@njit(inline="always")
+def f16_load(h):
+    """The float32 of float16 bits `h`: the exponent rebiased (127 - 15), the 10 mantissa
+    bits moved up by 13; a subnormal is its mantissa times 2**-24; Inf and NaN kept."""
+    b = np.int64(h)
+    sign = (b & 0x8000) << 16
+    e = (b >> 10) & 0x1F
+    m = b & 0x3FF
+    bits = sign | (0x7F800000 | (m << 13) if e == 0x1F else ((e + 112) << 23) | (m << 13))
+    tiny = np.float32(m) * np.float32(2.0 ** -24)
+    tiny = -tiny if sign else tiny
+    return tiny if e == 0 else _u32_to_f32(bits)
+
+
+@njit(inline="always")
+def f16_bits(x):
+    """The bits of the float16 nearest the float32 `x` (ties to even)."""
+    u = np.int64(_f32_to_u32(np.float32(x)))
+    sign = (u >> 16) & 0x8000
+    a = u & 0x7FFFFFFF
+    # normal: rebias the exponent, then round off 13 mantissa bits (a carry may step the
+    # exponent, up to Inf)
+    t = a - 0x38000000
+    normal = (t + 0x0FFF + ((t >> 13) & 1)) >> 13
+    # subnormal: the 24-bit significand shifted into units of 2**-24, rounded to even
+    e = a >> 23
+    shift = min(max(126 - e, 1), 31)
+    m = (a & 0x7FFFFF) | 0x800000
+    q = m >> shift
+    rest = m & ((1 << shift) - 1)
+    half = 1 << (shift - 1)
+    sub = q + ((rest > half) | ((rest == half) & ((q & 1) == 1)))
+    h = (0x7C00 | 0x0200 | ((a & 0x7FFFFF) >> 13)) if a > 0x7F800000 else (
+        0x7C00 if a >= 0x477FF000 else (
+            normal if a >= 0x38800000 else (sub if a > 0x33000000 else 0)))
+    return np.uint16(sign | h)
+
+
+@njit(inline="always")
+def f16_round(x):
+    """The float32 `x` rounded to float16 precision and range (an HLO convert to f16)."""
+    return f16_load(f16_bits(x))
+
+
+@njit(inline="always")
+def f16_round_f64(x):
+    """A float64 rounded to float16 in one rounding, as a float32. Through a float32 rounded
+    to odd (an inexact result takes the neighbour with an odd last bit): a float32 has bits
+    enough past float16's that the second rounding then sees every tie as the first would."""
+    y = np.float32(x)
+    bits = _f32_to_u32(y)
+    inexact = (np.float64(y) != x) & (x == x) & ((bits & np.uint32(1)) == np.uint32(0))
+    toward = abs(np.float64(y)) < abs(x)
+    odd = _u32_to_f32(bits + np.uint32(1) if toward else bits - np.uint32(1))
+    return f16_round(odd if inexact else y)
 
 
 # -- prefetch -------------------------------------------------------------------------------

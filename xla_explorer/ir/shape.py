@@ -22,6 +22,7 @@ HLO_DTYPES: dict[str, np.dtype] = {
     "u16": np.dtype(np.uint16),
     "u32": np.dtype(np.uint32),
     "u64": np.dtype(np.uint64),
+    "f16": np.dtype(np.float16),
     "f32": np.dtype(np.float32),
     "f64": np.dtype(np.float64),
 }

@@ -94,7 +94,19 @@ def call_ufunc(ufunc, method: str, inputs, kwargs):
         lower = UFUNCS[name]
         if name in _COMPARISONS and len(set(in_types)) > 1:
             lower = _mixed_sign_comparison(_COMPARISONS[name])
-        if getattr(lower, "takes_inputs", False):
+        if _F16 in in_types:
+            # NumPy's float16 loops compute in float32 and round the result once: so does
+            # the lowering, on the operands converted to float16 (a Python float rounds
+            # there first, as NumPy converts it) and then to float32.
+            if getattr(lower, "takes_inputs", False):
+                inputs = [float(np.float16(x)) if is_python_scalar(x) and isinstance(x, float)
+                          else x for x in inputs]
+                node = lower(b, shape, inputs, tuple(_F32 if t == _F16 else t
+                                                     for t in in_types))
+            else:
+                node = lower(b, *(b.broadcast_to(b.convert(node_of(x, t), _F32), shape)
+                                  for x, t in zip(inputs, in_types)))
+        elif getattr(lower, "takes_inputs", False):
             node = lower(b, shape, inputs, in_types)
         else:
             node = lower(b, *(b.broadcast_to(node_of(x, t), shape)
@@ -131,6 +143,7 @@ def _exact_comparison_types(inputs, in_types):
 
 
 _U64, _I64 = np.dtype(np.uint64), np.iinfo(np.int64)
+_F16, _F32 = np.dtype(np.float16), np.dtype(np.float32)
 # A negative int64 against any uint64: the answer of each direction, as `left < right` is
 # True when the left side is the negative one.
 _NEGATIVE_LEFT = {"EQ": False, "NE": True, "LT": True, "LE": True, "GT": False, "GE": False}

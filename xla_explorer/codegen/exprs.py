@@ -130,8 +130,9 @@ def _fill(text: str, dtype: np.dtype, operands, src: np.dtype | None = None,
           **more: str) -> str:
     src = dtype if src is None else src
     inf = literal(np.inf, src) if src.kind == "f" else None
-    return text.format(*operands, T=np_type(dtype), one=literal(1, dtype), inf=inf,
-                       **_float_functions(dtype), **more)
+    more.setdefault("T", np_type(dtype))
+    return text.format(*operands, one=literal(1, dtype), inf=inf, **_float_functions(dtype),
+                       **more)
 
 
 _ATOM = re.compile(r"[\w.]+")
@@ -189,11 +190,9 @@ def scalar_expr(inst, operands: list[str]) -> str:
     text = _template(opcode, src.kind, dst.kind)
     if text is None:
         raise _unsupported(inst, f"no scalar expression for element type {src}")
-    if opcode == "convert" and dst == F16 and src.kind != "b":
-        # to float16: one rounding from the operand's own value (a float64 is not rounded
-        # to float32 first); an integer beyond float32's exact range is beyond float16's
-        return (f"f16_round_f64({args[0]})" if src == np.float64
-                else f"f16_round(np.float32({args[0]}))")
+    if opcode == "convert" and dst == F16:
+        # to float16: the convert's {T}(x) is scalar.f16_from, one rounding from x's own value
+        more["T"] = "f16_from"
     if opcode == "convert" and src == F16:
         # from float16: round first, in case the value was computed in float32 unrounded
         args = [f"f16_round({args[0]})"]

@@ -22,7 +22,7 @@ import numpy as np
 from llvmlite import ir as llvm_ir
 from numba import njit, types
 from numba.core import cgutils
-from numba.core.extending import intrinsic
+from numba.core.extending import intrinsic, overload
 
 __all__ = [
     "maximum", "minimum", "maximum_nsz", "minimum_nsz", "clamp", "add_reassoc", "multiply_reassoc", "sign", "round_afz", "rsqrt",
@@ -30,7 +30,7 @@ __all__ = [
     "shift_left", "shift_right_arithmetic", "uint_shift_right_arithmetic",
     "shift_right_logical",
     "float_to_int", "prefetch_read", "prefetch_write",
-    "f16_load", "f16_bits", "f16_round", "f16_round_f64",
+    "f16_load", "f16_bits", "f16_round", "f16_round_f64", "f16_from",
 ]
 
 
@@ -372,6 +372,20 @@ def f16_round_f64(x):
     toward = abs(np.float64(y)) < abs(x)
     odd = _u32_to_f32(bits + np.uint32(1) if toward else bits - np.uint32(1))
     return f16_round(odd if inexact else y)
+
+
+def f16_from(x):
+    """An HLO convert to f16 of x (a bool, an integer or a float): the float16 nearest x, in
+    one rounding, held in a float32. In kernels, the overload below."""
+    return np.float32(np.float16(x))
+
+
+@overload(f16_from, inline="always")
+def _f16_from(x):
+    if x == types.float64:
+        return lambda x: f16_round_f64(x)
+    # an integer beyond float32's exact range is beyond float16's too: one rounding either way
+    return lambda x: f16_round(np.float32(x))
 
 
 # -- prefetch -------------------------------------------------------------------------------

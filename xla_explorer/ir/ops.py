@@ -238,7 +238,7 @@ _EW = [
 # opcode, per element kind of the type the op computes in (its operands'; select's data
 # operands'): b pred, i signed integer, u unsigned integer, f float, several letters for several kinds; convert's
 # keys are "from>to" kinds, the first that matches taken. {0} {1} {2} are the operands, {T} the
-# result's NumPy type, {one} a 1 of that type, {inf} an infinity of the operands' type, {op}
+# result's NumPy type (a float16 is computed in float32; a convert to it is scalar.f16_from), {one} a 1 of that type, {inf} an infinity of the operands' type, {op}
 # compare's Python operator (COMPARISONS), and {exp} {expm1} {log} {log1p} {tanh} {logistic}
 # codegen/fastmath.py's functions of the type.
 # Each has exactly the result's element type in Numba and the row's `impl` semantics: bit-exact

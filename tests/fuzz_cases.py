@@ -595,10 +595,10 @@ SCALAR_FUNCTIONS = [
     ("a, n", "np.where(a > 0, n, -n)"),
     ("a, n", "a + np.asarray(n, dtype=a.dtype)"),
 ]
-# The dtypes xla_explorer takes, then the others, which it must refuse with a clear error.
+# The dtypes xla_explorer takes: the common ones often, the narrow ones (and float16) less.
 SUPPORTED_DTYPES = [np.int32, np.int64, np.float32, np.float64, np.bool_]
-OTHER_DTYPES = [np.int8, np.int16, np.uint8, np.uint16, np.uint32, np.uint64]
-ARRAY_DTYPES = SUPPORTED_DTYPES * 6 + OTHER_DTYPES
+NARROW_DTYPES = [np.int8, np.int16, np.uint8, np.uint16, np.uint32, np.uint64, np.float16]
+ARRAY_DTYPES = SUPPORTED_DTYPES * 6 + NARROW_DTYPES * 2
 INT_SCALARS = [0, 1, 2, 3, -1, -2, 7, 100, 127, 128, -128, -129, 255, 256, 2**15 - 1, 2**15,
                2**16, 2**31 - 1, 2**31, -2**31, -2**31 - 1, 2**32, 2**40, -2**40, 2**53 + 1,
                2**62, 2**63 - 1, 2**63, -2**63, -2**63 - 1, 2**64 - 1, 2**64, 2**70, -2**70]

@@ -139,13 +139,17 @@ OPS += _GATHER_OPS
 TEMPLATES += _GATHER_TEMPLATES
 
 
+# float16 now and then: NumPy computes it in float32 and rounds each function's result.
+FLOAT_DTYPES = [np.float32, np.float64, np.float32, np.float64, np.float16]
+
+
 @st.composite
 def programs(draw, ops=None):
     """(inputs, steps, number of outputs); `ops` limits the steps to those names."""
     choices = [k for k, o in enumerate(OPS) if ops is None or o[1] in ops]
     m = draw(st.integers(1, 5))
     n = draw(st.integers(1, 6))
-    dtypes = draw(st.lists(st.sampled_from([np.float32, np.float64]), min_size=1, max_size=3))
+    dtypes = draw(st.lists(st.sampled_from(FLOAT_DTYPES), min_size=1, max_size=3))
     shapes = draw(st.lists(st.sampled_from([(m, n), (m, 1), (1, n), ()]),
                            min_size=len(dtypes), max_size=len(dtypes)))
     seed = draw(st.integers(0, 2**31 - 1))
@@ -223,15 +227,32 @@ INT_BINARY = [
 INT_OPS, INT_TEMPLATES = _table(u=INT_UNARY, b=INT_BINARY)
 
 
+# The integer types one program's inputs are drawn from. NumPy promotes within each family to
+# an integer type (uint8 + int8 is int16); uint64 meets only unsigned types, as uint64 + int64
+# is float64, where the bit ops have no loop.
+INT_FAMILIES = [
+    [np.int32, np.int64],
+    [np.int8, np.int16, np.int32, np.int64],
+    [np.uint8, np.uint16, np.uint32, np.int8, np.int16, np.int32, np.int64],
+    [np.uint8, np.uint16, np.uint32, np.uint64],
+]
+# A negative Python int with an unsigned array is NumPy's OverflowError.
+_SIGNED_ONLY = {"x // -3"}
+
+
 @st.composite
 def int_programs(draw):
     m, n = draw(st.integers(1, 4)), draw(st.integers(1, 5))
-    dtypes = draw(st.lists(st.sampled_from([np.int32, np.int64]), min_size=1, max_size=3))
+    family = draw(st.sampled_from(INT_FAMILIES))
+    dtypes = draw(st.lists(st.sampled_from(family), min_size=1, max_size=3))
     shapes = draw(st.lists(st.sampled_from([(m, n), (m, 1), (1, n)]),
                            min_size=len(dtypes), max_size=len(dtypes)))
     rng = np.random.default_rng(draw(st.integers(0, 2**31 - 1)))
+    # -100..100 wraps to near the top of an unsigned type: wrap-around on every op
     inputs = [rng.integers(-100, 100, size=s).astype(dt) for s, dt in zip(shapes, dtypes)]
-    steps = draw(st.lists(st.tuples(st.integers(0, len(INT_OPS) - 1), st.integers(0, 10**6),
+    unsigned = any(np.dtype(t).kind == "u" for t in family)
+    choices = [k for k, o in enumerate(INT_OPS) if not (unsigned and o[1] in _SIGNED_ONLY)]
+    steps = draw(st.lists(st.tuples(st.sampled_from(choices), st.integers(0, 10**6),
                                     st.integers(0, 10**6)), min_size=1, max_size=30))
     return inputs, steps
 

@@ -32,9 +32,13 @@ from xla_explorer.ir.module import Instruction, Metadata
 from xla_explorer.ir.ops import COMPARISONS, OPS, Group, op
 from xla_explorer.ir.shape import Shape
 
-# pred, signed integers (int8 is not an HLO type the parser knows, but the helpers are generic
-# over widths, so it stands for the narrow ones), floats.
-DTYPES = [np.dtype(t) for t in (np.bool_, np.int8, np.int32, np.int64, np.float32, np.float64)]
+# pred, signed and unsigned integers of every width, floats. A float16 kernel takes and
+# writes its arrays as bits (uint16), loaded with f16_load and stored with f16_bits, as the
+# CPU backend's kernels do.
+DTYPES = [np.dtype(t) for t in (np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8,
+                                np.uint16, np.uint32, np.uint64, np.float16, np.float32,
+                                np.float64)]
+F16 = np.dtype(np.float16)
 N_RANDOM = 600
 
 # Float tolerance in ulps per op. Everything not listed is correctly rounded in both NumPy and
@@ -118,8 +122,10 @@ def cases_for(dtype: np.dtype) -> list[Case]:
         else:
             inst = instruction(name, _result_dtype(row, dtype), [dtype] * row.arity)
             inputs = ("x", "y", "z")[:row.arity]
-            if kind == "i" and name.startswith("shift"):
+            if kind in "iu" and name.startswith("shift"):
                 inputs = ("x", "s")  # amounts around the width, in and out of range
+            if kind == "u" and name == "power":
+                inputs = ("x", "e")
             if kind == "i" and name == "power":
                 inputs = ("x", "e")  # non-negative exponents: np.power raises on negative ones
                 out.append(Case("power-negative-exponent", inst, ("x", "y"),
@@ -151,6 +157,14 @@ def _edges(dtype: np.dtype) -> np.ndarray:
         if bits == 64:  # to float32 in one rounding; through float64 it would round to 2**62
             vals += [2 ** 62 + 2 ** 38 + 1, -(2 ** 62 + 2 ** 38 + 1)]
         return np.unique(np.clip(vals, info.min, info.max).astype(dtype))
+    if dtype.kind == "u":  # around 0, the width, the middle (the signed limits) and the top
+        info = np.iinfo(dtype)
+        bits, top, mid = info.bits, int(info.max), int(info.max) // 2
+        vals = [0, 1, 2, 3, 7, 100, 200, bits - 1, bits, bits + 1, mid, mid + 1, mid + 2,
+                top, top - 1, top - 2]
+        if bits == 64:  # to float32 and float64 in one rounding
+            vals += [2 ** 63 + 2 ** 39 + 1, 2 ** 64 - 2 ** 11 + 1, 2 ** 64 - 2 ** 10]
+        return np.unique(np.array([v for v in vals if v <= top], dtype=dtype))
     f = dtype.type
     big = [2.0 ** 31, -2.0 ** 31, 2.0 ** 63, -2.0 ** 63, 127.9, -128.5, 128.0, -129.0, 1e10,
            np.nextafter(f(2.0 ** 31), f(0)), np.nextafter(f(2.0 ** 63), f(0)),
@@ -168,10 +182,10 @@ def _edges(dtype: np.dtype) -> np.ndarray:
 def _random(dtype: np.dtype, rng, n: int) -> np.ndarray:
     if dtype == np.bool_:
         return rng.random(n) < 0.5
-    if dtype.kind == "i":
+    if dtype.kind in "iu":
         info = np.iinfo(dtype)
         wide = rng.integers(info.min, info.max, n, dtype=dtype, endpoint=True)
-        small = rng.integers(-100, 101, n).astype(dtype)
+        small = rng.integers(-100 if dtype.kind == "i" else 0, 101, n).astype(dtype)
         return np.where(rng.random(n) < 0.5, wide, small)
     normal = rng.standard_normal(n) * 10.0 ** rng.uniform(-3, 4, n)
     halves = rng.integers(-40, 41, n) / 2.0  # ties for the roundings
@@ -190,15 +204,17 @@ def inputs_for(dtype: np.dtype) -> dict[str, np.ndarray]:
         "z": np.concatenate([rng.permutation(np.repeat(edges, k)), _random(dtype, rng, N_RANDOM)]),
         "p": rng.random(n) < 0.5,
     }
-    if dtype.kind == "i":
+    if dtype.kind in "iu":
         bits = np.iinfo(dtype).bits
         info = np.iinfo(dtype)
-        s = rng.integers(-3, bits + 4, n)
-        s[:8] = [info.min, info.max, -1, 0, 1, bits - 1, bits, bits + 1]
-        arrays["s"] = s.astype(dtype)
+        s = rng.integers(-3 if dtype.kind == "i" else 0, bits + 4, n).astype(dtype)
+        s[:8] = np.array([info.min, info.max, info.max - 1 if dtype.kind == "u" else -1, 0, 1,
+                          bits - 1, bits, bits + 1], dtype=dtype)
+        arrays["s"] = s
         arrays["e"] = rng.integers(0, 70, n).astype(dtype)
         arrays["e"][:5] = [0, 1, bits - 1, bits, min(info.max, 100)]
-        arrays["r"] = rng.integers(-3, 4, n).astype(dtype)  # products wrap, both sides alike
+        # products wrap, both sides alike
+        arrays["r"] = rng.integers(-3 if dtype.kind == "i" else 0, 4, n).astype(dtype)
     elif dtype.kind == "f":
         # powers of two and halves: sums and products are exact in any order
         arrays["r"] = rng.choice([0.5, 1.0, 2.0, -1.0, -0.5, -2.0, 1.0, 1.0], n).astype(dtype)
@@ -220,20 +236,27 @@ def kernel_source(dtype: np.dtype, cases: list[Case]) -> str:
              f"@njit(fastmath={{{', '.join(map(repr, sorted(FASTMATH)))}}}, error_model='numpy')",
              f"def kernel_{dtype.name}({', '.join(_ARRAYS)}, {', '.join(outs)}):",
              "    for i in range(x.shape[0]):"]
-    lines += [f"        {a}_i = {a}[i]" for a in _ARRAYS]
+    def load(a, i):
+        return f"f16_load({a}[{i}])" if dtype == F16 and a != "p" else f"{a}[{i}]"
+
+    def store(value, case):
+        return f"f16_bits({value})" if case.inst.dtype == F16 else value
+
+    lines += [f"        {a}_i = {load(a, 'i')}" for a in _ARRAYS]
     for k, case in enumerate(cases):
         if case.reducer:
             continue
         expr = exprs.scalar_expr(case.inst, [f"{a}_i" for a in case.inputs])
-        lines += [f"        # {case.name}", f"        r{k} = {expr}", f"        out{k}[i] = r{k}"]
+        lines += [f"        # {case.name}", f"        r{k} = {expr}",
+                  f"        out{k}[i] = {store(f'r{k}', case)}"]
     for k, case in enumerate(cases):
         if not case.reducer:
             continue
         (a,) = case.inputs
-        update = exprs.reducer_update(case.inst.opcode, f"acc{k}", f"{a}[i]", dtype)
-        lines += [f"    # {case.name}", f"    acc{k} = {a}[0]",
+        update = exprs.reducer_update(case.inst.opcode, f"acc{k}", load(a, "i"), dtype)
+        lines += [f"    # {case.name}", f"    acc{k} = {load(a, '0')}",
                   f"    for i in range(1, {a}.shape[0]):", f"        acc{k} = {update}",
-                  f"    out{k}[0] = acc{k}"]
+                  f"    out{k}[0] = {store(f'acc{k}', case)}"]
     return "\n".join(lines) + "\n"
 
 
@@ -255,7 +278,10 @@ def compiled(dtype_name: str, tmp_path_factory):
         arrays = inputs_for(dtype)
         n = len(arrays["x"])
         outs = [np.zeros(1 if c.reducer else n, dtype=c.inst.dtype) for c in cases]
-        kernel(*(arrays[a] for a in _ARRAYS), *outs)
+
+        def bits(a):
+            return a.view(np.uint16) if a.dtype == F16 else a
+        kernel(*(bits(arrays[a]) for a in _ARRAYS), *(bits(o) for o in outs))
         typemap = kernel.overloads[kernel.signatures[0]].type_annotation.typemap
         types = {}
         for var, ty in typemap.items():
@@ -268,9 +294,9 @@ def compiled(dtype_name: str, tmp_path_factory):
 
 def _ordered(a: np.ndarray) -> np.ndarray:
     """Floats as integers in the same order, one apart per ulp (+0 and -0 both 0)."""
-    i = a.view(np.int32 if a.dtype == np.float32 else np.int64).astype(np.int64)
-    return np.where(i < 0, -(i & np.int64(0x7FFFFFFFFFFFFFFF if a.dtype == np.float64
-                                          else 0x7FFFFFFF)), i)
+    signed = {2: np.int16, 4: np.int32, 8: np.int64}[a.dtype.itemsize]
+    i = a.view(signed).astype(np.int64)
+    return np.where(i < 0, -(i & np.int64(2 ** (8 * a.dtype.itemsize - 1) - 1)), i)
 
 
 def assert_close(got, want, ulps, what):
@@ -301,7 +327,8 @@ def assert_close(got, want, ulps, what):
 def test_scalar_expr_matches_impl(dtype_name, case, tmp_path_factory):
     arrays, outs, types = compiled(dtype_name, tmp_path_factory)
     k = CASES[dtype_name].index(case)
-    want_type = str(numba.from_dtype(case.inst.dtype))
+    # a float16 value is computed in a float32
+    want_type = "float32" if case.inst.dtype == F16 else str(numba.from_dtype(case.inst.dtype))
     assert types[k] == {want_type}, f"Numba types the expression as {types[k]}"
     assert_close(outs[k], case.expected(arrays), case.ulps, f"{case.name} on {dtype_name}")
 
@@ -423,7 +450,7 @@ ENTRY main {
 
 def test_unsupported():
     with pytest.raises(xe.UnsupportedOpError, match="add") as err:
-        exprs.scalar_expr(instruction("add", np.uint8, [np.uint8, np.uint8]), ["a", "b"])
+        exprs.scalar_expr(instruction("add", np.complex64, [np.complex64, np.complex64]), ["a", "b"])
     assert err.value.op == "add"
     with pytest.raises(xe.UnsupportedOpError, match="shift-left"):
         exprs.scalar_expr(instruction("shift-left", np.float32, [np.float32] * 2), ["a", "b"])

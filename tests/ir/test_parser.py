@@ -180,6 +180,53 @@ ENTRY main {
   ROOT t = (f32[2,3], f32[], f64[], f32[], f64[], f32[], pred[3], pred[], s32[2], s64[], f64[2,2]) tuple(array, eps32, eps64, c32, c64, negzero, flags, yes, ints, big, tiny)
 }
 """,
+    "integer_types": """\
+HloModule integer_types, entry_computation_layout={(s8[3], s16[3], u8[3], u16[2], u32[2], u64[2])->(s8[3], s16[3], u8[3], u16[2], u32[2], u64[2], s16[3], u64[], s64[2])}
+
+sum_u64 {
+  x = u64[] parameter(0)
+  y = u64[] parameter(1)
+  ROOT s = u64[] add(x, y)
+}
+
+ENTRY main {
+  a = s8[3] parameter(0)
+  b = s16[3] parameter(1)
+  c = u8[3] parameter(2)
+  d = u16[2] parameter(3)
+  e = u32[2] parameter(4)
+  f = u64[2] parameter(5)
+  i8 = s8[3] constant({-128, 0, 127})
+  i16 = s16[3] constant({-32768, 1, 32767})
+  u8 = u8[3] constant({0, 200, 255})
+  u16 = u16[2] constant({0, 65535})
+  u32 = u32[2] constant({4294967295, 7})
+  u64 = u64[2] constant({18446744073709551615, 9223372036854775808})
+  na = s8[3] negate(i8)
+  sb = s16[3] subtract(b, i16)
+  wc = u8[3] add(c, u8)
+  md = u16[2] multiply(d, u16)
+  xe = u32[2] xor(e, u32)
+  sf = u64[2] shift-right-logical(f, u64)
+  cv = s16[3] convert(c)
+  zero = u64[] constant(0)
+  rs = u64[] reduce(f, zero), dimensions={0}, to_apply=sum_u64
+  wide = s64[2] convert(f)
+  ROOT t = (s8[3], s16[3], u8[3], u16[2], u32[2], u64[2], s16[3], u64[], s64[2]) tuple(na, sb, wc, md, xe, sf, cv, rs, wide)
+}
+""",
+    "float16": """\
+HloModule float16, entry_computation_layout={(f16[3])->(f16[3], f32[3], f16[4])}
+
+ENTRY main {
+  x = f16[3] parameter(0)
+  c = f16[4] constant({0.1, 6.55e+04, 6e-08, -inf})
+  wide = f32[3] convert(x)
+  twice = f32[3] add(wide, wide)
+  back = f16[3] convert(twice)
+  ROOT t = (f16[3], f32[3], f16[4]) tuple(back, wide, c)
+}
+""",
     "alias_and_metadata": """\
 HloModule alias_and_metadata, input_output_alias={ {0}: (1, {}, may-alias), {1}: (0, {}, may-alias) }, entry_computation_layout={(f32[4], f32[4])->(f32[4], f32[4])}
 
@@ -281,6 +328,22 @@ def test_round_trip_values():
     a = lit["array"]
     assert a[1, 0] == np.inf and a[1, 1] == -np.inf and np.isnan(a[1, 2])
     assert lit["tiny"][0, 0] == 5e-324 and lit["tiny"][0, 1] == 1.7976931348623157e308
+
+    m = xe.parse_hlo(ROUND_TRIP["integer_types"])
+    lit = {i.name: i.literal for i in m.entry if i.opcode == "constant"}
+    assert lit["i8"].dtype == np.int8 and lit["i8"].tolist() == [-128, 0, 127]
+    assert lit["i16"].dtype == np.int16 and lit["i16"].tolist() == [-2**15, 1, 2**15 - 1]
+    assert lit["u8"].dtype == np.uint8 and lit["u8"].tolist() == [0, 200, 255]
+    assert lit["u16"].dtype == np.uint16 and lit["u16"].tolist() == [0, 2**16 - 1]
+    assert lit["u32"].dtype == np.uint32 and lit["u32"].tolist() == [2**32 - 1, 7]
+    assert lit["u64"].dtype == np.uint64 and lit["u64"].tolist() == [2**64 - 1, 2**63]
+    assert [m.entry.get(n).dtype for n in "abcdef"] == [np.dtype(t) for t in (
+        np.int8, np.int16, np.uint8, np.uint16, np.uint32, np.uint64)]
+
+    m = xe.parse_hlo(ROUND_TRIP["float16"])
+    c = m.entry.get("c").literal
+    assert c.dtype == np.float16
+    assert c.tobytes() == np.array([0.1, 65504, 6e-08, -np.inf], np.float16).tobytes()
 
     m = xe.parse_hlo(ROUND_TRIP["alias_and_metadata"])
     assert m.input_output_alias == ((0, 1), (1, 0))

@@ -18,11 +18,20 @@ import numpy as np
 
 BOOL, I32, I64, F32, F64 = (np.dtype(t) for t in (np.bool_, np.int32, np.int64, np.float32,
                                                    np.float64))
-ALL = (BOOL, I32, I64, F32, F64)
-NUMERIC = (I32, I64, F32, F64)
-FLOATS = (F32, F64)
-INTS = (I32, I64)
-INTEGRAL = (BOOL, I32, I64)
+I8, I16, U8, U16, U32, U64 = (np.dtype(t) for t in (np.int8, np.int16, np.uint8, np.uint16,
+                                                    np.uint32, np.uint64))
+F16 = np.dtype(np.float16)
+# The narrow and unsigned integers come after the first type (the fast and layout tests take
+# the first and last of a record's types). With int8 supported, NumPy's bool loops that compute
+# in int8 (np.floor_divide, np.power, np.left_shift...) are supported too.
+SMALL_INTS = (I8, I16, U8, U16, U32, U64)
+ALL = (BOOL, I32, I64, *SMALL_INTS, F16, F32, F64)
+NUMERIC = (I32, I64, *SMALL_INTS, F16, F32, F64)
+FLOATS = (F16, F32, F64)
+INTS = (I32, I64, *SMALL_INTS)
+INTEGRAL = (BOOL, I32, I64, *SMALL_INTS)
+UNSIGNED = (U8, U16, U32, U64)
+_SIGNED_ALL = tuple(d for d in ALL if d not in UNSIGNED)
 
 # Argument shapes. Element-wise records use these; others list their own.
 UNARY_SHAPES = (((),), ((0,),), ((7,),), ((2, 3, 4),))
@@ -93,6 +102,7 @@ AT_LEAST_ONE = _domain(1, 5)  # arccosh
 BASE = _domain(0.1, 3, int_lo=-3, int_hi=3)  # power: positive float bases
 EXPONENT = _domain(-2, 2, int_lo=0, int_hi=4)  # power: small, non-negative for integers
 TAN = _domain(-1.3, 1.3, int_lo=-9, int_hi=9)  # away from the poles at +-pi/2
+_CASTS_UNSIGNED = _domain(0, 3, int_lo=-9, int_hi=9, quarters=True)  # floats >= 0
 
 
 # -- the record --------------------------------------------------------------------------------
@@ -122,8 +132,15 @@ class OpRecord:
         return [doms[min(i, len(doms) - 1)](rng, s, dtype) for i, s in enumerate(shapes)]
 
 
+def _result_supported(ufunc, dtype) -> bool:
+    """Whether NumPy's loop for `dtype` gives a type the explorer has."""
+    loop = ufunc.resolve_dtypes((dtype,) * ufunc.nin + (None,) * ufunc.nout)
+    return all(t in ALL for t in loop)
+
+
 def ufunc_record(ufunc, dtypes, domains=(ANY,), *, name=None, tol=1.0, shapes=None):
     arity = ufunc.nin
+    dtypes = tuple(d for d in dtypes if _result_supported(ufunc, d))
     return OpRecord(name or f"np.{ufunc.__name__}", ufunc, arity, tuple(domains), tuple(dtypes),
                     shapes or (UNARY_SHAPES if arity == 1 else BINARY_SHAPES), tol=tol,
                     meta={"ufunc": ufunc})
@@ -137,49 +154,49 @@ ELEMENTWISE = [
     U(np.multiply, ALL),
     U(np.divide, ALL, (ANY, NONZERO)),
     U(np.true_divide, ALL, (ANY, NONZERO), name="np.true_divide"),
-    U(np.floor_divide, NUMERIC, (QUARTERS, NONZERO)),
-    U(np.remainder, NUMERIC, (QUARTERS, NONZERO)),
-    U(np.power, NUMERIC, (BASE, EXPONENT)),
+    U(np.floor_divide, ALL, (QUARTERS, NONZERO)),
+    U(np.remainder, ALL, (QUARTERS, NONZERO)),
+    U(np.power, ALL, (BASE, EXPONENT)),
     U(np.negative, NUMERIC),
     U(np.positive, NUMERIC),
     U(np.absolute, ALL),
     U(np.sign, NUMERIC),
-    U(np.square, NUMERIC),
-    U(np.reciprocal, NUMERIC, (NONZERO,)),
-    U(np.divmod, NUMERIC, (QUARTERS, NONZERO)),
+    U(np.square, ALL),
+    U(np.reciprocal, ALL, (NONZERO,)),
+    U(np.divmod, ALL, (QUARTERS, NONZERO)),
     U(np.maximum, ALL),
     U(np.minimum, ALL),
     U(np.fmax, ALL),
     U(np.fmin, ALL),
     # exponentials and logarithms
-    U(np.exp, NUMERIC),
-    U(np.exp2, NUMERIC),
-    U(np.expm1, NUMERIC),
-    U(np.log, NUMERIC, (POSITIVE,)),
-    U(np.log2, NUMERIC, (POSITIVE,)),
-    U(np.log10, NUMERIC, (POSITIVE,)),
-    U(np.log1p, NUMERIC, (POSITIVE,)),
-    U(np.sqrt, NUMERIC, (POSITIVE,)),
-    U(np.cbrt, NUMERIC),
+    U(np.exp, ALL),
+    U(np.exp2, ALL),
+    U(np.expm1, ALL),
+    U(np.log, ALL, (POSITIVE,)),
+    U(np.log2, ALL, (POSITIVE,)),
+    U(np.log10, ALL, (POSITIVE,)),
+    U(np.log1p, ALL, (POSITIVE,)),
+    U(np.sqrt, ALL, (POSITIVE,)),
+    U(np.cbrt, ALL),
     # trigonometric and hyperbolic
-    U(np.sin, NUMERIC),
-    U(np.cos, NUMERIC),
-    U(np.tan, NUMERIC, (TAN,)),
-    U(np.arcsin, NUMERIC, (UNIT,)),
-    U(np.arccos, NUMERIC, (UNIT,)),
-    U(np.arctan, NUMERIC),
-    U(np.arctan2, NUMERIC),
-    U(np.sinh, NUMERIC),
-    U(np.cosh, NUMERIC),
-    U(np.tanh, NUMERIC),
-    U(np.arcsinh, NUMERIC),
-    U(np.arccosh, NUMERIC, (AT_LEAST_ONE,)),
-    U(np.arctanh, NUMERIC, (OPEN_UNIT,)),
+    U(np.sin, ALL),
+    U(np.cos, ALL),
+    U(np.tan, ALL, (TAN,)),
+    U(np.arcsin, ALL, (UNIT,)),
+    U(np.arccos, ALL, (UNIT,)),
+    U(np.arctan, ALL),
+    U(np.arctan2, ALL),
+    U(np.sinh, ALL),
+    U(np.cosh, ALL),
+    U(np.tanh, ALL),
+    U(np.arcsinh, ALL),
+    U(np.arccosh, ALL, (AT_LEAST_ONE,)),
+    U(np.arctanh, ALL, (OPEN_UNIT,)),
     # rounding
     U(np.floor, ALL, (QUARTERS,)),
     U(np.ceil, ALL, (QUARTERS,)),
     U(np.trunc, ALL, (QUARTERS,)),
-    U(np.rint, NUMERIC, (QUARTERS,)),
+    U(np.rint, ALL, (QUARTERS,)),
     # comparisons and logic
     U(np.greater, ALL),
     U(np.greater_equal, ALL),
@@ -199,8 +216,8 @@ ELEMENTWISE = [
     U(np.bitwise_or, INTEGRAL),
     U(np.bitwise_xor, INTEGRAL),
     U(np.invert, INTEGRAL),
-    U(np.left_shift, INTS, (ANY, shift_amount)),
-    U(np.right_shift, INTS, (ANY, shift_amount)),
+    U(np.left_shift, INTEGRAL, (ANY, shift_amount)),
+    U(np.right_shift, INTEGRAL, (ANY, shift_amount)),
 ]
 
 SELECTION = [
@@ -267,7 +284,7 @@ _MASKED = (
 )
 _MASKED_EXTREME = (
     (((2, 3, 4),), {"initial": 1}),
-    (((2, 3, 4),), {"axis": 1, "where": _WHERE, "initial": -1}),
+    (((2, 3, 4),), {"axis": 1, "where": _WHERE, "initial": 3}),
     (((0, 3),), {"axis": 0, "initial": 0}),
 )
 REDUCTIONS = [
@@ -424,9 +441,13 @@ DATA_MOVEMENT = [
     OpRecord("np.copy", np.copy, 1, (ANY,), ALL, UNARY_SHAPES, group="data-movement"),
     OpRecord("x[index]", _index, 1, (ANY,), ALL, cases=_INDEX_CASES, group="data-movement"),
     OpRecord("x.astype", _astype, 1, (QUARTERS,), ALL, UNARY_SHAPES,
-             tuple({"dtype": d} for d in ALL), group="data-movement"),
+             tuple({"dtype": d} for d in _SIGNED_ALL), group="data-movement"),
     OpRecord("np.astype", lambda x, dtype: np.astype(x, dtype), 1, (QUARTERS,), ALL, (((2, 3),),),
-             tuple({"dtype": d} for d in ALL), group="data-movement"),
+             tuple({"dtype": d} for d in _SIGNED_ALL), group="data-movement"),
+    # A negative float converted to an unsigned type is undefined in C, so in NumPy: the
+    # records to unsigned types convert non-negative floats (and integers of either sign).
+    OpRecord("x.astype unsigned", _astype, 1, (_CASTS_UNSIGNED,), ALL, UNARY_SHAPES,
+             tuple({"dtype": d} for d in UNSIGNED), group="data-movement"),
 ]
 
 
@@ -557,15 +578,15 @@ OPERATORS = [
     _op_record("x - y", operator.sub, NUMERIC),
     _op_record("x * y", operator.mul, ALL),
     _op_record("x / y", operator.truediv, ALL, (ANY, NONZERO)),
-    _op_record("x // y", operator.floordiv, NUMERIC, (QUARTERS, NONZERO)),
-    _op_record("x % y", operator.mod, NUMERIC, (QUARTERS, NONZERO)),
-    _op_record("x ** y", operator.pow, NUMERIC, (BASE, EXPONENT)),
-    _op_record("divmod(x, y)", divmod, NUMERIC, (QUARTERS, NONZERO)),
+    _op_record("x // y", operator.floordiv, ALL, (QUARTERS, NONZERO)),
+    _op_record("x % y", operator.mod, ALL, (QUARTERS, NONZERO)),
+    _op_record("x ** y", operator.pow, ALL, (BASE, EXPONENT)),
+    _op_record("divmod(x, y)", divmod, ALL, (QUARTERS, NONZERO)),
     _op_record("x & y", operator.and_, INTEGRAL),
     _op_record("x | y", operator.or_, INTEGRAL),
     _op_record("x ^ y", operator.xor, INTEGRAL),
-    _op_record("x << y", operator.lshift, INTS, (ANY, shift_amount)),
-    _op_record("x >> y", operator.rshift, INTS, (ANY, shift_amount)),
+    _op_record("x << y", operator.lshift, INTEGRAL, (ANY, shift_amount)),
+    _op_record("x >> y", operator.rshift, INTEGRAL, (ANY, shift_amount)),
     _op_record("x < y", operator.lt, ALL),
     _op_record("x <= y", operator.le, ALL),
     _op_record("x > y", operator.gt, ALL),
@@ -644,7 +665,7 @@ SETITEM = [
         (((6,), (3,)), {"index": _IDX[5::-2]}),
     ), group="setitem"),
     OpRecord("x[x > 0] = scalar", _setitem_mask, 1, (ANY,), NUMERIC, cases=(
-        (((3, 4),), {"value": 0}), (((5,),), {"value": -2}), (((),), {"value": 7}),
+        (((3, 4),), {"value": 0}), (((5,),), {"value": 2}), (((),), {"value": 7}),
     ), group="setitem"),
 ]
 
@@ -675,7 +696,10 @@ METHODS = [
     _method(".transpose", lambda x, *axes: x.transpose(*axes), ALL, _c({})),
     _method(".transpose(axes)", lambda x: x.transpose(2, 0, 1), ALL, _c({})),
     _method(".transpose((axes))", lambda x: x.transpose((1, 2, 0)), ALL, _c({})),
-    _method(".astype", lambda x, dtype: x.astype(dtype), ALL, _c(*({"dtype": d} for d in ALL))),
+    _method(".astype", lambda x, dtype: x.astype(dtype), ALL,
+            _c(*({"dtype": d} for d in _SIGNED_ALL))),
+    _method(".astype unsigned", lambda x, dtype: x.astype(dtype), ALL,
+            _c(*({"dtype": d} for d in UNSIGNED)), domains=(_CASTS_UNSIGNED,)),
     _method(".sum", lambda x, **kw: x.sum(**kw), ALL,
             _c({}, {"axis": 1}, {"axis": (0, 2), "keepdims": True}, {"dtype": np.float64})),
     _method(".mean", lambda x, **kw: x.mean(**kw), ALL,

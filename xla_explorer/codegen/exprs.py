@@ -45,14 +45,21 @@ PRELUDE = ("import numpy as np\n"
 # the helper from every expression after it).
 RESERVED_NAMES = frozenset(["np", *scalar.__all__])
 
-# Element types the generator handles: pred, the signed integers, float32 and float64.
-_SUPPORTED = {np.dtype(t) for t in (np.bool_, np.int8, np.int16, np.int32, np.int64,
-                                    np.float32, np.float64)}
+# Element types the generator handles: pred, the signed and unsigned integers, float16,
+# float32 and float64.
+_SUPPORTED = {np.dtype(t) for t in (np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8,
+                                    np.uint16, np.uint32, np.uint64, np.float16, np.float32,
+                                    np.float64)}
+F16 = np.dtype(np.float16)
 
 
 def np_type(dtype) -> str:
-    """`np.float32`, `np.bool_`: the NumPy scalar type named in generated code."""
+    """`np.float32`, `np.bool_`: the NumPy scalar type named in generated code. A float16
+    value is computed in a float32 (Numba has no float16 arithmetic; scalar.py's f16 helpers
+    round it where it is stored or converted)."""
     dtype = np.dtype(dtype)
+    if dtype == F16:
+        return "np.float32"
     return "np.bool_" if dtype == np.bool_ else f"np.{dtype.name}"
 
 
@@ -67,6 +74,8 @@ def literal(value, dtype) -> str:
         return repr(bool(value))
     if dtype.kind in "iu":
         return f"{np_type(dtype)}({int(dtype.type(value))})"
+    if dtype == F16:  # the float16 value, held in a float32 (exactly)
+        return f"np.float32({_float_text(np.float32(np.float16(value)))})"
     if dtype.kind == "f":
         return f"{np_type(dtype)}({_float_text(dtype.type(value))})"
     raise UnsupportedOpError(f"no scalar constant of type {dtype} in generated code",
@@ -113,7 +122,7 @@ def _template(opcode: str, kind: str, result_kind: str = "") -> str | None:
 
 def _float_functions(dtype: np.dtype) -> dict[str, str]:
     """fastmath.py's vectorizable functions for `dtype` (HLO's floats are f32 and f64)."""
-    suffix = "f32" if dtype == np.float32 else "f64"
+    suffix = "f64" if dtype == np.float64 else "f32"  # float16 computes in float32
     return {f: f"{f}_{suffix}" for f in scalar.FLOAT_FUNCTIONS}
 
 
@@ -121,8 +130,9 @@ def _fill(text: str, dtype: np.dtype, operands, src: np.dtype | None = None,
           **more: str) -> str:
     src = dtype if src is None else src
     inf = literal(np.inf, src) if src.kind == "f" else None
-    return text.format(*operands, T=np_type(dtype), one=literal(1, dtype), inf=inf,
-                       **_float_functions(dtype), **more)
+    more.setdefault("T", np_type(dtype))
+    return text.format(*operands, one=literal(1, dtype), inf=inf, **_float_functions(dtype),
+                       **more)
 
 
 _ATOM = re.compile(r"[\w.]+")
@@ -180,6 +190,12 @@ def scalar_expr(inst, operands: list[str]) -> str:
     text = _template(opcode, src.kind, dst.kind)
     if text is None:
         raise _unsupported(inst, f"no scalar expression for element type {src}")
+    if opcode == "convert" and dst == F16:
+        # to float16: the convert's {T}(x) is scalar.f16_from, one rounding from x's own value
+        more["T"] = "f16_from"
+    if opcode == "convert" and src == F16:
+        # from float16: round first, in case the value was computed in float32 unrounded
+        args = [f"f16_round({args[0]})"]
     return _fill(text, dst, args, src, **more)
 
 

@@ -93,9 +93,22 @@ def identifier(name: str) -> str:
 
 
 def np_type(dtype) -> str:
-    """`np.float32`, `np.bool_`: the NumPy scalar type named in generated code."""
-    dtype = np.dtype(dtype)
-    return "np.bool_" if dtype == np.bool_ else f"np.{dtype.name}"
+    """`np.float32`, `np.bool_`: the NumPy scalar type a value is computed in (a float16 in
+    a float32, see exprs.np_type)."""
+    return exprs.np_type(dtype)
+
+
+# -- float16 ------------------------------------------------------------------------------
+# Numba cannot load or store float16: a float16 buffer a kernel reads or writes (a parameter,
+# an output, a temporary of the arena) is passed as its bits, a uint16 view, and each element
+# is converted on load (f16_load) and rounded on store (f16_bits); in between it is a float32.
+
+_F16 = np.dtype(np.float16)
+
+
+def storage_type(dtype) -> str:
+    """The NumPy type a buffer of `dtype` is viewed as when a kernel receives it."""
+    return "np.uint16" if np.dtype(dtype) == _F16 else np_type(dtype)
 
 
 @dataclass
@@ -173,6 +186,9 @@ class KernelEmitter:
         self.out_names = {}
         for k, o in enumerate(self.outputs):
             self.out_names.setdefault(id(o), f"out{k}")
+        # The float16 arrays the kernel is given, as bits (see storage_type).
+        self.half_arrays = ({f"p{p.parameter_number}" for p in self.params if p.dtype == _F16}
+                            | {f"out{k}" for k, o in enumerate(self.outputs) if o.dtype == _F16})
         # Materialised values: reduce / dot results, as an array name or a per-row scalar.
         self.stored: dict[int, str] = {}
         self.row_scalars: dict[int, str] = {}
@@ -236,7 +252,8 @@ class KernelEmitter:
         if op == "constant":
             return exprs.literal(inst.literal.reshape(-1)[0], inst.dtype)
         if op == "iota":
-            return f"{np_type(inst.dtype)}({idx[inst.attr('iota_dimension')]})"
+            ramp = f"{np_type(inst.dtype)}({idx[inst.attr('iota_dimension')]})"
+            return f"f16_round({ramp})" if inst.dtype == _F16 else ramp
         if elementwise_like(op):
             # clamp's bounds may be scalars (0-d) beside an array x
             return exprs.scalar_expr(inst, [self.value(o, idx if o.dims or not inst.dims else ())
@@ -259,12 +276,22 @@ class KernelEmitter:
         written: Numba hands a 0-d array to a prange body as a scalar, where `a[()]` fails to
         compile (`getitem(float64, Tuple())`), as in x.std() beside x.argmax()."""
         if idx or self.w.depth == 1:
-            return _index(array, idx)
+            return self._load(array, _index(array, idx))
         if array not in self.scalar_reads:
             var = self.w.fresh(f"{array}_value")
-            self.w.insert_top(f"{var} = {array}[()]  # a 0-d array, read before the loop")
+            self.w.insert_top(f"{var} = {self._load(array, f'{array}[()]')}  # a 0-d array, "
+                              "read before the loop")
             self.scalar_reads[array] = var
         return self.scalar_reads[array]
+
+    def _load(self, array: str, element: str) -> str:
+        return f"f16_load({element})" if array in self.half_arrays else element
+
+    def _store(self, array: str, idx, value: str) -> None:
+        """`array[idx] = value`, rounded to float16 bits for a float16 array."""
+        if array in self.half_arrays:
+            value = f"f16_bits({value})"
+        self.w.line(f"{_index(array, idx)} = {value}")
 
     def _data_movement(self, inst: Instruction, idx: tuple[str, ...]) -> str:
         op, x = inst.opcode, inst.operands[0]
@@ -583,7 +610,7 @@ class KernelEmitter:
             idx = self.loop_nest(dims, parallel_ok and prod(dims) >= self.parallel_from)
             for o in group:
                 self.w.comment(o)
-                self.w.line(f"{_index(self.out_names[id(o)], idx)} = {self.value(o, idx)}")
+                self._store(self.out_names[id(o)], idx, self.value(o, idx))
             self.close(len(dims))
 
     def _written(self, o) -> bool:
@@ -617,6 +644,7 @@ class KernelEmitter:
         return var
 
     def _emit_dot(self, inst: Instruction):
+        _refuse_float16(inst)
         self.w.comment(inst)
         a, b = inst.operands
         if not (isinstance(a, Instruction) and a.opcode == "parameter"
@@ -730,7 +758,7 @@ class KernelEmitter:
             self.open()
             for o in epilogue:
                 self.w.comment(o)
-                self.w.line(f"{_index(self.out_names[id(o)], (i, j))} = {self.value(o, (i, j))}")
+                self._store(self.out_names[id(o)], (i, j), self.value(o, (i, j)))
             self.close(2)
             self.epilogue_done = True
         self.close(1)  # the while loop, and the prange with it
@@ -755,6 +783,7 @@ class KernelEmitter:
     def _emit_reduce_general(self, inst: Instruction):
         """Fill the reduce's result array(s): accumulate in registers when the reduced
         dimensions are the trailing ones, else into the array in row-major order."""
+        _refuse_float16(inst)
         self.w.comment(inst)
         n = len(inst.operands) // 2
         operands, inits = inst.operands[:n], inst.operands[n:]
@@ -878,6 +907,7 @@ class KernelEmitter:
         if self._reduces() and lead and len(trail) == 1:
             self._prefetch_rows(lead, trail, ridx)
         for inst in self._reduces():
+            _refuse_float16(inst)
             self.w.comment(inst)
             n = len(inst.operands) // 2
             operands, inits = inst.operands[:n], inst.operands[n:]
@@ -910,13 +940,13 @@ class KernelEmitter:
         for o in small:  # per row: shaped like the rows, or with the row's axes kept as 1s
             self.w.comment(o)
             idx = ridx + ("0",) * (len(o.dims) - len(lead))
-            self.w.line(f"{_index(self.out_names[id(o)], idx)} = {self.value(o, idx)}")
+            self._store(self.out_names[id(o)], idx, self.value(o, idx))
         if full:
             tidx = self._row_pass(trail, inner_parallel, ridx)
             for o in full:
                 self.w.comment(o)
                 v = self.value(o, ridx + tidx)
-                self.w.line(f"{_index(self.out_names[id(o)], ridx + tidx)} = {v}")
+                self._store(self.out_names[id(o)], ridx + tidx, v)
             self._end_row_pass(trail)
         self.close(opened)
 
@@ -1052,6 +1082,19 @@ def _operand(param: str, batch_dims, rows, cols, batch: int, r: int, c: int,
         return f"{view}.T" if plain else f"{view}.reshape(({batch}, {c}, {r})).transpose(0, 2, 1)"
     return (f"np.ascontiguousarray(np.transpose({param}, {_dims(order)}))"
             f".reshape(({batch}, {r}, {c}))")
+
+
+def _refuse_float16(inst: Instruction) -> None:
+    """Reductions and products accumulate in their result type here, and a float16
+    accumulator would round at every step: the tracer computes them in float32 (as NumPy
+    does), and a module that has one in float16 must convert first."""
+    shapes = inst.shape.elements if inst.shape.is_tuple else (inst.shape,)
+    if any(s.dtype == _F16 for s in shapes):
+        md = inst.metadata
+        raise UnsupportedOpError(
+            f"the CPU backend does not compute a float16 {inst.opcode} ({inst.name}): convert "
+            "its operands to f32 and its result back to f16", op=inst.opcode,
+            source_file=md.source_file or None, source_line=md.source_line or None)
 
 
 def _index(array: str, idx) -> str:
@@ -1430,7 +1473,8 @@ def generate_program(module: Module, assignment) -> Program:
             if b.category == TEMPORARY:
                 offset = assignment.offset(b)
                 driver.append(f"    {expr} = arena[{offset}:{offset + b.size}]"
-                              f".view({np_type(b.shape.dtype)}).reshape({_dims(b.shape.dims)})")
+                              f".view({storage_type(b.shape.dtype)})"
+                              f".reshape({_dims(b.shape.dims)})")
             outs.append(expr)
         ins = []
         for o in inst.operands:

@@ -22,13 +22,15 @@ import numpy as np
 from llvmlite import ir as llvm_ir
 from numba import njit, types
 from numba.core import cgutils
-from numba.core.extending import intrinsic
+from numba.core.extending import intrinsic, overload
 
 __all__ = [
     "maximum", "minimum", "maximum_nsz", "minimum_nsz", "clamp", "add_reassoc", "multiply_reassoc", "sign", "round_afz", "rsqrt",
-    "int_divide", "int_remainder", "int_power",
-    "shift_left", "shift_right_arithmetic", "shift_right_logical",
+    "int_divide", "int_remainder", "int_power", "uint_divide", "uint_remainder",
+    "shift_left", "shift_right_arithmetic", "uint_shift_right_arithmetic",
+    "shift_right_logical",
     "float_to_int", "prefetch_read", "prefetch_write",
+    "f16_load", "f16_bits", "f16_round", "f16_round_f64", "f16_from",
 ]
 
 
@@ -191,6 +193,24 @@ def int_remainder(a, b):
     return a if b == t(0) else t(r)
 
 
+# Unsigned division has no INT_MIN / -1 case (and -1 is the largest value there): only the
+# divisor 0 is replaced. x / 0 is all ones, the type's largest value.
+
+
+@njit(inline="always")
+def uint_divide(a, b):
+    t = type(a)
+    d = t(1) if b == t(0) else b
+    return t(~t(0)) if b == t(0) else t(a // d)
+
+
+@njit(inline="always")
+def uint_remainder(a, b):
+    t = type(a)
+    d = t(1) if b == t(0) else b
+    return a if b == t(0) else t(a % d)
+
+
 @njit(inline="always")
 def int_power(a, b):
     """a ** b by squaring, wrapping on overflow as np.power does (0 ** 0 = 1). A negative
@@ -215,7 +235,7 @@ def int_power(a, b):
 @njit(inline="always")
 def shift_left(a, b):
     bits = np.iinfo(type(a)).bits
-    out = type(a)(a << (b & (bits - 1)))
+    out = type(a)(a << (b & type(b)(bits - 1)))
     return type(a)(0) if (b < 0) | (b >= bits) else out
 
 
@@ -227,12 +247,24 @@ def shift_right_arithmetic(a, b):
 
 
 @njit(inline="always")
+def uint_shift_right_arithmetic(a, b):
+    """An unsigned a shifted as the signed integer of its bits (XLA's semantics): where its
+    top bit is set, ~(~a >> b) fills with ones."""
+    t = type(a)
+    bits = np.iinfo(t).bits
+    # constants in b's type: Numba computes uint64 with int64 in float64
+    amount = type(b)(bits - 1) if b >= type(b)(bits) else b
+    top = t(a >> t(bits - 1)) != t(0)
+    return t(~t(t(~a) >> amount)) if top else t(a >> amount)
+
+
+@njit(inline="always")
 def shift_right_logical(a, b):
     bits = np.iinfo(type(a)).bits
     # Zero-extend a's bits into uint64 (the mask drops the sign extension of narrow types).
     mask = np.uint64(0xFFFFFFFFFFFFFFFF) >> np.uint64(64 - bits)
     unsigned = np.uint64(a) & mask
-    out = type(a)(unsigned >> np.uint64(b & (bits - 1)))
+    out = type(a)(unsigned >> np.uint64(b & type(b)(bits - 1)))
     return type(a)(0) if (b < 0) | (b >= bits) else out
 
 
@@ -252,6 +284,108 @@ def float_to_int(x, to):
     out = to(x if inside else type(x)(0))
     out = to(info.max) if x >= hi else out
     return to(info.min) if x <= lo else out
+
+
+# -- float16 --------------------------------------------------------------------------------
+# Numba cannot load, store or compute float16. A float16 array reaches a kernel as its bits
+# (a uint16 view); a float16 value lives in a float32 register: `f16_load` widens the bits
+# (exactly), `f16_bits` rounds a float32 to the nearest float16 (ties to even; overflow to
+# Inf, subnormals and NaN kept) and gives its bits for a store. Both are integer arithmetic on
+# the float32 bits, so they need neither F16C instructions nor a runtime library.
+
+
+@intrinsic
+def _f32_to_u32(typingctx, x):
+    if x != types.float32:
+        return None
+
+    def codegen(context, builder, sig, args):
+        return builder.bitcast(args[0], llvm_ir.IntType(32))
+
+    return types.uint32(x), codegen
+
+
+@intrinsic
+def _u32_to_f32(typingctx, u):
+    if not isinstance(u, types.Integer):
+        return None
+
+    def codegen(context, builder, sig, args):
+        bits = context.cast(builder, args[0], sig.args[0], types.uint32)
+        return builder.bitcast(bits, llvm_ir.FloatType())
+
+    return types.float32(u), codegen
+
+
+@njit(inline="always")
+def f16_load(h):
+    """The float32 of float16 bits `h`: the exponent rebiased (127 - 15), the 10 mantissa
+    bits moved up by 13; a subnormal is its mantissa times 2**-24; Inf and NaN kept."""
+    b = np.int64(h)
+    sign = (b & 0x8000) << 16
+    e = (b >> 10) & 0x1F
+    m = b & 0x3FF
+    bits = sign | (0x7F800000 | (m << 13) if e == 0x1F else ((e + 112) << 23) | (m << 13))
+    tiny = np.float32(m) * np.float32(2.0 ** -24)
+    tiny = -tiny if sign else tiny
+    return tiny if e == 0 else _u32_to_f32(bits)
+
+
+@njit(inline="always")
+def f16_bits(x):
+    """The bits of the float16 nearest the float32 `x` (ties to even)."""
+    u = np.int64(_f32_to_u32(np.float32(x)))
+    sign = (u >> 16) & 0x8000
+    a = u & 0x7FFFFFFF
+    # normal: rebias the exponent, then round off 13 mantissa bits (a carry may step the
+    # exponent, up to Inf)
+    t = a - 0x38000000
+    normal = (t + 0x0FFF + ((t >> 13) & 1)) >> 13
+    # subnormal: the 24-bit significand shifted into units of 2**-24, rounded to even
+    e = a >> 23
+    shift = min(max(126 - e, 1), 31)
+    m = (a & 0x7FFFFF) | 0x800000
+    q = m >> shift
+    rest = m & ((1 << shift) - 1)
+    half = 1 << (shift - 1)
+    sub = q + ((rest > half) | ((rest == half) & ((q & 1) == 1)))
+    h = (0x7C00 | 0x0200 | ((a & 0x7FFFFF) >> 13)) if a > 0x7F800000 else (
+        0x7C00 if a >= 0x477FF000 else (
+            normal if a >= 0x38800000 else (sub if a > 0x33000000 else 0)))
+    return np.uint16(sign | h)
+
+
+@njit(inline="always")
+def f16_round(x):
+    """The float32 `x` rounded to float16 precision and range (an HLO convert to f16)."""
+    return f16_load(f16_bits(x))
+
+
+@njit(inline="always")
+def f16_round_f64(x):
+    """A float64 rounded to float16 in one rounding, as a float32. Through a float32 rounded
+    to odd (an inexact result takes the neighbour with an odd last bit): a float32 has bits
+    enough past float16's that the second rounding then sees every tie as the first would."""
+    y = np.float32(x)
+    bits = _f32_to_u32(y)
+    inexact = (np.float64(y) != x) & (x == x) & ((bits & np.uint32(1)) == np.uint32(0))
+    toward = abs(np.float64(y)) < abs(x)
+    odd = _u32_to_f32(bits + np.uint32(1) if toward else bits - np.uint32(1))
+    return f16_round(odd if inexact else y)
+
+
+def f16_from(x):
+    """An HLO convert to f16 of x (a bool, an integer or a float): the float16 nearest x, in
+    one rounding, held in a float32. In kernels, the overload below."""
+    return np.float32(np.float16(x))
+
+
+@overload(f16_from, inline="always")
+def _f16_from(x):
+    if x == types.float64:
+        return lambda x: f16_round_f64(x)
+    # an integer beyond float32's exact range is beyond float16's too: one rounding either way
+    return lambda x: f16_round(np.float32(x))
 
 
 # -- prefetch -------------------------------------------------------------------------------

@@ -47,11 +47,13 @@ class Cost(enum.Enum):
     EXPENSIVE_FOR_INTEGERS = "expensive-for-integers"
 
 
-# Element kinds, NumPy style: b = pred, i = signed integer, f = floating point.
-ANY = "bif"
-NUMERIC = "if"
+# Element kinds, NumPy style: b = pred, i = signed integer, u = unsigned integer,
+# f = floating point.
+ANY = "biuf"
+NUMERIC = "iuf"
 FLOAT = "f"
-INTEGRAL = "bi"
+INTEGRAL = "biu"
+INTEGER = "iu"
 
 
 @dataclass(frozen=True)
@@ -125,9 +127,11 @@ def _ew(fn):
 
 def _int_divide(a, b):
     # HLO integer division truncates toward zero; x / 0 is -1 (all ones), as XLA defines it.
-    if kind(a.dtype) != "i":
+    if kind(a.dtype) not in INTEGER:
         return np.true_divide(a, b)
     safe = np.where(b == 0, 1, b)
+    if kind(a.dtype) == "u":  # floor is truncation; all ones is the type's largest value
+        return np.where(b == 0, np.iinfo(a.dtype).max, np.floor_divide(a, safe))
     q = np.floor_divide(a, safe)
     q = q + ((q < 0) & (q * safe != a))
     return np.where(b == 0, -1, q)
@@ -135,7 +139,7 @@ def _int_divide(a, b):
 
 def _remainder(a, b):
     # HLO remainder takes the dividend's sign (C fmod); an integer x % 0 is x.
-    if kind(a.dtype) != "i":
+    if kind(a.dtype) not in INTEGER:
         return np.fmod(a, b)
     safe = np.where(b == 0, 1, b)
     return np.where(b == 0, a, np.fmod(a, safe))
@@ -166,6 +170,12 @@ def _shift_left(a, b):
 
 def _shift_right_arith(a, b):
     # Shift amounts are unsigned in XLA: a negative one is as large as any, filling with the sign.
+    # An unsigned operand is shifted as the signed integer of its bits, as XLA's evaluator does.
+    if kind(a.dtype) == "u":
+        signed = np.dtype(f"i{a.dtype.itemsize}")
+        # (an amount of 2**63 or more wraps negative there: out of range either way)
+        return _shift_right_arith(a.view(signed), b.astype(signed)).astype(
+            signed, copy=False).view(a.dtype)
     bits = a.dtype.itemsize * 8
     return np.where((b < 0) | (b >= bits), np.where(a < 0, -1, 0),
                     np.right_shift(a, np.clip(b, 0, bits - 1)))
@@ -221,16 +231,16 @@ _EW = [
     ("and",                        2, INTEGRAL, Cost.CHEAP,                _and,              "&"),
     ("or",                         2, INTEGRAL, Cost.CHEAP,                np.bitwise_or,     "|"),
     ("xor",                        2, INTEGRAL, Cost.CHEAP,                np.bitwise_xor,    "^"),
-    ("shift-left",                 2, "i",     Cost.CHEAP,                 _shift_left,       None),
-    ("shift-right-arithmetic",     2, "i",     Cost.CHEAP,                 _shift_right_arith, None),
-    ("shift-right-logical",        2, "i",     Cost.CHEAP,                 _shift_right_logical, None),
+    ("shift-left",                 2, INTEGER, Cost.CHEAP,                 _shift_left,       None),
+    ("shift-right-arithmetic",     2, INTEGER, Cost.CHEAP,                 _shift_right_arith, None),
+    ("shift-right-logical",        2, INTEGER, Cost.CHEAP,                 _shift_right_logical, None),
 ]
 
 # The scalar expressions code generators emit (codegen/exprs.py fills in the placeholders), per
 # opcode, per element kind of the type the op computes in (its operands'; select's data
-# operands'): b pred, i signed integer, f float, several letters for several kinds; convert's
+# operands'): b pred, i signed integer, u unsigned integer, f float, several letters for several kinds; convert's
 # keys are "from>to" kinds, the first that matches taken. {0} {1} {2} are the operands, {T} the
-# result's NumPy type, {one} a 1 of that type, {inf} an infinity of the operands' type, {op}
+# result's NumPy type (a float16 is computed in float32; a convert to it is scalar.f16_from), {one} a 1 of that type, {inf} an infinity of the operands' type, {op}
 # compare's Python operator (COMPARISONS), and {exp} {expm1} {log} {log1p} {tanh} {logistic}
 # codegen/fastmath.py's functions of the type.
 # Each has exactly the result's element type in Numba and the row's `impl` semantics: bit-exact
@@ -238,18 +248,19 @@ _EW = [
 # Python's operators differ from HLO (NaN and signed zeros in max/min/clamp, integer division
 # and remainder, shifts past the width, saturating float -> int conversion) it calls a helper
 # from codegen/scalar.py. Two facts of Numba's typing shape them: it computes int8/int16/int32
-# arithmetic in int64 (so integer results are cast back with `{T}(...)`: the cast wraps, as
-# NumPy does), and a float32 combined with a Python float is computed in float64 (so float
+# arithmetic in int64 and uint8/uint16/uint32 in uint64 or int64 (so integer results are cast
+# back with `{T}(...)`: the cast wraps, as NumPy does), and a float32 combined with a Python float is computed in float64 (so float
 # constants are typed, `np.float32(1)`).
 _SCALAR: dict[str, dict[str, str]] = {
-    "negate":                 {"i": "{T}(-{0})", "f": "(-{0})"},
-    "abs":                    {"if": "abs({0})"},  # abs(INT_MIN) wraps to INT_MIN, as np.abs
-    "sign":                   {"if": "sign({0})"},
+    "negate":                 {"iu": "{T}(-{0})", "f": "(-{0})"},
+    # abs(INT_MIN) wraps to INT_MIN, as np.abs; an unsigned value is its own absolute value
+    "abs":                    {"if": "abs({0})", "u": "{0}"},
+    "sign":                   {"iuf": "sign({0})"},
     "floor":                  {"f": "np.floor({0})"},
     "ceil":                   {"f": "np.ceil({0})"},
     "round-nearest-even":     {"f": "np.rint({0})"},
     "round-nearest-afz":      {"f": "round_afz({0})"},
-    "not":                    {"b": "(not {0})", "i": "{T}(~{0})"},
+    "not":                    {"b": "(not {0})", "iu": "{T}(~{0})"},
     "exponential":            {"f": "{exp}({0})"},
     "exponential-minus-one":  {"f": "{expm1}({0})"},
     "log":                    {"f": "{log}({0})"},
@@ -267,30 +278,33 @@ _SCALAR: dict[str, dict[str, str]] = {
     # which no kernel has, and vectorize.
     "is-finite":              {"f": "(abs({0}) < {inf})"},
     # pred arithmetic is logical: add and maximum are or, multiply and minimum are and
-    "add":                    {"b": "({0} | {1})", "i": "{T}({0} + {1})", "f": "({0} + {1})"},
-    "subtract":               {"i": "{T}({0} - {1})", "f": "({0} - {1})"},
-    "multiply":               {"b": "({0} & {1})", "i": "{T}({0} * {1})", "f": "({0} * {1})"},
-    "divide":                 {"i": "int_divide({0}, {1})", "f": "({0} / {1})"},
-    "remainder":              {"i": "int_remainder({0}, {1})", "f": "np.fmod({0}, {1})"},
-    "power":                  {"i": "int_power({0}, {1})", "f": "np.power({0}, {1})"},
+    "add":                    {"b": "({0} | {1})", "iu": "{T}({0} + {1})", "f": "({0} + {1})"},
+    "subtract":               {"iu": "{T}({0} - {1})", "f": "({0} - {1})"},
+    "multiply":               {"b": "({0} & {1})", "iu": "{T}({0} * {1})", "f": "({0} * {1})"},
+    "divide":                 {"i": "int_divide({0}, {1})", "u": "uint_divide({0}, {1})",
+                               "f": "({0} / {1})"},
+    "remainder":              {"i": "int_remainder({0}, {1})", "u": "uint_remainder({0}, {1})",
+                               "f": "np.fmod({0}, {1})"},
+    "power":                  {"iu": "int_power({0}, {1})", "f": "np.power({0}, {1})"},
     "atan2":                  {"f": "np.arctan2({0}, {1})"},
-    "maximum":                {"b": "({0} | {1})", "if": "maximum({0}, {1})"},
-    "minimum":                {"b": "({0} & {1})", "if": "minimum({0}, {1})"},
-    "and":                    {"b": "({0} & {1})", "i": "{T}({0} & {1})"},
-    "or":                     {"b": "({0} | {1})", "i": "{T}({0} | {1})"},
-    "xor":                    {"b": "({0} ^ {1})", "i": "{T}({0} ^ {1})"},
-    "shift-left":             {"i": "shift_left({0}, {1})"},
-    "shift-right-arithmetic": {"i": "shift_right_arithmetic({0}, {1})"},
-    "shift-right-logical":    {"i": "shift_right_logical({0}, {1})"},
+    "maximum":                {"b": "({0} | {1})", "iuf": "maximum({0}, {1})"},
+    "minimum":                {"b": "({0} & {1})", "iuf": "minimum({0}, {1})"},
+    "and":                    {"b": "({0} & {1})", "iu": "{T}({0} & {1})"},
+    "or":                     {"b": "({0} | {1})", "iu": "{T}({0} | {1})"},
+    "xor":                    {"b": "({0} ^ {1})", "iu": "{T}({0} ^ {1})"},
+    "shift-left":             {"iu": "shift_left({0}, {1})"},
+    "shift-right-arithmetic": {"i": "shift_right_arithmetic({0}, {1})",
+                               "u": "uint_shift_right_arithmetic({0}, {1})"},
+    "shift-right-logical":    {"iu": "shift_right_logical({0}, {1})"},
     # NaN converts to True, as NumPy's astype(bool); float -> integer saturates, NaN to 0. The
     # other casts are LLVM's: integers wrap, int -> float and float -> float round to nearest
     # (int64 -> float32 in one rounding), float overflow gives Inf; as NumPy's astype.
-    "convert":                {"bif>b": "({0} != 0)", "f>i": "float_to_int({0}, {T})",
-                               "bif>if": "{T}({0})"},
+    "convert":                {"biuf>b": "({0} != 0)", "f>iu": "float_to_int({0}, {T})",
+                               "biuf>iuf": "{T}({0})"},
     # Python's float comparisons are IEEE's: false with a NaN operand, except !=.
-    "compare":                {"bif": "({0} {op} {1})"},
-    "select":                 {"bif": "({1} if {0} else {2})"},
-    "clamp":                  {"if": "clamp({0}, {1}, {2})"},  # clamp(lo, x, hi)
+    "compare":                {"biuf": "({0} {op} {1})"},
+    "select":                 {"biuf": "({1} if {0} else {2})"},
+    "clamp":                  {"iuf": "clamp({0}, {1}, {2})"},  # clamp(lo, x, hi)
 }
 
 for _name, _arity, _kinds, _cost, _fn, _symbol in _EW:
@@ -308,7 +322,7 @@ def _convert_impl(instr, args, ctx):
 def _convert(instr, x):
     if instr.dtype == np.bool_:
         return np.asarray(x != 0)  # an array even for 0-d x, where != gives a NumPy scalar
-    if kind(instr.dtype) == "i" and kind(x.dtype) == "f":
+    if kind(instr.dtype) in INTEGER and kind(x.dtype) == "f":
         # XLA saturates float -> integer conversions and maps NaN to 0 (NumPy leaves those
         # cases undefined).
         info = np.iinfo(instr.dtype)

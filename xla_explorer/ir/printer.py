@@ -83,7 +83,7 @@ def format_metadata(md: Metadata) -> str:
 def format_scalar(value, dtype: np.dtype) -> str:
     if dtype == np.bool_:
         return "true" if value else "false"
-    if dtype.kind == "i":
+    if dtype.kind in "iu":
         return str(int(value))
     value = dtype.type(value)
     if np.isnan(value):

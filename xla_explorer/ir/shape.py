@@ -10,15 +10,26 @@ from math import prod
 
 import numpy as np
 
-# The five element types the explorer supports, by their HLO names.
+# The element types the explorer supports, by their HLO names: every NumPy type but complex,
+# datetime/timedelta and the non-numeric ones.
 HLO_DTYPES: dict[str, np.dtype] = {
     "pred": np.dtype(np.bool_),
+    "s8": np.dtype(np.int8),
+    "s16": np.dtype(np.int16),
     "s32": np.dtype(np.int32),
     "s64": np.dtype(np.int64),
+    "u8": np.dtype(np.uint8),
+    "u16": np.dtype(np.uint16),
+    "u32": np.dtype(np.uint32),
+    "u64": np.dtype(np.uint64),
+    "f16": np.dtype(np.float16),
     "f32": np.dtype(np.float32),
     "f64": np.dtype(np.float64),
 }
 _HLO_NAMES = {dt: name for name, dt in HLO_DTYPES.items()}
+# The supported types as a reader names them, for error messages: "bool, int8, ... and float64".
+_NUMPY_NAMES = [dt.name for dt in HLO_DTYPES.values()]
+SUPPORTED_NAMES = ", ".join(_NUMPY_NAMES[:-1]) + " and " + _NUMPY_NAMES[-1]
 
 
 def hlo_type_name(dtype: np.dtype) -> str:
@@ -30,7 +41,8 @@ def is_supported_dtype(dtype) -> bool:
 
 
 def kind(dtype: np.dtype) -> str:
-    """'b' for pred, 'i' for signed integers, 'f' for floats (NumPy's dtype.kind)."""
+    """'b' for pred, 'i' for signed and 'u' for unsigned integers, 'f' for floats (NumPy's
+    dtype.kind)."""
     return np.dtype(dtype).kind
 
 

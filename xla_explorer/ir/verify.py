@@ -184,7 +184,7 @@ def _check_dynamic_update_slice(inst):
 
 def _check_indices(starts):
     for s in starts:
-        if s.shape.is_tuple or s.dims != () or s.dtype.kind != "i":
+        if s.shape.is_tuple or s.dims != () or s.dtype.kind not in "iu":
             return f"start index {s.name} must be an integer scalar, not {s.shape}"
     return None
 

@@ -25,6 +25,15 @@ from ..ir.printer import format_instruction
 from ..passes.buffer_assignment import OUTPUT, BufferAssignment
 
 
+_F16 = np.dtype(np.float16)
+
+
+def _bits(a: np.ndarray) -> np.ndarray:
+    """A float16 array as the uint16 view a kernel takes (Numba has no float16); others as
+    they are."""
+    return a.view(np.uint16) if a.dtype == _F16 else a
+
+
 def _aligned_bytes(nbytes: int) -> np.ndarray:
     """np.empty(nbytes, np.uint8) starting at a multiple of CACHE_LINE bytes: a view into a
     byte array CACHE_LINE bytes longer. The arena is made so (NumPy aligns to 16 bytes): the
@@ -69,6 +78,10 @@ class CpuExecutable(Executable):
                            for k, s in enumerate(self.output_shapes)]
         self._returns_outputs = list(self.program.outputs) == [
             ("output", k) for k in range(len(self.output_shapes))]
+        # Kernels take float16 arrays as their bits (codegen/numba_cpu.storage_type).
+        self._half = (any(p.dtype == _F16 for p in self.params)
+                      or any(spec[1] == _F16 for spec in self._out_specs))
+        self._kernel_constants = [_bits(c) for c in self.constants]
 
     @property
     def arena_bytes(self) -> int:
@@ -147,10 +160,10 @@ class CpuExecutable(Executable):
         outs = [np.empty(dims, dtype) if not on_line else
                 _aligned_bytes(dtype.itemsize * prod(dims)).view(dtype).reshape(dims)
                 for dims, dtype, on_line in self._out_specs]
-        if self.compile_seconds is None:
-            self._first_run(arrays, outs)
+        if self._half:
+            self._call([_bits(a) for a in arrays], [_bits(o) for o in outs])
         else:
-            self.entry(self.arena, *arrays, *self.constants, *outs)
+            self._call(arrays, outs)
         if self._returns_outputs:  # each output once, in order: the common case
             return outs
         results = []
@@ -165,6 +178,12 @@ class CpuExecutable(Executable):
                 results.append(self.constants[k].copy())
         return results
 
+    def _call(self, arrays, outs) -> None:
+        if self.compile_seconds is None:
+            self._first_run(arrays, outs)
+        else:
+            self.entry(self.arena, *arrays, *self._kernel_constants, *outs)
+
     def _first_run(self, arrays, outs) -> None:
         """Numba compiles the program (or loads it from its disk cache) on the first call:
         timed by Numba's own event for holding its compiler lock, so the seconds are
@@ -172,7 +191,7 @@ class CpuExecutable(Executable):
         compiling = event.TimingListener()
         try:
             with event.install_listener("numba:compiler_lock", compiling):
-                self.entry(self.arena, *arrays, *self.constants, *outs)
+                self.entry(self.arena, *arrays, *self._kernel_constants, *outs)
         except NumbaError as e:
             raise self._compile_error(e) from e
         self.compile_seconds = compiling.duration if compiling.done else 0.0

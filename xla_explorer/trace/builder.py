@@ -18,6 +18,8 @@ from .scalars import ScalarProgram
 
 # Reductions the tracer emits, by the element-wise op of their reducer, with each one's
 # identity (the init value XLA wants) as a function of the element type.
+_F16, _F32 = np.dtype(np.float16), np.dtype(np.float32)
+
 REDUCERS = {
     "add": lambda dt: 0,
     "multiply": lambda dt: 1,
@@ -149,6 +151,11 @@ class Builder:
     # -- element-wise -----------------------------------------------------------------------
 
     def ew(self, opcode: str, *xs: Instruction) -> Instruction:
+        if any(x.dtype == _F16 for x in xs):
+            # float16 arithmetic is computed in float32 and rounded once, as NumPy's float16
+            # loops compute (and as XLA's CPU backend upcasts): convert in, op, convert out.
+            out = self.emit(opcode, tuple(self.convert(x, _F32) for x in xs))
+            return self.convert(out, _F16) if out.dtype == _F32 else out
         return self.emit(opcode, xs)
 
     def compare(self, a: Instruction, b: Instruction, direction: str) -> Instruction:
@@ -240,6 +247,8 @@ class Builder:
 
     def reduce(self, x: Instruction, axes, opcode: str) -> Instruction:
         """Reduce `axes` of x with the element-wise `opcode`, from its identity."""
+        if x.dtype == _F16:  # accumulated in float32, rounded once (NumPy's float16 sum too)
+            return self.convert(self.reduce(self.convert(x, _F32), axes, opcode), _F16)
         axes = tuple(sorted(int(a) for a in axes))
         init = self.constant(REDUCERS[opcode](x.dtype), x.dtype)
         return self.emit("reduce", (x, init),
@@ -289,6 +298,7 @@ class Builder:
         return name
 
     def arg_reduce(self, x: Instruction, axis: int, which: str) -> Instruction:
+        x = self.convert(x, _F32) if x.dtype == _F16 else x  # exact: every float16 is a float32
         index = self.iota(np.int64, x.dims, axis)
         # Start from the value every element beats or ties (ties go to the element's index).
         extreme = REDUCERS["maximum" if which == "argmax" else "minimum"](x.dtype)
@@ -302,6 +312,10 @@ class Builder:
 
     def dot(self, a: Instruction, b: Instruction, lhs_batch=(), lhs_contract=(), rhs_batch=(),
             rhs_contract=()) -> Instruction:
+        if a.dtype == _F16:  # NumPy's float16 products accumulate in float32 too
+            out = self.dot(self.convert(a, _F32), self.convert(b, _F32), lhs_batch, lhs_contract,
+                           rhs_batch, rhs_contract)
+            return self.convert(out, _F16)
         attrs = []
         if lhs_batch:
             attrs.append(("lhs_batch_dims", tuple(lhs_batch)))

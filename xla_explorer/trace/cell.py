@@ -53,7 +53,7 @@ from typing import Any, Callable, Mapping
 import numpy as np
 
 from ..errors import TraceError
-from ..ir.shape import is_supported_dtype
+from ..ir.shape import SUPPORTED_NAMES, is_supported_dtype
 from .tracer import Tracer, located, subclass_refusal
 
 _ARGS = "__xla_args"  # the inputs as passed, kept so outputs can be told apart from them
@@ -773,7 +773,7 @@ class _Inputs:
         if isinstance(value, (np.ndarray, np.generic)) and not is_supported_dtype(value.dtype):
             raise CellError(f"{name} has dtype {value.dtype}, a type the explorer does not "
                             "support", op=name, source_file=self.filename, source_line=line,
-                            hint="Supported are bool, int32, int64, float32 and float64; "
+                            hint=f"Supported are {SUPPORTED_NAMES}; "
                                  f"convert it first: {name} = {name}.astype(np.float64).")
         self.names.append(name)
         self.params.append(param)

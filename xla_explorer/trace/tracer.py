@@ -26,7 +26,7 @@ import numpy as np
 
 from ..errors import TraceError, UnsupportedOpError, as_python_class
 from ..ir.module import Instruction, Metadata, Module
-from ..ir.shape import Shape, is_supported_dtype
+from ..ir.shape import SUPPORTED_NAMES, Shape, is_supported_dtype
 from .builder import Builder
 from .scalars import ScalarProgram, check_argument
 
@@ -94,7 +94,7 @@ def located(cls, message: str, op: str, hint: str | None = None):
 def dtype_error(op: str, dtype) -> UnsupportedOpError:
     return located(UnsupportedOpError,
                    f"{op} produces {np.dtype(dtype)}, a type the explorer does not support",
-                   op, "Supported types are bool, int32, int64, float32 and float64; "
+                   op, f"Supported types are {SUPPORTED_NAMES}; "
                        "convert with .astype(np.float32) or similar.")
 
 
@@ -503,8 +503,25 @@ def _sanitize(name: str) -> str:
     return out if out and not out[0].isdigit() else f"p_{out}"
 
 
-_SUPPORTED = "bool, int32, int64, float32 and float64"
+_SUPPORTED = SUPPORTED_NAMES
 
+# Per dtype kind the explorer refuses: what it is called, and what to pass instead ({name}: the
+# argument's name).
+_REFUSED_KINDS = {
+    "c": ("complex numbers are", "Pass the real and imaginary parts as two float arrays "
+                                 "({name}.real, {name}.imag)."),
+    "M": ("dates and times (datetime64) are", "Pass them as numbers: {name}.astype(np.int64) "
+                                              "counts the dtype's units since 1970-01-01."),
+    "m": ("time spans (timedelta64) are", "Pass them as numbers: {name}.astype(np.int64) "
+                                          "counts the dtype's units."),
+    "U": ("strings are", "Pass numbers that stand for them, e.g. the codes "
+                         "np.unique({name}, return_inverse=True)[1]."),
+    "S": ("bytes are", "Pass numbers that stand for them, e.g. the codes "
+                       "np.unique({name}, return_inverse=True)[1]."),
+    "V": ("structured and void arrays are", "Pass each field as an array of its own: "
+                                            "{name}['field']."),
+    "O": ("object arrays are", "Convert it to a number type first: {name}.astype(np.float64)."),
+}
 
 def subclass_refusal(arg, name: str) -> tuple[str, str] | None:
     """Why an ndarray subclass (np.matrix, np.ma.MaskedArray, ...) `name` is refused ("is a
@@ -545,10 +562,10 @@ def _dtype_refusal(name: str, dtype: np.dtype) -> tuple[str, str]:
                 f"{order}-endian byte order, not this machine's, which the explorer does not "
                 "support",
                 f"Pass {name}.astype({name}.dtype.newbyteorder('=')).")
-    if dtype.kind == "c":
-        return (f"argument {name!r} has dtype {dtype}: complex numbers are not supported "
-                f"(the explorer's types are {_SUPPORTED})",
-                "Pass the real and imaginary parts as two float arrays (x.real, x.imag).")
+    if dtype.kind in _REFUSED_KINDS:
+        what, hint = _REFUSED_KINDS[dtype.kind]
+        return (f"argument {name!r} has dtype {dtype}: {what} not supported "
+                f"(the explorer's types are {_SUPPORTED})", hint.format(name=name))
     return (f"argument {name!r} has dtype {dtype}; supported are {_SUPPORTED}",
             f"Convert it first: {name}.astype(np.float64) or similar.")
 

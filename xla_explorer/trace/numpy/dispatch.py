@@ -106,7 +106,21 @@ def call_ufunc(ufunc, method: str, inputs, kwargs):
                 return _finish_out(wrap(exact, value, f"np.{name}"), out)
             in_types = _exact_comparison_types(inputs, in_types)
         lower = UFUNCS[name]
-        if getattr(lower, "takes_inputs", False):
+        if name in _COMPARISONS and len(set(in_types)) > 1:
+            lower = _mixed_sign_comparison(_COMPARISONS[name])
+        if _F16 in in_types:
+            # NumPy's float16 loops compute in float32 and round the result once: so does
+            # the lowering, on the operands converted to float16 (a Python float rounds
+            # there first, as NumPy converts it) and then to float32.
+            if getattr(lower, "takes_inputs", False):
+                inputs = [float(np.float16(x)) if is_python_scalar(x) and isinstance(x, float)
+                          else x for x in inputs]
+                node = lower(b, shape, inputs, tuple(_F32 if t == _F16 else t
+                                                     for t in in_types))
+            else:
+                node = lower(b, *(b.broadcast_to(b.convert(node_of(x, t), _F32), shape)
+                                  for x, t in zip(inputs, in_types)))
+        elif getattr(lower, "takes_inputs", False):
             node = lower(b, shape, inputs, in_types)
         else:
             node = lower(b, *(b.broadcast_to(node_of(x, t), shape)
@@ -140,19 +154,51 @@ def _exact_comparison_types(inputs, in_types):
     """NumPy 2 compares an integer array with a Python int exactly, even one outside the
     array's type (int32 array < -2**34 is all False), where converting the int would wrap:
     compare in int64, which holds every Python int argument."""
-    if any(is_python_scalar(x) and isinstance(value_of(x), int)
-           and not isinstance(value_of(x), bool) for x in inputs):
+    def python_int(x):
+        return is_python_scalar(x) and isinstance(value_of(x), int) \
+            and not isinstance(value_of(x), bool)
+
+    if any(python_int(x) for x in inputs):
+        if _U64 in in_types:
+            # uint64 holds values int64 does not: the array stays uint64, the int is int64
+            # (or uint64 where it is beyond int64), and the two compare exactly.
+            return tuple(_U64 if not python_int(x) or value_of(x) > _I64.max else _I64.dtype
+                         for x in inputs)
         return (np.dtype(np.int64),) * len(in_types)
     return in_types
 
 
+_U64, _I64 = np.dtype(np.uint64), np.iinfo(np.int64)
+_F16, _F32 = np.dtype(np.float16), np.dtype(np.float32)
+# A negative int64 against any uint64: the answer of each direction, as `left < right` is
+# True when the left side is the negative one.
+_NEGATIVE_LEFT = {"EQ": False, "NE": True, "LT": True, "LE": True, "GT": False, "GE": False}
+_NEGATIVE_RIGHT = {"EQ": False, "NE": True, "LT": False, "LE": False, "GT": True, "GE": True}
+
+
+def _mixed_sign_comparison(direction):
+    """NumPy 2 compares uint64 with int64 exactly (its own loop, no float64): a negative
+    int64 is below every uint64, and any other converts to uint64 without change."""
+    def lower(b, x, y):
+        signed, unsigned = (x, y) if x.dtype.kind == "i" else (y, x)
+        answers = _NEGATIVE_LEFT if signed is x else _NEGATIVE_RIGHT
+        negative = b.compare(signed, b.scalar_like(0, signed), "LT")
+        as_unsigned = b.convert(signed, unsigned.dtype)
+        pair = (as_unsigned, unsigned) if signed is x else (unsigned, as_unsigned)
+        answer = b.full(answers[direction], np.bool_, x.dims)
+        return b.select(negative, answer, b.compare(*pair, direction))
+    return lower
+
+
 def _compare_python_int(b, inputs, in_types, value, shape):
-    """A comparison with a Python int literal beyond int64 has the same answer for every
-    integer array element; None when there is no such literal."""
+    """A comparison with a Python int literal beyond int64 (beyond uint64 for a uint64 array)
+    has the same answer for every integer array element; None when there is no such
+    literal."""
+    hi = np.iinfo(np.uint64).max if _U64 in in_types else _I64.max
     for x in inputs:
         v = value_of(x)
         if is_python_scalar(x) and type(v) is int and not isinstance(x, Tracer) and \
-                not np.iinfo(np.int64).min <= v <= np.iinfo(np.int64).max:
+                not _I64.min <= v <= hi:
             answer = bool(np.asarray(value).flat[0]) if np.size(value) else False
             for y in inputs:  # the answer takes their shape without reading them
                 read_shape(y)

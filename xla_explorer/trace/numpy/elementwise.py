@@ -40,9 +40,11 @@ def _direct(opcode):
 
 
 def _by_kind(**rows):
-    """Pick a lowering by the operands' element kind: b(ool), i(nt) or f(loat)."""
+    """Pick a lowering by the operands' element kind: b(ool), i(nt), u(nsigned) or f(loat);
+    unsigned integers take the signed row where none of their own is given."""
     def lower(b, *xs):
-        return rows[xs[0].dtype.kind](b, *xs)
+        kind = xs[0].dtype.kind
+        return rows[kind if kind in rows or kind != "u" else "i"](b, *xs)
     return lower
 
 
@@ -128,6 +130,17 @@ def _divmod_float(b, x, y):
     floor = b.select(b.compare(div, zero, "EQ"), b.select(negative, neg_zero, zero), floor)
     by_zero = b.compare(y, zero, "EQ")
     return b.select(by_zero, b.ew("divide", x, y), floor), b.select(by_zero, b.ew("remainder", x, y), mod)
+
+
+def _floor_divide_uint(b, x, y):
+    # Truncation is floor for unsigned integers; NumPy gives 0 for a zero divisor.
+    zero = _const(b, 0, x)
+    return b.select(b.compare(y, zero, "EQ"), zero, b.ew("divide", x, y))
+
+
+def _remainder_uint(b, x, y):
+    zero = _const(b, 0, x)
+    return b.select(b.compare(y, zero, "EQ"), zero, b.ew("remainder", x, y))
 
 
 def _remainder_int(b, x, y):
@@ -406,7 +419,7 @@ lowers_ufunc(np.deg2rad, np.radians)(_times_constant(np.pi / 180,
 lowers_ufunc(np.rad2deg, np.degrees)(_times_constant(180 / np.pi,
                                                      np.float32(180) / np.float32(np.pi)))
 lowers_ufunc(np.float_power)(_direct("power"))  # NumPy's only loop: float64
-lowers_ufunc(np.fmod)(_by_kind(i=_fmod_int, f=_direct("remainder")))  # HLO's is C's fmod
+lowers_ufunc(np.fmod)(_by_kind(i=_fmod_int, u=_remainder_uint, f=_direct("remainder")))  # HLO's is C's fmod
 
 
 # -- the ufuncs whose rows the helpers above make ----------------------------------------------
@@ -417,12 +430,13 @@ lowers_ufunc(np.add)(_by_kind(b=_direct("or"), i=_direct("add"), f=_direct("add"
 lowers_ufunc(np.subtract)(_direct("subtract"))
 lowers_ufunc(np.multiply)(_by_kind(b=_direct("and"), i=_direct("multiply"), f=_direct("multiply")))
 lowers_ufunc(np.divide)(_direct("divide"))
-lowers_ufunc(np.floor_divide)(_by_kind(i=_floor_divide_int,
+lowers_ufunc(np.floor_divide)(_by_kind(i=_floor_divide_int, u=_floor_divide_uint,
                                        f=lambda b, x, y: _divmod_float(b, x, y)[0]))
-lowers_ufunc(np.remainder)(_by_kind(i=_remainder_int, f=lambda b, x, y: _divmod_float(b, x, y)[1]))
+lowers_ufunc(np.remainder)(_by_kind(i=_remainder_int, u=_remainder_uint, f=lambda b, x, y: _divmod_float(b, x, y)[1]))
 lowers_ufunc(np.negative)(_direct("negate"))
 lowers_ufunc(np.positive)(_identity)
-lowers_ufunc(np.absolute)(_by_kind(b=_identity, i=_direct("abs"), f=_direct("abs")))
+lowers_ufunc(np.absolute)(_by_kind(b=_identity, i=_direct("abs"), u=_identity,
+                                   f=_direct("abs")))
 lowers_ufunc(np.sign)(_direct("sign"))
 lowers_ufunc(np.square)(lambda b, x: b.ew("multiply", x, x))
 lowers_ufunc(np.reciprocal)(lambda b, x: b.ew("divide", _const(b, 1, x), x))
@@ -472,7 +486,9 @@ lowers_ufunc(np.bitwise_or)(_direct("or"))
 lowers_ufunc(np.bitwise_xor)(_direct("xor"))
 lowers_ufunc(np.invert)(_direct("not"))
 lowers_ufunc(np.left_shift)(_direct("shift-left"))
-lowers_ufunc(np.right_shift)(_direct("shift-right-arithmetic"))
+# NumPy shifts an unsigned integer right logically, a signed one arithmetically
+lowers_ufunc(np.right_shift)(_by_kind(i=_direct("shift-right-arithmetic"),
+                                      u=_direct("shift-right-logical")))
 
 
 # -- element-wise functions that are not ufuncs ------------------------------------------------

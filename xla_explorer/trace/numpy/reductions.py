@@ -29,8 +29,11 @@ def _sum_type(dtype, requested):
     if requested is not None:
         return np.dtype(requested)
     dtype = np.dtype(dtype)
+    # NumPy sums and multiplies small integers in the platform's int (uint for unsigned ones)
     if dtype.kind == "b" or (dtype.kind == "i" and dtype.itemsize < 8):
         return np.dtype(np.int64)
+    if dtype.kind == "u" and dtype.itemsize < 8:
+        return np.dtype(np.uint64)
     return dtype
 
 
@@ -124,9 +127,13 @@ def _var_node(b, a, axes, dtype, ddof, keepdims, where=True, mean=np._NoValue,
         raise unsupported("var", " with where= or mean=")
     if correction is not np._NoValue:
         ddof = correction  # NumPy 2's name for ddof
-    dt = _mean_type(np.asarray(value_of(a)).dtype, dtype)
-    x = b.convert(node_of(a), dt)
-    mean = _mean_node(b, a, axes, dt, True)
+    a_dtype = np.asarray(value_of(a)).dtype
+    dt = _mean_type(a_dtype, dtype)
+    # NumPy centres in the promotion of the array's type with the mean's (uint32 - float32 is
+    # float64), and sums the squares in `dt`.
+    wide = np.result_type(a_dtype, dt)
+    x = b.convert(node_of(a), wide)
+    mean = b.convert(_mean_node(b, a, axes, dt, True), wide)
     centered = b.ew("subtract", x, b.broadcast_to(mean, x.dims))
     total = _reduce_node(b, b.ew("multiply", centered, centered), axes, "add", dt, keepdims)
     n = max(_count(a, axes) - ddof, 0)

@@ -89,7 +89,7 @@ REDUCE = [
 ]
 
 
-# Scans and sorts (issue 24): each keeps its operand's shape (or reduces an axis with
+# Scans and sorts: each keeps its operand's shape (or reduces an axis with
 # keepdims), so they run as unary steps.
 SCAN_SORT = [
     ("cumsum1", lambda x: np.cumsum(x, axis=1), "np.cumsum({x}, axis=1)"),
@@ -118,7 +118,7 @@ def _table(**groups):
 # kind "u" unary, "b" binary, "r" reduce, "s" scan or sort (a unary step too).
 OPS, TEMPLATES = _table(u=UNARY, b=BINARY, r=REDUCE, s=SCAN_SORT)
 
-# Gather and scatter (issue 24): index arrays made from the value's shape, so always in range
+# Gather and scatter: index arrays made from the value's shape, so always in range
 # (repeats and negative indices included); appended after the others, whose indices stay.
 GATHER = [
     ("gather-rows", lambda x: x[(np.arange(x.shape[0]) * 3 + 1) % x.shape[0]],

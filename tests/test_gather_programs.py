@@ -1,4 +1,4 @@
-"""Programs built on gather and scatter (issue 24), traced from NumPy and run on every backend
+"""Programs built on gather and scatter, traced from NumPy and run on every backend
 against NumPy itself: an embedding lookup followed by a layernorm, a histogram by np.add.at,
 a one-hot encoding by scatter, a permutation, and an index out of range: NumPy's IndexError at
 trace time, the reference interpreter's at the user's line on a later call."""

@@ -11,6 +11,7 @@ from IPython.core.interactiveshell import InteractiveShell
 from IPython.utils.capture import capture_output
 
 import xla_explorer as xe
+from xla_explorer.backends import BACKENDS
 from xla_explorer.magic import summary
 
 IPYTHON_NAMES = {"In", "Out", "exit", "quit", "get_ipython"}
@@ -645,3 +646,17 @@ def test_a_numpy_scalar_input_keeps_numpys_output_forms(shell):
         assert type(shell.user_ns[name]) is type(want[name]), name
         assert shell.user_ns[name] == want[name], name
     assert "s: np.float64" in run(shell, "%xla_cache")[1]
+
+
+def test_a_result_that_differs_from_numpy_is_not_written(shell, xy, monkeypatch):
+    # A backend with a bug (the fuzzer's, registered as every backend is): the check against
+    # eager NumPy catches it, and the cell changes nothing, as any failing cell.
+    from tests.test_fuzz import Broken
+    monkeypatch.setitem(BACKENDS, "interpreter", Broken())  # --backend's choices are fixed
+    before = snapshot(shell)
+    result, out = run(shell, "%%xla --backend interpreter\nc = x * 2 + y")
+    assert isinstance(result.error_in_exec, xe.MismatchError), out
+    assert "differ from eager NumPy's, so no name was changed" in out and "MISMATCH" in out
+    assert_unchanged(shell, before)
+    result, out = run(shell, "%%xla --backend interpreter --quiet\nc = x * 2 + y")
+    assert result.success and "c" in shell.user_ns  # the check skipped, as asked

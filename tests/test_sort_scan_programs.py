@@ -1,4 +1,4 @@
-"""Programs built on scans and sorts (issue 24), traced, compiled and run on every backend
+"""Programs built on scans and sorts, traced, compiled and run on every backend
 against NumPy: a running mean, top-k, an empirical CDF and a median filter over rows."""
 from __future__ import annotations
 

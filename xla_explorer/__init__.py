@@ -1,7 +1,7 @@
 """xla-explorer: see how an XLA-style compiler turns NumPy into HLO, step by step."""
 from .api import CheckResult, Exploration, Kernel, explore, jit
-from .errors import (CompileError, HloParseError, TraceError, UnsupportedOpError, VerifyError,
-                     XlaExplorerError)
+from .errors import (CompileError, HloParseError, MismatchError, TraceError, UnsupportedOpError,
+                     VerifyError, XlaExplorerError)
 from .ir.module import Module
 from .ir.parser import parse_hlo
 from .ir.verify import verify
@@ -9,7 +9,7 @@ from .ir.verify import verify
 __all__ = [
     "explore", "jit", "Exploration", "CheckResult", "Kernel", "parse_hlo", "verify", "Module",
     "XlaExplorerError", "CompileError", "UnsupportedOpError", "TraceError", "HloParseError",
-    "VerifyError",
+    "VerifyError", "MismatchError",
 ]
 __version__ = "0.1.0"
 

@@ -115,3 +115,8 @@ class IndexOutOfRangeError(_Located, XlaExplorerError, IndexError):
     def __init__(self, message: str, *, op: str | None = None, source_file: str | None = None,
                  source_line: int | None = None, hint: str | None = None):
         super().__init__(self._locate(message, op, source_file, source_line, hint))
+
+
+class MismatchError(XlaExplorerError):
+    """A `%%xla` cell whose compiled results differ from eager NumPy's beyond the tolerance of
+    their types: nothing is written, so a wrong answer never reaches the namespace."""

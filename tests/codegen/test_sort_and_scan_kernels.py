@@ -1,4 +1,4 @@
-"""The CPU kernels of scans and sorts (issue 24): a scan is one sequential pass with a running
+"""The CPU kernels of scans and sorts: a scan is one sequential pass with a running
 accumulator (no loop over its window), so a float32 cumsum is NumPy's exactly; a sort is a
 stable merge sort per row with NumPy's order (NaN last, equal zeros in input order); both run
 their rows in parallel when there are many, with the same answers."""

@@ -1,6 +1,6 @@
 """XLA's sort and the scan form of reduce-window in HLO text: XLA's own syntax parses, our
 text round-trips exactly, the verifier checks a sort's comparator, and the interpreter runs
-both as NumPy does (issue 24)."""
+both as NumPy does."""
 from __future__ import annotations
 
 import numpy as np

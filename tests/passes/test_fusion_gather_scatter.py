@@ -1,4 +1,4 @@
-"""Fusion of gather and scatter (issue 24), HLO text in and out: a gather is index arithmetic,
+"""Fusion of gather and scatter, HLO text in and out: a gather is index arithmetic,
 so it fuses into its consumer with its index producers (XLA's loop fusion); an expensive
 gathered operand stays a kernel of its own (a gather may read one element many times); a
 scatter is always a kernel of its own, fusing nothing and fused into nothing, and may write in

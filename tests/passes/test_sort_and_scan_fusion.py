@@ -1,4 +1,4 @@
-"""Fusion around XLA's sort and the scan form of reduce-window (issue 24), in HLO text: a
+"""Fusion around XLA's sort and the scan form of reduce-window, in HLO text: a
 scan fuses its element-wise producers (a kLoop, as in XLA) and is a kernel boundary for its
 consumers; a sort fuses with nothing, either way. Each refusal says why."""
 from __future__ import annotations

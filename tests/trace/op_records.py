@@ -105,6 +105,18 @@ TAN = _domain(-1.3, 1.3, int_lo=-9, int_hi=9)  # away from the poles at +-pi/2
 _CASTS_UNSIGNED = _domain(0, 3, int_lo=-9, int_hi=9, quarters=True)  # floats >= 0
 
 
+def _uint64_below_2_63(base):
+    """base's values, with uint64's wrapped negatives (just under 2**64) moved just under 2**63:
+    for ops that compute through float64 and cast back (a pad's mean, round to tens), where
+    2**64 - k rounds to 2**64 and the cast back to uint64 is undefined (0 on x86)."""
+    def gen(rng, shape, dtype):
+        v = base(rng, shape, dtype)
+        if np.dtype(dtype) == U64:
+            v = np.where(v >= 2**63, v - np.uint64(2**63), v).astype(U64)
+        return v
+    return gen
+
+
 # -- the record --------------------------------------------------------------------------------
 
 
@@ -897,7 +909,7 @@ COMPOSED_ELEMENTWISE = [
 ]
 
 
-# -- more compositions at trace time (issue 24): pad modes, convolve, split, ufunc.outer ... ---
+# -- more compositions at trace time: pad modes, convolve, split, ufunc.outer ... ---
 
 
 def _pad_cases():
@@ -936,7 +948,7 @@ COMPOSED_FUNCTIONS = [
                            (((3, 5),), {"pad_width": 2, "stat_length": 2}),
                            (((3, 5),), {"pad_width": (1, 3), "stat_length": ((1, 2), (4, 9))}),
                            (((4,),), {"pad_width": {0: 2}, "stat_length": 3}))),
-        domains=(_domain(-3, 3, int_lo=-9, int_hi=9),), tol=5),
+        domains=(_uint64_below_2_63(_domain(-3, 3, int_lo=-9, int_hi=9)),), tol=5),
     OpRecord("np.pad empty", np.pad, 1, (ANY,), ALL, cases=(
         (((2, 3),), {"pad_width": 2, "mode": "empty"}),), group="data-movement", values=False),
     _dm("np.convolve", np.convolve, 2, _conv_cases() + ((((3,), ()), {}),),
@@ -987,8 +999,8 @@ COMPOSED_FUNCTIONS = [
         (np.floor_divide, NUMERIC, NONZERO, 1))
 ] + [
     # to decimals exactly as NumPy: times 10**k in the array's type, rint, divided back
-    OpRecord("x.round(k)", lambda x, **kw: x.round(**kw), 1, (_domain(-2e3, 2e3, int_lo=-999,
-                                                                       int_hi=999),),
+    OpRecord("x.round(k)", lambda x, **kw: x.round(**kw), 1, (_uint64_below_2_63(
+        _domain(-2e3, 2e3, int_lo=-999, int_hi=999)),),
              NUMERIC, UNARY_SHAPES, ({"decimals": 3}, {"decimals": -2}, {"decimals": 0}),
              group="selection"),
     OpRecord("np.round decimals far", np.round, 1, (_domain(-1e6, 1e6),), FLOATS,
@@ -1028,11 +1040,14 @@ def _cov_cases():
 
 
 def _increasing(rng, shape, dtype):
-    """Increasing points (np.interp's xp), some of them equal, from about -3."""
-    steps = rng.integers(0, 3, shape) if np.dtype(dtype).kind in "iu" else rng.uniform(0, 2, shape)
+    """Increasing points (np.interp's xp), some of them equal, from about -3; from 1 for
+    unsigned types, where points below 0 would wrap round to the top and leave xp unsorted
+    (np.interp's result is then undefined), and an x of 0 still falls left of them."""
+    kind = np.dtype(dtype).kind
+    steps = rng.integers(0, 3, shape) if kind in "iu" else rng.uniform(0, 2, shape)
     if np.size(steps) > 2:
         steps[1] = 0  # a repeated point
-    return _make(np.cumsum(steps) - 3, shape, dtype)
+    return _make(np.cumsum(steps) + (1 if kind == "u" else -3), shape, dtype)
 
 
 def _polyval(p, x):
@@ -1083,7 +1098,7 @@ COMPOSED_STATS = [
 ]
 
 
-# -- gather and scatter: integer-array indexing, np.take & co., ufunc.at (issue 24) ------------
+# -- gather and scatter: integer-array indexing, np.take & co., ufunc.at ------------
 
 
 def _index_array(lo, hi):
@@ -1196,7 +1211,7 @@ GATHER_SCATTER = [
 ]
 
 
-# -- more compositions (issue 24): fix ... histogram, and the functions that write in place ----
+# -- more compositions: fix ... histogram, and the functions that write in place ----
 
 
 def _exponents(rng, shape, dtype):
@@ -1252,9 +1267,15 @@ COMPOSED_MORE = [
         (((), (3,)), {}), (((0,), (2, 2)), {}), (((0, 2), (1, 2)), {"axis": -2}))),
     _dm("np.ediff1d", np.ediff1d, 1, (
         (((5,),), {}), (((3, 4),), {}), (((0,),), {}), (((1,),), {}), (((),), {}),
+        (((4,),), {"to_begin": np.uint8(1)}), (((4,),), {"to_end": np.array([7, 8], U8)}),
+        (((2, 2),), {"to_begin": np.array([[1], [2]], U8), "to_end": np.uint8(3)})),
+        dtypes=NUMERIC, domains=(_NONFINITE,)),
+    # Python ints are int64 to to_begin and to_end, which NumPy refuses beside an unsigned array
+    # (int64 does not cast to it under 'same_kind'): signed types only.
+    _dm("np.ediff1d python ints", np.ediff1d, 1, (
         (((4,),), {"to_begin": -1}), (((4,),), {"to_end": [7, 8]}),
         (((2, 2),), {"to_begin": [[1], [2]], "to_end": 3}), (((0,),), {"to_end": 1})),
-        dtypes=NUMERIC, domains=(_NONFINITE,)),
+        dtypes=tuple(d for d in NUMERIC if d not in UNSIGNED), domains=(_NONFINITE,)),
     _dm("np.delete", np.delete, 1, (
         (((5,),), {"obj": 1}), (((5,),), {"obj": -1}), (((3, 4),), {"obj": 2}),
         (((3, 4),), {"obj": [0, 2], "axis": 1}), (((3, 4),), {"obj": slice(0, 3, 2), "axis": 0}),
@@ -1326,13 +1347,16 @@ COMPOSED_MORE = [
     _dm("np.fill_diagonal", _in_place(np.fill_diagonal), 1, (
         (((3, 4),), {"val": 5}), (((5, 3),), {"val": 5}), (((7, 3),), {"val": 1, "wrap": True}),
         (((3, 3),), {"val": [1, 2]}), (((4, 4),), {"val": np.arange(6)}),
-        (((3, 3, 3),), {"val": -1}), (((0, 0),), {"val": 1}), (((1, 1),), {"val": 2}))),
+        (((3, 3, 3),), {"val": 3}), (((0, 0),), {"val": 1}), (((1, 1),), {"val": 2}))),
+    # NumPy refuses to write the Python int -1 into an unsigned array (OverflowError).
+    _dm("np.fill_diagonal negative", _in_place(np.fill_diagonal), 1, (
+        (((3, 3, 3),), {"val": -1}), (((3, 4),), {"val": -2.5})), dtypes=_SIGNED_ALL),
     _dm("np.fill_diagonal traced", lambda a, v, **kw: _in_place(np.fill_diagonal)(a, v, **kw),
         2, ((((4, 3), ()), {}), (((3, 3), (2,)), {}), (((7, 3), (3,)), {"wrap": True}))),
 ]
 
 
-# -- scans and sorts (issue 24): cumsum, cumprod, ufunc.accumulate; sort, argsort, median ... ----
+# -- scans and sorts: cumsum, cumprod, ufunc.accumulate; sort, argsort, median ... ----
 
 _SCAN_CASES = (
     (((7,),), {}),

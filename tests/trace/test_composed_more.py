@@ -1,4 +1,4 @@
-"""More NumPy functions lowered as compositions (issue 24) at the values where a composition
+"""More NumPy functions lowered as compositions at the values where a composition
 most easily differs from NumPy, on every backend: NaN, +-inf, +-0, denormals and values near
 overflow for np.fix, np.modf, np.frexp, np.logaddexp2, np.ldexp and the identities of a real array;
 np.nanargmax's all-NaN slice; np.histogram's edges computed in the program from new data; and

@@ -65,8 +65,7 @@ def uses_nancumsum(x):
     (uses_fft, "np.fft.fft", "np.fft.fft(", None),
     (uses_inv, "np.linalg.inv", "np.linalg.inv(", None),
     (uses_bincount, "np.bincount", "np.bincount(",
-     "np.sum(x[..., None] == np.arange(m), axis=0) for a length m you know (np.bincount's "
-     "length is x.max() + 1"),
+     "np.sum(x[..., None] == np.arange(m), axis=0) for a length m you know"),
     (uses_spacing, "np.spacing", "np.spacing(", None),
     (uses_accumulate, "np.logaddexp.accumulate", "np.logaddexp.accumulate(", None),
     (uses_nancumsum, "np.nancumsum", "np.nancumsum(", None),
@@ -93,7 +92,7 @@ def test_no_alternative_says_so():
 
 
 def test_index_arrays_beside_none_are_refused_with_a_hint():
-    # Integer-array indexing is a gather (issue 24); NumPy's placement of None beside index
+    # Integer-array indexing is a gather; NumPy's placement of None beside index
     # arrays is not implemented, and says so.
     with pytest.raises(xe.UnsupportedOpError, match=r"None \(np.newaxis\) beside index "
                                                     "arrays") as info:
@@ -521,7 +520,6 @@ def _axis_cases():
             more = {np.repeat: lambda x: (2,), np.roll: lambda x: (1,),
                     np.cross: lambda x: (x[:, :3],), np.percentile: lambda x: (50,),
                     np.quantile: lambda x: (0.5,),
-                    # issue 24: gather's functions
                     np.take: lambda x: (np.array([0]),),
                     np.take_along_axis: lambda x: (np.zeros((3, 4), np.int64),),
                     np.append: lambda x: (x,), np.delete: lambda x: (0,),
@@ -645,7 +643,7 @@ def test_unsupported_forms_of_compositions_say_why_at_the_line(f, args, call, de
     assert detail in message, message
     assert info.value.source_line == line_of(f, call), message
     assert "Use a form of np." in message, message
-# -- more compositions (issue 24): the forms they refuse, and why --------------------------------
+# -- more compositions: the forms they refuse, and why --------------------------------
 
 
 @pytest.mark.parametrize("f,what", [
@@ -655,7 +653,6 @@ def test_unsupported_forms_of_compositions_say_why_at_the_line(f, args, call, de
      "np.insert is not supported with traced positions"),
     (lambda x: np.isin(x, np.linspace(0, 1, 300) * x[0, 0]),
      "np.isin is not supported with a traced test_elements of 300 elements \\(at most 256"),
-    (lambda x: np.digitize(x, x[0]), "np.digitize is not supported with traced bins"),
     (lambda x: np.histogram(x, bins=4, weights=x), "np.histogram is not supported with weights="),
     (lambda x: np.histogram(x, bins=x[0]), "np.histogram is not supported with traced or named"),
     (lambda x: np.histogram(x, bins="auto"), "np.histogram is not supported with traced or named"),
@@ -669,7 +666,7 @@ def test_unsupported_forms_of_compositions_say_why_at_the_line(f, args, call, de
     (lambda x: np.nanprod(x, initial=2.0), "np.nanprod is not supported with initial= or where="),
     (lambda x, n: np.resize(x, n), "np.resize is not supported with traced counts"),
     (lambda x, n: np.vander(x[0], n), "np.vander is not supported with traced counts"),
-], ids=["delete", "insert", "isin-size", "digitize", "histogram-weights",
+], ids=["delete", "insert", "isin-size", "histogram-weights",
         "histogram-traced-bins", "histogram-named-bins", "histogram-range", "place-values",
         "nanvar-where", "nanstd-mean", "nanprod-initial", "resize-traced", "vander-traced"])
 def test_composed_forms_not_supported_are_refused(f, what):
@@ -731,3 +728,16 @@ def test_autocluster_is_offered_only_where_it_runs_the_call(name):
     else:
         with pytest.raises(xe.XlaExplorerError):
             xe.explore(program, X.copy(), autocluster=True)
+
+
+@pytest.mark.parametrize("f, cls", [
+    (lambda u: np.ediff1d(u, to_begin=-1), TypeError),  # int64 does not cast to uint8
+    (lambda u: np.fill_diagonal(u, -1), OverflowError),  # -1 is out of uint8's range
+], ids=["ediff1d", "fill_diagonal"])
+def test_numpys_refusals_on_unsigned_arrays_are_numpys(f, cls):
+    u = np.arange(9, dtype=np.uint8).reshape(3, 3)
+    with pytest.raises(cls):
+        f(u.copy())
+    with pytest.raises(cls) as e:
+        xe.jit(f)(u.copy())
+    assert isinstance(e.value, xe.TraceError)

@@ -1,4 +1,4 @@
-"""What the sort and scan lowerings refuse (issue 24): each error names the NumPy function and
+"""What the sort and scan lowerings refuse: each error names the NumPy function and
 the user's line, and says what to do."""
 from __future__ import annotations
 

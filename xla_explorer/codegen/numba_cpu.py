@@ -293,6 +293,23 @@ class KernelEmitter:
             value = f"f16_bits({value})"
         self.w.line(f"{_index(array, idx)} = {value}")
 
+    def _store_result(self, array: str, idx, value: str, dtype) -> None:
+        """`array[idx] = value`, where value is an op's float32 result of type `dtype`: a
+        float16 one is rounded, to its bits in a float16 array, to float16 precision in a
+        float32 temporary (which later reads take as a float16 value)."""
+        if np.dtype(dtype) == _F16 and array not in self.half_arrays:
+            value = f"f16_round({value})"
+        self._store(array, idx, value)
+
+    def _copy(self, dst: str, dst_idx, src: str, src_idx) -> None:
+        """`dst[dst_idx] = src[src_idx]`: the bits as they are between two float16 arrays
+        (a NaN's payload kept), else converted as the two are stored."""
+        element = _index(src, src_idx)
+        if (dst in self.half_arrays) == (src in self.half_arrays):
+            self.w.line(f"{_index(dst, dst_idx)} = {element}")
+        else:
+            self._store(dst, dst_idx, self._load(src, element))
+
     def _data_movement(self, inst: Instruction, idx: tuple[str, ...]) -> str:
         op, x = inst.opcode, inst.operands[0]
         if op in ("copy",) or (op in ("reshape", "bitcast") and x.dims == inst.dims):
@@ -327,7 +344,7 @@ class KernelEmitter:
             return self._gather(inst, idx)
         raise UnsupportedOpError(f"the CPU backend has no index arithmetic for {op}", op=op)
 
-    # -- gather and scatter (issue 24) ----------------------------------------------------
+    # -- gather and scatter ----------------------------------------------------
 
     def _index_vector_at(self, indices, ivd, batch_idx, k) -> str:
         """Element k of the index vector at batch position `batch_idx` of `indices`, as an
@@ -373,7 +390,10 @@ class KernelEmitter:
         self.w.comment(inst)
         self.w.line("# the operand first (a copy onto itself when written in place)")
         copy_idx = self.loop_nest(x.dims, False)
-        self.w.line(f"{_index(out, copy_idx)} = {self.value(x, copy_idx)}")
+        if x.opcode == "parameter":
+            self._copy(out, copy_idx, f"p{x.parameter_number}", copy_idx)
+        else:
+            self._store(out, copy_idx, self.value(x, copy_idx))
         self.close(len(x.dims))
         window = tuple(inst.attr("update_window_dims", ()))
         inserted = set(inst.attr("inserted_window_dims", ()))
@@ -402,12 +422,12 @@ class KernelEmitter:
         self.w.line(f"if {' and '.join(conds) or 'True'}:  # a window that leaves the operand is "
                     "skipped")
         self.open()
-        cell = _index(out, tuple(target))
         old = self.w.fresh("old")
-        self.w.line(f"{old} = {cell}")
+        self.w.line(f"{old} = {self._load(out, _index(out, tuple(target)))}")
         combiner = self.module.computation(inst.attr("to_apply"))
         (new,) = self._combine(combiner, [old], [self.value(upd, uidx)], inst, inst.dtype)
-        self.w.line(f"{cell} = {new}")
+        # float16 rounds after each update, as np.add.at does: duplicates combine one by one
+        self._store_result(out, tuple(target), new, inst.dtype)
         self.close(1)
         self.close(len(upd.dims))
 
@@ -1203,7 +1223,7 @@ def _row_plan(comp: Computation, outputs) -> tuple[tuple, tuple] | None:
     return lead, trail
 
 
-# -- scans and sorts (issue 24): ops that fill their result in a phase of their own ------------
+# -- scans and sorts: ops that fill their result in a phase of their own ------------
 
 
 def _emit_scan(self: KernelEmitter, inst: Instruction) -> None:
@@ -1237,8 +1257,19 @@ def _emit_scan(self: KernelEmitter, inst: Instruction) -> None:
     idx.insert(axis, k)
     idx = tuple(idx)
     (new,) = self._combine(reducer, [acc], [self.value(x, idx)], inst, dtype=inst.dtype)
-    self.w.line(f"{acc} = {new}")
-    self.w.line(f"{_index(out, idx)} = {acc}")
+    if inst.dtype != _F16:
+        self.w.line(f"{acc} = {new}")
+        self.w.line(f"{_index(out, idx)} = {acc}")
+    elif out in self.half_arrays:
+        # NumPy's float16 accumulate rounds the running value to float16 at every step (each
+        # prefix is read back from the float16 result), so the accumulator is the rounded one.
+        bits = self.w.fresh("bits")
+        self.w.line(f"{bits} = f16_bits({new})")
+        self.w.line(f"{acc} = f16_load({bits})")
+        self.w.line(f"{_index(out, idx)} = {bits}")
+    else:
+        self.w.line(f"{acc} = f16_round({new})  # rounded at every step, as NumPy's is")
+        self.w.line(f"{_index(out, idx)} = {acc}")
     self.close(1)
     self.close(len(lane_dims))
 
@@ -1300,7 +1331,8 @@ def _emit_sort(self: KernelEmitter, inst: Instruction) -> None:
         if p is None:
             raise CompileError(f"{inst.name}: a sort reads its operands from memory; nothing may "
                                "be fused into it", op="sort")
-        args += [_index(p, at(ib)), _index(p, at(ia))]
+        # float16 bits compare as the float32 values they load as (NaN unordered there too)
+        args += [self._load(p, _index(p, at(ib))), self._load(p, _index(p, at(ia)))]
     (first,) = self._combine(comparator, args, [], inst)
     w(f"if {first}:  # the right run's element goes strictly first")
     w(f"    {tmp}[{t}] = {ib}")
@@ -1326,10 +1358,12 @@ def _emit_sort(self: KernelEmitter, inst: Instruction) -> None:
     w(f"    {perm}[{k}] = {tmp}[{k}]")
     w(f"{width} *= 2")
     self.close(1)
-    w(f"for {k} in range({n}):  # every operand permuted alike")
+    w(f"for {k} in range({n}):  # every operand permuted alike (float16 as its bits)")
+    self.open()
     for x, out in zip(xs, stores):
         if out is not None:
-            w(f"    {_index(out, at(k))} = {_index(f'p{x.parameter_number}', at(f'{perm}[{k}]'))}")
+            self._copy(out, at(k), f"p{x.parameter_number}", at(f"{perm}[{k}]"))
+    self.close(1)
     self.close(len(lanes))
 
 

@@ -380,7 +380,7 @@ def f16_from(x):
     return np.float32(np.float16(x))
 
 
-@overload(f16_from, inline="always")
+@overload(f16_from)
 def _f16_from(x):
     if x == types.float64:
         return lambda x: f16_round_f64(x)

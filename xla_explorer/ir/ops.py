@@ -424,7 +424,7 @@ _op("reduce-window", Group.REDUCE, None, ANY, "same", _reduce_window_impl, Cost.
     None, "windowed reduction (XLA's CPU backend splits big sums into one)")
 
 
-# -- scans (issue 24): the growing window of np.cumsum and ufunc.accumulate ---------------------
+# -- scans: the growing window of np.cumsum and ufunc.accumulate ---------------------
 
 
 def growing_window(dims, axis: int) -> str:
@@ -464,7 +464,7 @@ def scan_axis(instr) -> int | None:
     return d if size[d] == n and pad[d] == (n - 1, 0) else None
 
 
-# -- sort (issue 24) ---------------------------------------------------------------------------
+# -- sort ---------------------------------------------------------------------------
 # XLA's sort: operands of one shape sorted together along `dimensions={d}`, ordered by the
 # comparator `to_apply` (2n scalar parameters: lhs and rhs of operand 0, of operand 1, ...;
 # it returns pred, true where lhs goes first); a tuple of the sorted operands when n > 1.
@@ -633,7 +633,7 @@ _op("dynamic-update-slice", _DM, None, ANY, "same", _dus_impl, infer=_infer_elem
     doc="dynamic-update-slice(operand, update, start indices...)")
 
 
-# -- gather and scatter (issue 24) --------------------------------------------------------------
+# -- gather and scatter --------------------------------------------------------------
 # XLA's general gather and scatter, with their dimension numbers as XLA's operation semantics
 # define them. The indices' `index_vector_dim` holds the start-index vectors; every other
 # dimension of the indices is a batch dimension. Out-of-range start indices are an error here

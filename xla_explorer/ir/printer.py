@@ -17,7 +17,7 @@ if TYPE_CHECKING:  # the module imports the printer for Module.to_text
 INT_LIST_ATTRS = frozenset({
     "dimensions", "lhs_batch_dims", "lhs_contracting_dims", "rhs_batch_dims",
     "rhs_contracting_dims", "dynamic_slice_sizes",
-    # gather and scatter's dimension numbers (issue 24)
+    # gather and scatter's dimension numbers
     "offset_dims", "collapsed_slice_dims", "start_index_map", "slice_sizes",
     "operand_batching_dims", "start_indices_batching_dims",
     "update_window_dims", "inserted_window_dims", "scatter_dims_to_operand_dims",

@@ -189,7 +189,7 @@ def _check_indices(starts):
     return None
 
 
-# -- gather and scatter (issue 24): their dimension numbers, as XLA's semantics constrain them.
+# -- gather and scatter: their dimension numbers, as XLA's semantics constrain them.
 
 
 def _distinct_in(dims, rank) -> bool:
@@ -306,7 +306,7 @@ def _check_callee(comp: Computation, inst: Instruction, callee: Computation):
             _fail(comp, inst, f"scatter's combiner {callee.name} must take two {want[0]} and "
                               f"return one, not ({_scalars(p.shape for p in params)}) -> "
                               f"{callee.root.shape}")
-    elif inst.opcode == "sort":  # issue 24
+    elif inst.opcode == "sort":
         _check_sort(comp, inst, callee)
     elif inst.opcode in ("reduce", "reduce-window"):
         n = len(inst.operands) // 2

@@ -168,7 +168,7 @@ class Fusion(Pass):
         if producer.opcode == "scatter":
             return (f"{p} is a scatter: it applies its updates one after another in a loop of "
                     "its own, so it is a kernel of its own and its result is read from memory")
-        if producer.opcode == "sort":  # issue 24
+        if producer.opcode == "sort":
             return (f"{p} is a sort: each element of its result depends on its whole row, so "
                     f"it is a kernel of its own and {c} reads its result from memory")
         if not is_fusible(producer):
@@ -188,7 +188,7 @@ class Fusion(Pass):
         if producer.opcode == "reduce":
             return (f"{p} is a reduction, and {c} needs all of its result first (a kernel "
                     "boundary, unless row fusion joins them)")
-        if producer.opcode == "reduce-window":  # issue 24: scans
+        if producer.opcode == "reduce-window":  # scans
             return (f"{p} is a scan: each of its elements needs every element before it along "
                     f"the axis, so {c} reads its result from memory, in a kernel of its own "
                     "(a kernel boundary, as in XLA)")
@@ -319,7 +319,7 @@ class Fusion(Pass):
 
 
 # Ops that fuse no producer, and why: each runs as a loop of its own that reads its operands
-# from memory (issue 24).
+# from memory.
 _OWN_LOOP = {
     "scatter": "a scatter, which runs as a loop of its own over its updates, in order; its "
                "operands are read from memory",

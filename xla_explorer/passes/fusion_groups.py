@@ -127,7 +127,7 @@ def is_fusible(inst: Instruction) -> bool:
         return inst.literal.size <= 1  # scalars are copied into kernels; arrays stay buffers
     if inst.opcode == "reduce":
         return True
-    if scan_axis(inst) is not None:  # issue 24: a scan fuses its element-wise producers
+    if scan_axis(inst) is not None:  # a scan fuses its element-wise producers
         return True
     return in_group(inst.opcode, OpGroup.ELEMENTWISE, OpGroup.COMPARE_SELECT,
                     OpGroup.DATA_MOVEMENT, OpGroup.DOT) or inst.opcode == "iota"

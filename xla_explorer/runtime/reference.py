@@ -176,7 +176,7 @@ class _Frame:
                 target[f] = np.asarray(self.call(comp.name, [target[f], v]), dtype=x.dtype)
         return out
 
-    # -- sort (issue 24) -------------------------------------------------------------------
+    # -- sort -------------------------------------------------------------------
 
     def sort(self, instr: Instruction, args):
         """Each operand permuted as the comparator orders operand rows along the sort's

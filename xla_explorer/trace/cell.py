@@ -462,7 +462,7 @@ class CellPlan:
             if name not in frame_locals:
                 continue  # never bound (a branch not taken), or an `except ... as` name
             value = frame_locals[name]
-            if id(value) in seen:
+            if id(value) in seen and not _is_number(value):
                 links[name] = seen[id(value)]
             elif not _returnable(value, seen):
                 self._not_returned(name, value, seen)
@@ -492,6 +492,15 @@ class CellPlan:
 
 
 # -- what comes back ------------------------------------------------------------------------------
+
+
+def _is_number(value) -> bool:
+    """A Python number, traced or not. Its identity means nothing (an eager `b & True` may be
+    the very object `b` is, where the trace makes a new value), so it is never a link: the
+    eager and the traced run must return the same names."""
+    if isinstance(value, Tracer):
+        return value.is_python_number
+    return isinstance(value, (bool, int, float)) and not isinstance(value, np.generic)
 
 
 def _returnable(value, seen, stack: tuple = ()) -> bool:

@@ -166,6 +166,11 @@ class Tracer:
         return self._node.dtype
 
     @property
+    def is_python_number(self) -> bool:
+        """Whether this stands for a Python bool, int or float argument (a weak type)."""
+        return self._weak
+
+    @property
     def ndim(self) -> int:
         return len(self._node.dims)  # the rank of a value-dependent result does not vary
 

@@ -41,8 +41,10 @@ def _correlation(b, name, value, longer, shorter, mode, inverted):
     longer[i - left + j] * shorter[j], zero outside `longer`, with `left` set by the mode;
     reversed when NumPy swapped the operands to put the longer first."""
     dt = _result_type(value, name)
-    mul, add = _sum_op(dt)
-    x, v = node_of(longer, dt), node_of(shorter, dt)
+    # NumPy's float16 correlation accumulates in float32 and rounds once, at the end.
+    work = np.dtype(np.float32) if dt == np.float16 else dt
+    mul, add = _sum_op(work)
+    x, v = (b.convert(node_of(o, dt), work) for o in (longer, shorter))
     x, v = b.reshape(x, (x.shape.size,)), b.reshape(v, (v.shape.size,))
     n_long, n = x.dims[0], v.dims[0]
     if n > MAX_TAPS:
@@ -54,13 +56,14 @@ def _correlation(b, name, value, longer, shorter, mode, inverted):
     left = {"valid": 0, "same": n // 2, "full": n - 1}[mode]
     length = int(np.size(value))
     right = length + n - 1 - left - n_long
-    zero = b.constant(0, dt)
+    zero = b.constant(0, work)
     xp = b.pad(x, zero, [(left, right, 0)])
     total = None
     for j in range(n):
         tap = b.broadcast(b.reshape(_slice(b, v, 0, j, j + 1), ()), (length,), ())
         term = b.ew(mul, _slice(b, xp, 0, j, j + length), tap)
         total = term if total is None else b.ew(add, total, term)
+    total = b.convert(total, dt)
     return b.reverse(total, (0,)) if inverted else total
 
 

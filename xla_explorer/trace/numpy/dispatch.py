@@ -57,9 +57,9 @@ def call_ufunc(ufunc, method: str, inputs, kwargs):
                                  {"axis": axis, "keepdims": keepdims})
         if method == "outer" and ufunc.nin == 2 and name in UFUNCS:
             return _outer(ufunc, inputs, kwargs)
-        if method == "at" and name in UFUNC_AT:  # np.add.at & co. (issue 24, indexing.py)
+        if method == "at" and name in UFUNC_AT:  # np.add.at & co. (indexing.py)
             return UFUNC_AT[name](ufunc, *inputs, **kwargs)
-        # -- scans (issue 24): ufunc.accumulate as a reduce-window over a growing window
+        # -- scans: ufunc.accumulate as a reduce-window over a growing window
         if method == "accumulate":
             scanned = accumulate(ufunc, inputs, kwargs)
             if scanned is not None:

@@ -723,7 +723,7 @@ def python_scalar_op(ufunc, operands):
     return result
 
 
-# -- more compositions (issue 24): fix, real/imag/conj, real_if_close, logaddexp2, ldexp, modf ----
+# -- more compositions: fix, real/imag/conj, real_if_close, logaddexp2, ldexp, modf ----
 
 
 @lowers(np.fix)
@@ -823,18 +823,26 @@ def _isin(value, element, test_elements, assume_unique=False, invert=False, *, k
 @lowers(np.digitize)
 def _digitize(value, x, bins, right=False):
     # A count of the bins each x has passed: np.searchsorted's answer for monotonic bins (NaN
-    # sorts after every bin). Decreasing bins count from the other end, as NumPy does.
-    if isinstance(bins, Tracer):
-        raise unsupported("digitize", " with traced bins (give them as a constant array)")
-    edges = np.asarray(bins)
-    increasing = edges.size < 2 or bool(edges[0] <= edges[-1])
-    if not increasing:
-        edges = edges[::-1]
+    # sorts after every bin). Decreasing bins count from the other end, as NumPy does; for
+    # traced bins which way they go is a value, so both counts are made and one selected.
+    if not isinstance(bins, Tracer):
+        edges = np.asarray(bins)
+        increasing = edges.size < 2 or bool(edges[0] <= edges[-1])
+        count = _passed(x, edges if increasing else edges[::-1], right)
+        return node_of(count if increasing else edges.size - count)
+    n = np.shape(value_of(bins))[0]
+    if n < 2:
+        return node_of(_passed(x, bins, right))
+    up, down = _passed(x, bins, right), n - _passed(x, bins[::-1], right)
+    return node_of(np.where(bins[-1] >= bins[0], up, down))
+
+
+def _passed(x, edges, right: bool):
+    """How many of the increasing `edges` each x has passed: those at or below it (below it
+    with `right`), NaN past them all."""
     xs = np.expand_dims(x, -1)
-    # searchsorted's side: right=False counts the edges at or below x, right=True those below.
     passed = np.less(edges, xs) if right else np.less_equal(edges, xs)
-    count = np.sum(np.logical_or(passed, np.isnan(xs)), axis=-1, dtype=np.intp)
-    return node_of(count if increasing else edges.size - count)
+    return np.sum(np.logical_or(passed, np.isnan(xs)), axis=-1, dtype=np.intp)
 
 
 def frexp_parts(x):

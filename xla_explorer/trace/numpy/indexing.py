@@ -165,7 +165,7 @@ def getitem(x: Tracer, index):
                 value = eager(lambda v, m: v[m], "boolean-mask indexing", x.value, value_of(index))
                 node = custom_call("numpy.boolean_mask", (x, index), value)
                 return wrap(node, value, "boolean-mask indexing")
-        if _has_index_arrays(index):  # integer-array indexing: a gather (issue 24)
+        if _has_index_arrays(index):  # integer-array indexing: a gather
             value = eager(lambda v: v[value_of(index)], "indexing", x.value)
             node = gather_axes(x.node, _array_axes(index, x.ndim, "indexing"))
             return wrap(node, value, "indexing")
@@ -205,7 +205,7 @@ def setitem(x: Tracer, index, v):
             x._set_node(b.select(mask, fill, x.node), "assignment")
             x.value[...] = new_value
             return
-        if _has_index_arrays(index):  # through integer arrays: a scatter (issue 24)
+        if _has_index_arrays(index):  # through integer arrays: a scatter
             trial = x.value.copy()
             eager(trial.__setitem__, "assignment", value_of(index), value_of(v))
             items = _array_axes(index, x.ndim, "assignment")
@@ -243,7 +243,7 @@ def view_write_back(view: Instruction, base: Instruction):
     return None
 
 
-# -- integer-array indexing: gather and scatter (issue 24) -------------------------------------
+# -- integer-array indexing: gather and scatter -------------------------------------
 # x[idx], x[:, idx], x[i_arr, j_arr] (broadcasting), with ints and slices beside the arrays,
 # read as one XLA gather; x[idx] = v, x[idx] += v and np.add.at & co. write as one scatter.
 # NumPy's negative indices wrap before the gather or scatter (`select(i < 0, i + n, i)`, as
@@ -280,7 +280,7 @@ def _array_axes(index, ndim: int, what: str):
     if any(i is None for i in items):
         raise _refuse(index, what, "None (np.newaxis) beside index arrays is not supported",
                       "Split it in steps: index with the arrays first, then add the axis "
-                      "(y = x[:, idx]; y[:, :, None] or np.expand_dims).")
+                      "with np.expand_dims(y, axis) (y = x[idx]; np.expand_dims(y, -1)).")
     if any(_is_bool_array(i) for i in items):
         raise _refuse(index, what, "a boolean mask beside other index items is not supported",
                       "Index with the mask alone (x[mask]), or select with np.where.")
@@ -413,7 +413,7 @@ def scatter_axes(node: Instruction, axes_items, update, combiner: str | None,
         ("to_apply", to_apply)])
 
 
-# -- np.take, np.take_along_axis, np.put_along_axis, ufunc.at (issue 24) -----------------------
+# -- np.take, np.take_along_axis, np.put_along_axis, ufunc.at -----------------------
 
 
 def _take_indices(indices, n: int, mode: str):
@@ -525,7 +525,7 @@ def ufunc_at(ufunc, a, indices, b=None):
         target._set_node(node, name)
         target.value[...] = trial
     return None
-# -- writes into an argument (issue 24): np.copyto, np.putmask, np.place, np.fill_diagonal -------
+# -- writes into an argument: np.copyto, np.putmask, np.place, np.fill_diagonal -------
 # Each lowering gives the first argument's new contents; dispatch writes them into it.
 
 

@@ -65,8 +65,10 @@ def _einsum(value, subscripts, *operands, **kw):
         raise unsupported("einsum", " with operands and subscript lists interleaved (write "
                                     "the subscripts as one string)")
     b = active_builder()
-    dt = np.asarray(value).dtype
-    nodes = [node_of(o, dt) for o in operands]
+    result = np.asarray(value).dtype
+    # NumPy's float16 einsum accumulates in float32 and rounds once, at the end.
+    dt = np.dtype(np.float32) if result == np.float16 else result
+    nodes = [b.convert(node_of(o, result), dt) for o in operands]
     terms, out = _einsum_terms(subscripts.replace(" ", ""), [n.shape.rank for n in nodes])
     sizes: dict[str, int] = {}
     for t, n in zip(terms, nodes):
@@ -83,7 +85,7 @@ def _einsum(value, subscripts, *operands, **kw):
         y, ty = _einsum_sum_alone(b, nodes[k], terms[k], [tx] + rest, out, dt)
         keep = "".join(c for c in dict.fromkeys(tx + ty) if c in out or any(c in t for t in rest))
         x, tx = _einsum_pair(b, x, tx, y, ty, keep), keep
-    return b.transpose(x, [tx.index(c) for c in out])
+    return b.convert(b.transpose(x, [tx.index(c) for c in out]), result)
 
 
 def _einsum_terms(spec: str, ranks: list[int]):

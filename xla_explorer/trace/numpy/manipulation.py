@@ -517,7 +517,7 @@ def _rolled(b, x, shifts: dict[int, int]):
     return x
 
 
-# -- more compositions (issue 24): append, ediff1d, delete, insert, block, resize, vander --------
+# -- more compositions: append, ediff1d, delete, insert, block, resize, vander --------
 
 
 def _static_index_arg(obj, name):

@@ -279,7 +279,7 @@ def _average(value, a, axis=None, weights=None, returned=False, *, keepdims=np._
 
 
 
-# -- more NaN-ignoring reductions (issue 24): nanprod, nanvar, nanstd, nanargmax, nanargmin ------
+# -- more NaN-ignoring reductions: nanprod, nanvar, nanstd, nanargmax, nanargmin ------
 
 
 @lowers(np.nanprod)
@@ -351,7 +351,7 @@ reduces_as(np.logical_and, np.all)
 reduces_as(np.logical_or, np.any)
 
 
-# -- np.histogram (issue 24): counts by comparisons against the bin edges ----------------------
+# -- np.histogram: counts by comparisons against the bin edges ----------------------
 
 
 def _counts_between(x, edges, n: int):

@@ -92,7 +92,7 @@ def reduces_as(ufunc: np.ufunc, func: Callable) -> None:
     UFUNC_REDUCE[ufunc.__name__] = func
 
 
-# -- ufunc.at (issue 24) ------------------------------------------------------------------------
+# -- ufunc.at ------------------------------------------------------------------------
 # ufunc name -> lowering(ufunc, a, indices, b): np.add.at & co., in place on a traced `a`.
 UFUNC_AT: dict[str, Callable] = {}
 

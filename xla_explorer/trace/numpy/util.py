@@ -60,11 +60,38 @@ def canonical_axes(axis, ndim: int) -> tuple[int, ...]:
 # NumPy names that mean a supported one, for the error's suggestion.
 ALTERNATIVES = {
     "amax": "np.max",
-    # -- issue 24, compositions: what stays refused, and what to write instead --
-    "bincount": "np.sum(x[..., None] == np.arange(m), axis=0) for a length m you know "
-                "(np.bincount's length is x.max() + 1, a value of x that a compiled "
-                "program's shape cannot depend on)",
+    "bincount": "np.sum(x[..., None] == np.arange(m), axis=0) for a length m you know",
+    "partition": "np.sort(x, axis) (a sorted array is one of the arrangements np.partition "
+                 "may return)",
+    "flatnonzero": "np.where(x != 0, np.arange(x.size), -1) keeps the shape",
+    "extract": "np.where(condition, x, fill) keeps the shape",
+    "compress": "np.where(condition, x, fill) keeps the shape",
 }
+
+# Why the functions people reach for most stay refused (docs/numpy-coverage.md lists them);
+# any other function gets the default reason.
+_VALUE_SHAPE = "the shape of its result depends on the values of its input"
+_LAPACK = "XLA hands it to LAPACK, a library the explorer's backends do not call"
+_COMPLEX = "an FFT works on complex numbers, a type the explorer does not have"
+WHY_REFUSED = {
+    "bincount": f"{_VALUE_SHAPE} (its length is x.max() + 1)",
+    "flatnonzero": _VALUE_SHAPE, "extract": _VALUE_SHAPE, "compress": _VALUE_SHAPE,
+    "trim_zeros": _VALUE_SHAPE,
+    **{f"linalg.{f}": _LAPACK for f in ("inv", "solve", "det", "slogdet", "eig", "eigh",
+                                        "eigvals", "eigvalsh", "svd", "cholesky", "qr",
+                                        "lstsq", "pinv", "matrix_rank")},
+    **{f"fft.{f}": _COMPLEX for f in ("fft", "ifft", "fft2", "ifft2", "fftn", "ifftn", "rfft",
+                                      "irfft", "rfft2", "irfft2", "rfftn", "irfftn")},
+    "polyfit": "it solves a least-squares problem, which XLA hands to LAPACK, a library the "
+               "explorer's backends do not call",
+    "partition": "NumPy's partial sort (introselect) has no XLA op",
+    "lexsort": "a sort on several keys is not lowered yet (np.argsort sorts by one key)",
+    "apply_along_axis": "it calls a Python function once per slice, which tracing cannot see "
+                        "through; write the function on whole arrays",
+    "piecewise": "it calls Python functions on masked parts, whose shapes depend on the "
+                 "values; use np.select or np.where",
+}
+_DEFAULT_WHY = "it has no lowering to HLO here"
 
 
 _NO_EQUIVALENT = "It has no compilable equivalent here; compute it outside the traced function"
@@ -85,7 +112,9 @@ def unsupported(name: str, detail: str = "") -> UnsupportedOpError:
                                           cutoff=0.75)
         lead = f"A supported function with a similar name: np.{close[0]}." if close else None
     hint = lead or f"{_NO_EQUIVALENT}."
-    return located(UnsupportedOpError, f"np.{name} is not supported{detail}", f"np.{name}", hint)
+    why = "" if detail else f": {WHY_REFUSED.get(name, _DEFAULT_WHY)}"
+    return located(UnsupportedOpError, f"np.{name} is not supported{detail}{why}", f"np.{name}",
+                   hint)
 
 
 def offering_autocluster(error: UnsupportedOpError) -> UnsupportedOpError:

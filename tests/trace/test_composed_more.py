@@ -13,7 +13,7 @@ import pytest
 import xla_explorer as xe
 from xla_explorer.backends import BACKENDS
 
-from .test_composed import _ordered, specials
+from .test_composed import assert_special_values_match, specials
 
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
 
@@ -54,17 +54,7 @@ def computed(request):
 @pytest.mark.parametrize("name", list(UNARY) + list(BINARY) + ["ldexp"])
 def test_special_values_are_numpys(computed, name):
     got, want = computed
-    g, w = np.asarray(got[name]), np.asarray(want[name])
-    assert g.dtype == w.dtype and g.shape == w.shape
-    if w.dtype.kind != "f":
-        np.testing.assert_array_equal(g, w)
-        return
-    assert np.array_equal(np.isnan(g), np.isnan(w)), "NaN where NumPy has none, or not"
-    ok = ~np.isnan(w)
-    worst = int(np.abs(_ordered(g[ok]) - _ordered(w[ok])).max()) if ok.any() else 0
-    assert worst <= ULPS.get(name, 0), f"{name}: {worst} ulp"
-    zero = ok & (w == 0) & (g == 0)
-    assert np.array_equal(np.signbit(g[zero]), np.signbit(w[zero])), f"{name}: sign of zero"
+    assert_special_values_match(got[name], want[name], ULPS.get(name, 0), name)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

@@ -105,12 +105,14 @@ lowers(np.min, np.amin)(_extreme("minimum"))
 
 
 def _mean_node(b, a, axes, dt, keepdims, where=True):
-    total = _reduce_node(b, a, axes, "add", dt, keepdims, where=where)
+    # NumPy's float16 mean sums and divides in float32 and rounds once, at the end.
+    work = np.dtype(np.float32) if dt == np.float16 else dt
+    total = _reduce_node(b, a, axes, "add", work, keepdims, where=where)
     count = _count(a, axes, where)
     if isinstance(count, Instruction):
-        count = b.convert(_keep(b, count, node_of(a).dims, axes, keepdims), dt)
-        return b.ew("divide", total, count)
-    return b.ew("divide", total, b.scalar_like(count, total))
+        count = b.convert(_keep(b, count, node_of(a).dims, axes, keepdims), work)
+        return b.convert(b.ew("divide", total, count), dt)
+    return b.convert(b.ew("divide", total, b.scalar_like(count, total)), dt)
 
 
 @lowers(np.mean)

@@ -452,7 +452,7 @@ class Exploration:
         checks = [compare(f"output {i}", g, w, precision)
                   for i, (g, w) in enumerate(zip(got_leaves, want_leaves))]
         if not all(c.ok for c in checks):
-            checks = self._referee(checks, args, got_leaves, want_leaves)
+            checks = referee(self.function, args, checks, got_leaves, want_leaves)
         for _, param in self.traced.aliases:
             name = self.traced.arg_names[param]
             checks.append(compare(f"{name} (in place)", run_args[param], eager_args[param]))
@@ -465,42 +465,43 @@ class Exploration:
             "as jax.jit does. Pass it as an argument, or compile again (xe.jit(f) anew).")
         return CheckResult(tuple(checks), note)
 
-    def _referee(self, checks, args, got, want) -> list[OutputCheck]:
-        """Outputs outside the tolerance, judged against the same NumPy code run in float64:
-        a float32 sum of 1e7 terms may differ from NumPy's by more than float32's tolerance
-        because NumPy's own is the less accurate one, and two float32 products of length 1024
-        that round in different orders differ by more than it near zero. Such an output counts
-        as right when its largest error from the float64 result is within twice NumPy's: the
-        same accuracy, up to the chance of which rounding order lands nearer (for products of
-        1024 and 4096 terms the two root-mean-square errors agree within 6%)."""
-        wide = [a.astype(np.float64) if isinstance(a, np.ndarray) and a.dtype.kind == "f"
-                else copy.deepcopy(a) for a in args]
-        try:
-            with np.errstate(all="ignore"):
-                exact = _leaves(self.function(*wide))
-        except Exception:  # the float64 run is only a referee; without it the check stands
-            return checks
-        judged = []
-        for c, g, w, e in zip(checks, got, want, exact):
-            g, w, e = (np.asarray(v) for v in (g, w, e))
-            if (c.ok or g.dtype.kind != "f" or g.shape != w.shape or e.shape != w.shape
-                    or not np.all(np.isfinite(w))):
-                judged.append(c)
-                continue
-            e = e.astype(np.float64)
-            ours = float(np.max(np.abs(g.astype(np.float64) - e), initial=0.0))
-            numpy = float(np.max(np.abs(w.astype(np.float64) - e), initial=0.0))
-            if ours <= 2 * numpy:
-                c = OutputCheck(c.name, c.dtype, c.shape, c.max_abs_error, c.max_rel_error,
-                                True, f"NumPy is {numpy:.3g} from the float64 result, "
-                                      f"compiled {ours:.3g}")
-            judged.append(c)
-        return judged
-
     def __repr__(self) -> str:
         changed = [s.name for s in self.stages if s.changed]
         return (f"<Exploration of {self.module.name}: {len(self.stages)} stages "
                 f"({', '.join(changed)} changed), backend={self.backend}>")
+
+
+def referee(function, args, checks, got, want) -> list[OutputCheck]:
+    """Outputs outside the tolerance, judged against the same NumPy code run in float64:
+    a float32 sum of 1e7 terms may differ from NumPy's by more than float32's tolerance
+    because NumPy's own is the less accurate one, and two float32 products of length 1024
+    that round in different orders differ by more than it near zero. Such an output counts
+    as right when its largest error from the float64 result is within twice NumPy's: the
+    same accuracy, up to the chance of which rounding order lands nearer (for products of
+    1024 and 4096 terms the two root-mean-square errors agree within 6%)."""
+    wide = [a.astype(np.float64) if isinstance(a, np.ndarray) and a.dtype.kind == "f"
+            else copy.deepcopy(a) for a in args]
+    try:
+        with np.errstate(all="ignore"):
+            exact = _leaves(function(*wide))
+    except Exception:  # the float64 run is only a referee; without it the check stands
+        return checks
+    judged = []
+    for c, g, w, e in zip(checks, got, want, exact):
+        g, w, e = (np.asarray(v) for v in (g, w, e))
+        if (c.ok or g.dtype.kind != "f" or g.shape != w.shape or e.shape != w.shape
+                or not np.all(np.isfinite(w))):
+            judged.append(c)
+            continue
+        e = e.astype(np.float64)
+        ours = float(np.max(np.abs(g.astype(np.float64) - e), initial=0.0))
+        numpy = float(np.max(np.abs(w.astype(np.float64) - e), initial=0.0))
+        if ours <= 2 * numpy:
+            c = OutputCheck(c.name, c.dtype, c.shape, c.max_abs_error, c.max_rel_error,
+                            True, f"NumPy is {numpy:.3g} from the float64 result, "
+                                  f"compiled {ours:.3g}")
+        judged.append(c)
+    return judged
 
 
 def _captured_values(f) -> dict:

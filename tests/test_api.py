@@ -18,7 +18,7 @@ def xyz(rng):
 
 def test_sum_xyz_prints_as_hlo_with_recorded_stages(xyz):
     ex = xe.explore(sum_xyz, *xyz)
-    text = ex.hlo()
+    text = ex.hlo(metadata=True)
     lines = text.splitlines()
     assert lines[0].startswith("HloModule sum_xyz")
     for opcode in ("parameter(0)", "multiply(", "add(", "constant(0)", "reduce("):

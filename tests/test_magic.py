@@ -131,7 +131,8 @@ def test_the_summary_shows_fusions_buffers_and_the_check_then_the_explorer(shell
     text = summary(magic_run, magic_run.entry.jit.cache_info())
     assert ex.module.to_text(metadata=False).rstrip() in text
     # HLO metadata counts lines as the notebook does: %%xla is line 1.
-    assert "source_line=3" in ex.hlo() and "source_line=2" in ex.hlo()
+    hlo = ex.hlo(metadata=True)
+    assert "source_line=3" in hlo and "source_line=2" in hlo
 
 
 def test_in_place_updates_change_the_callers_array(shell, xy):

@@ -142,7 +142,7 @@ def test_stages_are_the_recorded_stages(name, programs, payloads):
         assert s["index"] == i
         assert s["changed"] == stage.changed
         assert s["seconds"] == stage.seconds
-        assert s["hlo"] == ex.hlo(i)
+        assert s["hlo"] == ex.hlo(i, metadata=True)
         assert s["notes"] == [str(n) for n in stage.notes]
 
 

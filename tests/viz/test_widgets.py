@@ -18,6 +18,7 @@ import xla_explorer as xe
 from xla_explorer.ir.printer import format_computation
 from xla_explorer.runtime.bench import BenchResult
 from xla_explorer.viz.diff import diff
+from xla_explorer.viz.charts import bytes_text, seconds_text, verdict
 from xla_explorer.viz.widgets import TITLES, Explorer, allocations_html
 
 from tests.test_fusion_programs import PROGRAMS, f32
@@ -138,13 +139,13 @@ def check_stage(w: Explorer, ex, i: int) -> None:
     want = diff(ex.stages[i - 1].module, stage.module).changed if i else frozenset()
     panel = w.stages_panel
     assert panel.index == i and panel.pass_select.value == i
-    assert panel.visible[w.stage_slider.value] == i
+    assert w.stage_slider.value == i and i in panel.visible  # the slider's number is the stage's
     assert panel.highlighted == want
     assert thick_in_dot(panel.graph_dot) == set(want)
     if shutil.which("dot"):
-        assert thick_in_svg(w.graph_html.value) == set(want)
-    assert marked_lines(w.hlo_html.value) == set(want)
-    shown = text_of(w.hlo_html.value.replace("</div>", "\n"))
+        assert thick_in_svg(w.graph_view.svg) == set(want)
+    assert marked_lines(w.graph_view.hlo) == set(want)
+    shown = text_of(w.graph_view.hlo.replace("</div>", "\n"))
     for line in stage.module.to_text(metadata=False).splitlines():
         assert line in shown
 
@@ -175,19 +176,26 @@ def test_the_slider_and_buttons_step_through_the_passes_that_changed_something()
     changed = [0] + [i for i, s in enumerate(ex.stages) if i and s.changed]
     assert len(changed) < len(ex.stages)  # softmax has passes that change nothing
     assert panel.visible == changed and [v for _, v in panel.pass_select.options] == changed
-    assert w.stage_slider.max == len(changed) - 1 and panel.index == 0
+    assert [v for _, v in w.stage_slider.options] == changed and panel.index == 0
+    assert [label for label, _ in w.stage_slider.options] == [str(i) for i in changed]
+    assert panel.prev_button.disabled and not panel.next_button.disabled  # at the start
     shown = []
-    for v in range(len(changed)):
-        w.stage_slider.value = v
-        check_stage(w, ex, changed[v])
-        shown.append((w.graph_html.value, w.hlo_html.value))
+    for i in changed:
+        w.stage_slider.value = i
+        check_stage(w, ex, i)
+        shown.append((w.graph_view.svg, w.graph_view.hlo))
     for before, after in zip(shown, shown[1:]):
         assert before[0] != after[0] and before[1] != after[1]
+    assert panel.next_button.disabled and not panel.prev_button.disabled  # at the end
     panel.prev_button.click()
     assert panel.index == changed[-2]
+    assert not panel.prev_button.disabled and not panel.next_button.disabled
     panel.next_button.click()
     panel.next_button.click()  # past the end: stays
     assert panel.index == changed[-1]
+    for _ in changed:
+        panel.prev_button.click()
+    assert panel.index == 0 and panel.prev_button.disabled
     panel.pass_select.value = changed[1]
     check_stage(w, ex, changed[1])
 
@@ -230,7 +238,7 @@ def test_hlo_lines_carry_their_source_line():
         for inst in c.instructions:
             if inst.metadata.source_line:
                 row = re.search(rf"data-inst='{re.escape(inst.name)}'[^>]*>(.*?)</div>",
-                                w.hlo_html.value).group(1)
+                                w.graph_view.hlo).group(1)
                 assert text_of(row).startswith(f"line {inst.metadata.source_line}")
 
 
@@ -246,7 +254,7 @@ def test_an_instruction_shows_its_shape_source_fusion_buffer_and_kernel(cpu, nam
         if inst.opcode in ("parameter", "tuple"):
             continue
         panel.instruction_select.value = inst.name
-        text = text_of(panel.instruction_html.value)
+        text = text_of(panel.instruction_html)
         assert f"shape{inst.shape}" in text and f"dtype{inst.dtype}" in text
         assert f":{inst.metadata.source_line}" in text
         fusion = [f for f in ex.fusions
@@ -271,7 +279,7 @@ def test_an_instruction_shows_its_shape_source_fusion_buffer_and_kernel(cpu, nam
     w.select_stage(-1)  # a kernel of the final program is its own fusion
     for f in ex.fusions:
         panel.instruction_select.value = f.name
-        assert f"fusion{f}" in text_of(panel.instruction_html.value)
+        assert f"fusion{f}" in text_of(panel.instruction_html)
 
 
 # -- decisions --------------------------------------------------------------------------------
@@ -285,15 +293,17 @@ def test_the_decision_stepper_highlights_producer_and_consumer(program, shapes):
     w = ex.show()
     panel = w.decisions_panel
     assert [n for _, n in panel.items] == ex.decisions
-    assert w.decision_slider.max == len(ex.decisions) - 1
+    assert (w.decision_slider.min, w.decision_slider.max) == (1, len(ex.decisions))
     for k, d in enumerate(ex.decisions):
-        w.decision_slider.value = k
+        w.decision_slider.value = k + 1  # numbered from 1, as "3 of 12" above the graph
         assert panel.index == k
+        assert panel.prev_button.disabled == (k == 0)
+        assert panel.next_button.disabled == (k == len(ex.decisions) - 1)
         text = text_of(panel.decision_html.value)
         assert d.reason in text and ("[taken]" if d.fused else "[refused]") in text
         thick = {CLONE.sub("", n) for n in thick_in_dot(panel.graph_dot)}
         assert thick == {d.producer, d.consumer}
-        assert {CLONE.sub("", n) for n in thick_in_svg(panel.graph_html.value)} == thick
+        assert {CLONE.sub("", n) for n in thick_in_svg(panel.view.svg)} == thick
         current = re.findall(r"<li style='background[^>]*>(.*?)</li>", panel.list_html.value)
         assert [text_of(c) for c in current] == [f"[{'taken' if d.fused else 'refused'}] {d}"]
     w.select_decision(0)
@@ -328,8 +338,9 @@ def test_the_buffer_tab_states_the_assignments_numbers(name):
     text = text_of(panel.table_html.value)
     m = re.search(r"arena peak (\d+) bytes; lower bound (\d+) bytes", text)
     assert (int(m.group(1)), int(m.group(2))) == (a.peak_bytes, a.lower_bound_bytes)
-    rows = re.findall(r"<tr><td>(\d+)</td><td>(\d+)</td><td>(\d+)</td><td>\[(\d+), (\d+)\]</td>"
-                      r"<td>([^<]*)</td></tr>", panel.table_html.value)
+    rows = re.findall(r"<tr><td[^>]*>(\d+)</td><td[^>]*>(\d+)</td><td[^>]*>(\d+)</td>"
+                      r"<td[^>]*>\[(\d+), (\d+)\]</td><td[^>]*>([^<]*)</td></tr>",
+                      panel.table_html.value)
     assert rows == [(str(x.index), str(x.offset), str(x.size), str(x.start), str(x.end),
                      ", ".join(v.name for v in x.values)) for x in a.allocations]
     assert panel.plot_html.value.startswith("<svg")
@@ -397,9 +408,12 @@ def test_the_benchmark_button_fills_the_performance_tab(monkeypatch):
     assert isinstance(result, BenchResult) and panel.result is result
     assert panel.progress.value == panel.progress.max and panel.status.value == "done"
     assert not panel.run_button.disabled
-    shown = panel.result_html.value
-    assert "<svg" in shown and f"speed-up {result.speedup:.2f}x over 3" in html.unescape(shown)
-    assert html.escape(result.table()) in shown
+    shown = html.unescape(panel.result_html.value)
+    assert "<svg" in shown
+    assert (f"compiled against eager NumPy: {verdict(result.speedup)} (medians over 3"
+            in text_of(shown))
+    for t in (result.eager, result.compiled):
+        assert seconds_text(t.median) in shown and bytes_text(t.peak_bytes) in shown
 
 
 def test_the_benchmark_needs_the_cpu_backend():
@@ -467,4 +481,4 @@ def test_show_steps_through_every_stage_decision_and_buffer_and_export_agrees(
     ex.save_html(tmp_path / "x.html")
     page = html.unescape((tmp_path / "x.html").read_text())
     assert f"{result.speedup:.2f}" in page and str(a.peak_bytes) in page
-    assert f"speed-up {result.speedup:.2f}x" in html.unescape(perf.result_html.value)
+    assert f"against eager NumPy: {verdict(result.speedup)}" in text_of(perf.result_html.value)

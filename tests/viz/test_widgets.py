@@ -19,7 +19,7 @@ from xla_explorer.ir.printer import format_computation
 from xla_explorer.runtime.bench import BenchResult
 from xla_explorer.viz.diff import diff
 from xla_explorer.viz.charts import bytes_text, seconds_text, verdict
-from xla_explorer.viz.widgets import TITLES, Explorer, allocations_html
+from xla_explorer.viz.widgets import TITLES, Explorer, allocations_html, first_instruction
 
 from tests.test_fusion_programs import PROGRAMS, f32
 
@@ -482,3 +482,212 @@ def test_show_steps_through_every_stage_decision_and_buffer_and_export_agrees(
     page = html.unescape((tmp_path / "x.html").read_text())
     assert f"{result.speedup:.2f}" in page and str(a.peak_bytes) in page
     assert f"against eager NumPy: {verdict(result.speedup)}" in text_of(perf.result_html.value)
+
+
+# -- the graph view: selection, first choice, copies, room --------------------------------------
+
+SVG_NS = {"s": "http://www.w3.org/2000/svg", "x": "http://www.w3.org/1999/xlink"}
+
+
+def svg_titles(svg: str) -> dict[str, str]:
+    """{<title> of each node or fusion cluster: the instruction its tooltip names}."""
+    root = ET.fromstring(svg[svg.index("<svg"):])
+    out = {}
+    for g in root.iter("{http://www.w3.org/2000/svg}g"):
+        a = g.find(".//s:a", SVG_NS)
+        if g.get("class") not in ("node", "cluster") or a is None:
+            continue
+        lines = a.get(f"{{{SVG_NS['x']}}}title").split("\n")
+        if g.get("class") == "cluster" and not lines[0].startswith("fused computation"):
+            continue  # an auto-cluster's region: no instruction
+        name = lines[1] if lines[0].startswith("fused computation") else lines[0]
+        out[g.find("s:title", SVG_NS).text] = name
+    return out
+
+
+@needs_dot
+@pytest.mark.parametrize("program, shapes", [SMALL["softmax"], SMALL["chain"]],
+                         ids=["softmax", "chain"])
+def test_clicking_a_node_or_an_hlo_line_selects_its_instruction(program, shapes):
+    ex = explore(program, shapes)
+    w = ex.show()
+    panel, view = w.stages_panel, w.graph_view
+    for i in panel.visible:
+        w.select_stage(i)
+        module = ex.stages[i].module
+        # Every node and fusion cluster of the SVG is mapped to the instruction it draws.
+        assert svg_titles(view.svg) == view.nodes
+        lines = dict(re.findall(r"data-inst='([^']+)'[^>]*>(.*?)</div>", view.hlo))
+        for name in view.nodes.values():
+            view.selected = name  # what the front end sets on a click
+            assert panel.instruction_select.value == name
+            text = text_of(view.info)
+            inst = module.entry.get(name) if name in {x.name for x in module.entry.instructions} \
+                else None
+            assert f"instruction{name} = " in text
+            if inst is not None:
+                assert f"shape{inst.shape}" in text
+            assert name in lines  # a click on the node's line selects the same name
+        # The reverse: choosing from the list (or a line) moves the selection on the graph.
+        last = panel.instruction_select.options[-1][1]
+        panel.instruction_select.value = last
+        assert view.selected == last and f"instruction{last} = " in text_of(view.info)
+
+
+def test_selecting_something_that_is_not_an_instruction_changes_nothing():
+    ex = explore(*SMALL["softmax"])
+    w = ex.show()
+    before = (w.graph_view.selected, w.graph_view.info)
+    w.stages_panel.select_instruction("no-such-instruction")
+    assert (w.graph_view.selected, w.graph_view.info) == before
+
+
+@pytest.mark.parametrize("program, shapes, kinds", PROGRAMS[:8], ids=[p[0].__name__ for p in PROGRAMS[:8]])
+def test_the_first_selection_computes_something(program, shapes, kinds):
+    ex = explore(program, shapes)
+    w = ex.show()
+    for i in range(len(ex.stages)):
+        w.select_stage(i)
+        module = ex.stages[i].module
+        chosen = module.entry.get(w.graph_view.selected)
+        assert chosen.opcode not in ("tuple", "parameter", "get-tuple-element", "constant")
+        assert "not computed by a kernel" not in text_of(w.graph_view.info), (i, chosen.name)
+        changed = changed_on(ex, i)
+        computing = [x.name for x in module.entry.instructions
+                     if x.opcode not in ("tuple", "parameter", "get-tuple-element", "constant")]
+        if changed & set(computing):  # what the pass did, first
+            assert chosen.name == next(n for n in computing if n in changed)
+
+
+def test_the_students_choice_stays_selected_while_the_stage_has_it():
+    ex = explore(*SMALL["chain"])
+    w = ex.show()
+    panel = w.stages_panel
+    module = ex.stages[0].module
+    chosen = next(i.name for i in module.entry.instructions if i.opcode == "exponential")
+    w.graph_view.selected = chosen  # a click on its node
+    for i in panel.visible[1:]:
+        w.select_stage(i)
+        names = {n for _, n in panel.instruction_select.options}
+        if chosen in names:
+            assert w.graph_view.selected == chosen
+        else:
+            assert w.graph_view.selected == first_instruction(ex.stages[i].module,
+                                                              changed_on(ex, i))
+
+
+def changed_on(ex, i):
+    return diff(ex.stages[i - 1].module, ex.stages[i].module).changed if i else frozenset()
+
+
+def shared_sum(x, y):
+    a = x + y  # cheap, read by two reductions and returned: copied into both kernels
+    return a.sum(), (a * a).sum(), a
+
+
+@needs_dot
+def test_copies_made_by_fusion_read_as_their_traced_name_with_a_mark():
+    ex = explore(shared_sum, [(16,), (16,)])
+    fusion = ex.stages.index(ex.stage("fusion"))
+    module = ex.stages[fusion].module
+    clones = [i.name for c in module.computations for i in c.instructions if ".clone." in i.name]
+    assert clones
+    w = ex.show()
+    w.select_stage(fusion)
+    view = w.graph_view
+    for clone in clones:
+        traced = CLONE.sub("", clone)
+        # On the graph: the traced name and a mark, the full name in the tooltip.
+        assert f"<b>{traced} (copy)</b>" in w.stages_panel.graph_dot
+        assert f'tooltip="{clone}\\nshape' in w.stages_panel.graph_dot
+        # In the list: which kernel holds this copy.
+        label = dict((v, k) for k, v in w.stages_panel.instruction_select.options)[clone]
+        assert label.startswith(f"{traced} (copy) in ")
+        # In the HLO: the real text, the suffix dimmed.
+        assert re.search(rf"{re.escape(traced)}<span class='xe-clone'[^>]*>"
+                         rf"{re.escape(clone[len(traced):])}</span>", view.hlo)
+        view.selected = clone
+        assert f"copy of{traced}: fusion copies" in text_of(view.info)
+
+
+def test_a_stage_with_many_notes_folds_them():
+    ex = explore(*PROGRAMS[3][:2])  # layernorm
+    w = ex.show()
+    i = next(i for i, s in enumerate(ex.stages) if len(s.notes) > 6)
+    w.select_stage(i)
+    summary = w.stages_panel.summary_html.value
+    assert f"<details><summary>the {len(ex.stages[i].notes)} notes</summary>" in summary
+    for note in ex.stages[i].notes:
+        assert html.escape(str(note)) in summary
+
+
+def test_the_view_ships_its_front_end():
+    view = explore(*SMALL["softmax"]).show().graph_view
+    esm, css = str(view._esm), str(view._css)
+    assert "export default { render }" in esm and "viewBox" in esm
+    assert 'model.set("selected"' in esm and ".xe-selected" in css
+
+
+# -- performance: the verdict, small arrays, units ------------------------------------------------
+
+
+def fake_bench(eager_s, compiled_s, eager_peak=1434, compiled_peak=512):
+    from xla_explorer.runtime.bench import Timing
+
+    return BenchResult("f", Timing(eager_s, eager_s * 0.9, eager_s * 1.1, eager_peak),
+                       Timing(compiled_s, compiled_s * 0.9, compiled_s * 1.1, compiled_peak),
+                       repeat=5, arena_bytes=0, predicted_peak_bytes=compiled_peak,
+                       compile_seconds=0.2)
+
+
+def test_a_slower_program_says_slower_and_why_small_arrays_do_not_pay():
+    from xla_explorer.viz.widgets import bench_html
+
+    slow = fake_bench(10e-6, 12.2e-6)
+    text = text_of(bench_html(slow, elements=64))
+    assert f"slower ({10 / 12.2:.2f}x)" in text and "faster" not in text
+    assert "The inputs hold 64 elements in all and eager NumPy takes only 10.0 µs" in text
+    fast = text_of(bench_html(fake_bench(10e-6, 2e-6)))
+    assert "5.00x faster" in fast and "fixed cost" not in fast
+    # Slower, but not because the arrays are small: no such excuse.
+    big = text_of(bench_html(fake_bench(5e-3, 6e-3)))
+    assert "slower (0.83x)" in big and "fixed cost" not in big
+
+
+def test_memory_is_stated_in_the_unit_that_fits():
+    from xla_explorer.viz.charts import bench_figure
+
+    assert bytes_text(1434) == "1.4 KiB" and bytes_text(512) == "512 bytes"
+    assert bytes_text(3 * 2**20 + 2**19) == "3.5 MiB" and bytes_text(2**30) == "1 GiB"
+    fig = bench_figure(fake_bench(10e-6, 12e-6, eager_peak=1434, compiled_peak=900))
+    assert "KiB" in fig.axes[1].get_ylabel() and "µs" in fig.axes[0].get_ylabel()
+    assert "slower (0.83x)" in fig.axes[0].get_title()
+    heights = [bar.get_height() for bar in fig.axes[1].patches]
+    assert heights == pytest.approx([1434 / 1024, 900 / 1024])
+    fig = bench_figure(fake_bench(1e-3, 5e-4, eager_peak=40 * 2**20, compiled_peak=2**20))
+    assert "MiB" in fig.axes[1].get_ylabel() and "2.00x faster" in fig.axes[0].get_title()
+
+
+# -- what a notebook is sent --------------------------------------------------------------------
+
+
+def test_the_explorer_is_one_output_with_the_json_and_static_html():
+    from IPython.core.interactiveshell import InteractiveShell
+
+    from xla_explorer.viz import mime
+
+    ex = explore(*SMALL["softmax"])
+    w = ex.show()
+    data, _ = InteractiveShell.instance().display_formatter.format(w)
+    assert set(data) == {"application/vnd.jupyter.widget-view+json", mime.MIME_TYPE,
+                         "text/html", "text/plain"}
+    assert data["application/vnd.jupyter.widget-view+json"]["model_id"] == w.model_id
+    assert data[mime.MIME_TYPE] == mime.payload(ex)
+    mime.validate(data[mime.MIME_TYPE])
+    assert data["text/html"].startswith('<div class="xe-report">')
+    assert "<svg" in data["text/html"] or "Graphviz" in data["text/html"]
+    assert data["text/plain"] == repr(w)
+    # An Exploration shown as itself: the same JSON and HTML, and IPython's text.
+    data, _ = InteractiveShell.instance().display_formatter.format(ex)
+    assert set(data) == {mime.MIME_TYPE, "text/html", "text/plain"}
+    assert data["text/plain"] == repr(ex)

@@ -385,6 +385,7 @@ class StagesPanel:
         self.visible: list[int] = []
         self._quiet = False  # set while the controls are being refilled
         self._described = ""  # the instruction whose story is shown
+        self._kept = ""  # the instruction the student chose, kept from stage to stage
         self._wire()
         self.widget = widgets.VBox([
             widgets.HBox([self.prev_button, self.slider, self.next_button, self.pass_select,
@@ -400,8 +401,8 @@ class StagesPanel:
         on(self.slider, self.select)
         on(self.pass_select, self.select)
         on(self.show_unchanged, lambda v: self._offer(visible_stages(self.ex, v), self.index))
-        on(self.instruction_select, self.select_instruction)
-        on(self.view, self.select_instruction, "selected")
+        on(self.instruction_select, self._chosen)
+        on(self.view, self._chosen, "selected")
         self.prev_button.on_click(lambda _: self._step(-1))
         self.next_button.on_click(lambda _: self._step(1))
 
@@ -455,14 +456,20 @@ class StagesPanel:
         self.summary_html.value = stage_summary(self.ex, self.index)
         svg, self.graph_dot, nodes = graph_view(module, self.highlighted)
         options = instruction_options(module)
-        keep = self.view.selected
         names = {name for _, name in options}
-        chosen = keep if keep in names else first_instruction(module, self.highlighted)
+        keep = self._kept if self._kept in names else None
+        chosen = keep or first_instruction(module, self.highlighted)
         with self._quietly():
             self.instruction_select.options = options
             self.view.hlo = hlo_html(module, self.highlighted)
             self.view.svg, self.view.nodes = svg, nodes
         self.select_instruction(chosen, force=True)
+
+    def _chosen(self, name: str) -> None:
+        """The student chose an instruction (a click, the list): it stays selected on the
+        stages that still have it."""
+        self._kept = name
+        self.select_instruction(name)
 
     def select_instruction(self, name: str, force: bool = False) -> None:
         """Select an instruction of the current stage: outlined on the graph, its HLO line

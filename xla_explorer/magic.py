@@ -415,20 +415,32 @@ LIST_UP_TO = 4
 
 
 def kernel_line(module, kernel) -> str:
-    """`add_fusion.3 (kLoop): tanh.2, multiply.5, add.8`, or for a big kernel
-    `row_fusion.9 (row fusion): 34 ops: 9 multiply, 6 broadcast, 4 add, ..., reduce`."""
+    """`add_fusion.3 (kLoop): tanh.2, multiply.5, add.8`; a big kernel by what it computes,
+    counted by opcode, then how much of it moves data or holds constants:
+    `row_fusion.9 (row fusion): 50 ops: 6 multiply, 4 add, ..., tanh; 17 data movement, 9
+    constant`."""
+    from .ir.ops import OPS, Group
+
     what = "row fusion" if kernel.row else kernel.kind
     names = kernel.instructions
     if len(names) <= LIST_UP_TO:
         return f"{kernel.name} ({what}): {', '.join(names)}"
     opcodes = {i.name: i.opcode for c in module.all_computations for i in c.instructions}
-    counts: dict[str, int] = {}
+    computed: dict[str, int] = {}
+    plumbing = {"data movement": 0, "constant": 0}
     for n in names:
         op = opcodes.get(n, "?")
-        counts[op] = counts.get(op, 0) + 1
-    ranked = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
-    kinds = ", ".join(op if n == 1 else f"{n} {op}" for op, n in ranked)
-    return f"{kernel.name} ({what}): {len(names)} ops: {kinds}"
+        group = OPS[op].group if op in OPS else None
+        if group is Group.DATA_MOVEMENT:
+            plumbing["data movement"] += 1
+        elif group is Group.LEAF:
+            plumbing["constant"] += 1
+        else:
+            computed[op] = computed.get(op, 0) + 1
+    ranked = sorted(computed.items(), key=lambda kv: (-kv[1], kv[0]))
+    parts = ", ".join(op if n == 1 else f"{n} {op}" for op, n in ranked)
+    rest = ", ".join(f"{n} {kind}" for kind, n in plumbing.items() if n)
+    return f"{kernel.name} ({what}): {len(names)} ops: {parts}" + (f"; {rest}" if rest else "")
 
 
 def show(run: CellRun, cache_info) -> None:

@@ -394,7 +394,10 @@ CSS = """
 .xe-report nav a { color: #1565c0; }
 .xe-report table { border-collapse: collapse; font-size: .9em; margin: .5em 0; }
 .xe-report th, .xe-report td { border: 1px solid #e0e0e0; padding: .2em .5em;
-  text-align: left; vertical-align: top; }
+  vertical-align: top; }
+/* JupyterLab right-aligns the cells of HTML outputs with a two-class selector: the class twice
+   outranks it, so the tables read as text does, left to right. */
+.xe-report.xe-report th, .xe-report.xe-report td { text-align: left; }
 .xe-report th { background: #f5f5f5; }
 .xe-report tr.unchanged { color: #9e9e9e; }
 .xe-report tr.taken td:nth-child(3) { color: #2e7d32; font-weight: bold; }

@@ -78,6 +78,7 @@ class GraphView(anywidget.AnyWidget):
     info = traitlets.Unicode("").tag(sync=True)  # the selected instruction's story, HTML
     selected = traitlets.Unicode("").tag(sync=True)
     show_hlo = traitlets.Bool(True).tag(sync=True)
+    focus = traitlets.List(traitlets.Unicode()).tag(sync=True)  # nodes to zoom to when drawn
 
 
 # ----------------------------------------------------------------------------------------------
@@ -380,7 +381,7 @@ class StagesPanel:
         self.summary_html = widgets.HTML()
         self.view = GraphView()
         self.instruction_select = widgets.Dropdown(description="instruction",
-                                                   layout=widgets.Layout(width="auto"))
+                                                   layout=widgets.Layout(width="50%"))
         self.fusions = ex.fusions
         self.visible: list[int] = []
         self._quiet = False  # set while the controls are being refilled
@@ -443,11 +444,13 @@ class StagesPanel:
         if index == self.index and not force:
             return
         self.index = index
+        # The buttons first: the front end applies changes in order, so whoever sees the new
+        # stage number sees the buttons for it.
+        self.prev_button.disabled = index == self.visible[0]
+        self.next_button.disabled = index == self.visible[-1]
         with self._quietly():
             self.slider.value = index
             self.pass_select.value = index
-        self.prev_button.disabled = index == self.visible[0]
-        self.next_button.disabled = index == self.visible[-1]
         self._draw()
 
     def _draw(self) -> None:
@@ -524,6 +527,7 @@ class DecisionsPanel:
         self.next_button.disabled = k == len(self.items) - 1
         stage_index, note = self.items[k]
         module, self.highlighted = decision_view(self.ex, stage_index, note)
+        self.view.focus = sorted(self.highlighted)  # before the graph: drawn, it zooms there
         stage = self.ex.stages[stage_index].name
         self.decision_html.value = (f"<b>{k + 1} of {len(self.items)}</b> ({html.escape(stage)})"
                                     f": {html.escape(decision_text(note))}")

@@ -5,7 +5,9 @@
 
 const ZOOM_STEP = 1.25;
 const MAX_SCALE = 1.5; // fitting never enlarges a small graph past 1.5 px per pt
+const FOCUS_SCALE = 1.2; // zooming to a decision's nodes: near their natural size
 const MIN_HEIGHT = 240;
+const WINDOW_MARGIN = 300; // px: JupyterLab's bars, the explorer's tabs and stepper
 
 function el(tag, cls, text) {
   const e = document.createElement(tag);
@@ -46,12 +48,13 @@ function render({ model, el: root }) {
   }
 
   // The box is as wide as the output; as tall as the graph at a scale that fits the width,
-  // within [MIN_HEIGHT, 75% of the window].
+  // but no taller than the window leaves below the notebook's toolbars and the stepper
+  // (WINDOW_MARGIN), so the whole graph is on the screen at once.
   function sizeBox() {
     if (!full) return;
     const width = box.clientWidth || root.clientWidth || 800;
     const scale = Math.min(width / full[2], MAX_SCALE);
-    const cap = Math.max(MIN_HEIGHT, Math.round(window.innerHeight * 0.75));
+    const cap = Math.max(MIN_HEIGHT, window.innerHeight - WINDOW_MARGIN);
     box.style.height = Math.max(MIN_HEIGHT, Math.min(full[3] * scale + 8, cap)) + "px";
   }
 
@@ -62,6 +65,37 @@ function render({ model, el: root }) {
     const scale = Math.min(bw / full[2], bh / full[3], MAX_SCALE);
     const w = bw / scale, h = bh / scale;
     setView([full[0] + full[2] / 2 - w / 2, full[1] + full[3] / 2 - h / 2, w, h]);
+  }
+
+  // Zoom to the nodes named in `focus` (a decision's producer and consumer), when that reads
+  // better than the whole graph: up to one pixel per point, with a margin around them.
+  function focusOn(names) {
+    if (!svg || !view || !names || !names.length) return;
+    const r = svg.getBoundingClientRect();
+    if (!r.width || !r.height) return;
+    let x0 = Infinity, y0 = Infinity, x1 = -Infinity, y1 = -Infinity;
+    for (const g of svg.querySelectorAll("g.node[data-inst]")) {
+      if (!names.includes(g.dataset.inst)) continue;
+      const b = g.getBoundingClientRect();
+      x0 = Math.min(x0, b.left); y0 = Math.min(y0, b.top);
+      x1 = Math.max(x1, b.right); y1 = Math.max(y1, b.bottom);
+    }
+    if (x0 === Infinity) return;
+    const toX = (px) => view[0] + (px - r.left) / r.width * view[2];
+    const toY = (py) => view[1] + (py - r.top) / r.height * view[3];
+    const [bw, bh] = boxSize();
+    const pad = 80;
+    const scale = Math.min(bw / (toX(x1) - toX(x0) + 2 * pad),
+                           bh / (toY(y1) - toY(y0) + 2 * pad), FOCUS_SCALE);
+    if (scale <= bw / view[2]) return; // the whole graph is already as large as this
+    const w = bw / scale, h = bh / scale;
+    const cx = (toX(x0) + toX(x1)) / 2, cy = (toY(y0) + toY(y1)) / 2;
+    setView([cx - w / 2, cy - h / 2, w, h]);
+  }
+
+  function reset() {
+    fit();
+    focusOn(model.get("focus"));
   }
 
   function zoom(factor, cx, cy) {
@@ -98,13 +132,16 @@ function render({ model, el: root }) {
       g.dataset.inst = name;
       g.classList.add("xe-selectable");
     }
-    fit();
+    reset();
     markSelected();
   }
 
   function drawHlo() {
     hlo.innerHTML = model.get("hlo");
     hloToggle.hidden = !model.get("hlo");
+    hint.textContent = model.get("hlo")
+      ? "drag to pan, Ctrl + wheel to zoom; click a node or an HLO line to select it"
+      : "drag to pan, Ctrl + wheel to zoom; fit shows the whole graph";
     for (const line of hlo.querySelectorAll("[data-inst]")) {
       if (line.dataset.inst) line.classList.add("xe-selectable");
     }
@@ -192,11 +229,12 @@ function render({ model, el: root }) {
   model.on("change:info", onInfo);
   model.on("change:selected", markSelected);
   model.on("change:show_hlo", showHlo);
+  model.on("change:focus", reset);
   // The output area may be laid out after the view is attached: fit once it has a width.
   const resize = new ResizeObserver(() => {
     if (full && box.clientWidth && !root.dataset.fitted) {
       root.dataset.fitted = "1";
-      fit();
+      reset();
     }
   });
   resize.observe(box);
@@ -212,6 +250,7 @@ function render({ model, el: root }) {
     model.off("change:info", onInfo);
     model.off("change:selected", markSelected);
     model.off("change:show_hlo", showHlo);
+    model.off("change:focus", reset);
   };
 }
 

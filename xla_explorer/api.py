@@ -213,7 +213,9 @@ class Exploration:
 
     def show(self):
         """The step-through explorer (an ipywidgets widget): stages, decisions, buffers,
-        kernels and performance."""
+        kernels and performance. Displayed, it is one output that also carries the JSON the
+        JupyterLab extension renders without a kernel and a static HTML view
+        (docs/explorer.md)."""
         from .viz.widgets import explorer
 
         return explorer(self)

@@ -213,14 +213,26 @@ def test_clicking_a_node_highlights_its_hlo_line_and_back(lab):
     lab.page.screenshot(path=str(lab.shots / "widget-select-hlo.png"),
                         clip={"x": pane["x"], "y": top, "width": pane["width"], "height": 340})
     explorer.locator("button.xe-fit").click()
-    # The reverse: a click on an HLO line selects its node.
+    # The reverse: a click on an HLO line selects its node, and pans the zoomed graph to it.
     other = explorer.locator(".xe-hlo [data-inst^='tanh']").first
     tanh = other.get_attribute("data-inst")
+    for _ in range(4):
+        explorer.locator("button.xe-zoom-in").click()
+    box = explorer.locator(".xe-graph").bounding_box()
+    for _ in range(4):  # drag the view until the tanh node is out of the box
+        if tanh in view_facts(explorer)["outside"]:
+            break
+        lab.page.mouse.move(box["x"] + 100, box["y"] + 50)
+        lab.page.mouse.down()
+        lab.page.mouse.move(box["x"] + 100, box["y"] + box["height"] - 50, steps=4)
+        lab.page.mouse.up()
+    assert tanh in view_facts(explorer)["outside"]
     other.click()
     lab.page.wait_for_function(
         "([r, n]) => r.querySelector(`.xe-graph g.node[data-inst='${n}']`)"
         ".classList.contains('xe-selected')", arg=[explorer.element_handle(), tanh])
     assert explorer.locator(f".xe-graph g.node[data-inst='{name}'].xe-selected").count() == 0
+    assert tanh not in view_facts(explorer)["outside"]  # in the box, at the zoom it was at
     lab.page.wait_for_function(  # the story comes from the kernel
         "([r, n]) => r.querySelector('.xe-info').innerText.includes(n + ' = tanh')",
         arg=[explorer.element_handle(), tanh])

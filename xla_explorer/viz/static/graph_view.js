@@ -93,6 +93,19 @@ function render({ model, el: root }) {
     setView([cx - w / 2, cy - h / 2, w, h]);
   }
 
+  // Pan (at the same zoom) so that the node named `name` is in the box, if it is not.
+  function reveal(name) {
+    if (!svg || !view) return;
+    const g = [...svg.querySelectorAll("g.node[data-inst]")].find((n) => n.dataset.inst === name);
+    if (!g) return;
+    const r = svg.getBoundingClientRect(), b = g.getBoundingClientRect();
+    if (!r.width || (b.left >= r.left && b.right <= r.right && b.top >= r.top &&
+                     b.bottom <= r.bottom)) return;
+    const cx = view[0] + ((b.left + b.right) / 2 - r.left) / r.width * view[2];
+    const cy = view[1] + ((b.top + b.bottom) / 2 - r.top) / r.height * view[3];
+    setView([cx - view[2] / 2, cy - view[3] / 2, view[2], view[3]]);
+  }
+
   function reset() {
     fit();
     focusOn(model.get("focus"));
@@ -210,7 +223,10 @@ function render({ model, el: root }) {
   });
   hlo.addEventListener("click", (e) => {
     const line = e.target.closest("[data-inst]");
-    if (line && line.dataset.inst) select(line.dataset.inst);
+    if (line && line.dataset.inst) {
+      select(line.dataset.inst);
+      reveal(line.dataset.inst);
+    }
   });
   fitButton.addEventListener("click", fit);
   zoomIn.addEventListener("click", () => zoom(ZOOM_STEP));

@@ -157,7 +157,8 @@ def hlo_html(module, changed: frozenset[str]) -> str:
         name = m.group(1) if m else ""
         inst = insts.get(name)
         mark = name in changed
-        style = f" style='background:{HIGHLIGHT}'" if mark else ""
+        # (a dark theme's light text on the light marks would not read: dark text there)
+        style = f" style='background:{HIGHLIGHT};color:#212121'" if mark else ""
         rows.append(f"<div class='xe-line' data-inst='{html.escape(name)}' "
                     f"data-changed='{str(mark).lower()}'{style}><span class='xe-src'>"
                     f"{source_text(inst) if inst is not None else ''}</span>"
@@ -537,7 +538,7 @@ class DecisionsPanel:
     def _list(self) -> str:
         rows = []
         for k, (_, note) in enumerate(self.items):
-            style = f" style='background:{HIGHLIGHT}'" if k == self.index else ""
+            style = f" style='background:{HIGHLIGHT};color:#212121'" if k == self.index else ""
             rows.append(f"<li{style}>{html.escape(decision_text(note))}</li>")
         return f"<ol style='margin:4px 0'>{''.join(rows)}</ol>"
 

@@ -61,12 +61,12 @@ print(y.dtype, y.shape, float(total))
 
 # %% [markdown]
 # The last compilation is bound to `_xla`, an `Exploration`. `hlo()` prints the optimised
-# program in XLA's HLO text; every instruction carries the line of the cell it came from in
-# `metadata={... source_line=N}` (line 1 is the `%%xla` line). `b` is broadcast along the
+# program in XLA's HLO text; with `metadata=True` every instruction carries the line of the cell
+# it came from in `metadata={... source_line=N}` (line 1 is the `%%xla` line). `b` is broadcast along the
 # rows (`broadcast ... dimensions={1}`), as NumPy broadcasts it.
 
 # %%
-print(_xla.hlo())
+print(_xla.hlo(metadata=True))
 
 # %% [markdown]
 # Every pass is one recorded stage; `hlo(0)` is the program as traced, before any pass.

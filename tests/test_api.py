@@ -1,5 +1,6 @@
 """The public API as the README names it: explore, stages, hlo, run, check, parse_hlo, errors."""
 import copy
+import re
 
 import numpy as np
 import pytest
@@ -18,7 +19,7 @@ def xyz(rng):
 
 def test_sum_xyz_prints_as_hlo_with_recorded_stages(xyz):
     ex = xe.explore(sum_xyz, *xyz)
-    text = ex.hlo()
+    text = ex.hlo(metadata=True)
     lines = text.splitlines()
     assert lines[0].startswith("HloModule sum_xyz")
     for opcode in ("parameter(0)", "multiply(", "add(", "constant(0)", "reduce("):
@@ -63,6 +64,17 @@ def test_hlo_by_stage_name_and_index(xyz):
     assert any("x * 1 -> x" in str(n) for n in ex.stage("algsimp").notes)
     with pytest.raises(KeyError, match="no stage named"):
         ex.hlo("fusion-of-everything")
+
+
+def test_hlo_leaves_metadata_out_unless_asked(xyz):
+    ex = xe.explore(sum_xyz, *xyz)
+    line = sum_xyz.__code__.co_firstlineno + 1
+    for stage in range(len(ex.stages)):
+        plain, full = ex.hlo(stage), ex.hlo(stage, metadata=True)
+        assert "metadata={" not in plain and f"source_line={line}" in full
+        # The same program: the text without metadata is the full text with it cut out.
+        assert plain == re.sub(r", metadata=\{[^}]*\}", "", full)
+        assert xe.parse_hlo(plain).to_text() == plain
 
 
 def test_every_stage_round_trips_through_the_parser(xyz):

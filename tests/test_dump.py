@@ -86,7 +86,7 @@ def test_interpreter_dump_has_no_cpu_prefix_and_no_kernels(interp_ex, tmp_path):
 def test_interpreter_dump_of_an_eager_op(tmp_path):
     ex = xe.explore(unique_scaled, np.array([3.0, 1.0, 3.0]), backend="interpreter")
     paths = {p.name.split(".", 2)[2]: p for p in dump_exploration(ex, tmp_path)}
-    assert paths["after_optimizations.txt"].read_text() == ex.hlo(-1)
+    assert paths["after_optimizations.txt"].read_text() == ex.hlo(-1, metadata=True)
     assert "custom-call" in paths["after_optimizations.txt"].read_text()
     report = paths["after_optimizations-memory-usage-report.txt"].read_text()
     assert "eager (outside the arena)" in report
@@ -101,10 +101,10 @@ def test_hlo_files_parse_back_to_the_first_and_last_stage(cpu_ex, tmp_path):
     files = files_by_suffix(dump_exploration(cpu_ex, tmp_path))
     before = files["before_optimizations.txt"].read_text()
     after = files["cpu_after_optimizations.txt"].read_text()
-    assert before == cpu_ex.hlo(0) and after == cpu_ex.hlo(-1)
+    assert before == cpu_ex.hlo(0, metadata=True) and after == cpu_ex.hlo(-1, metadata=True)
     assert before != after
-    assert xe.parse_hlo(before).to_text() == cpu_ex.hlo(0)
-    assert xe.parse_hlo(after).to_text() == cpu_ex.hlo(-1)
+    assert xe.parse_hlo(before).to_text() == cpu_ex.hlo(0, metadata=True)
+    assert xe.parse_hlo(after).to_text() == cpu_ex.hlo(-1, metadata=True)
 
 
 def test_buffer_files_and_kernels(cpu_ex, tmp_path):
@@ -161,7 +161,7 @@ def test_pass_re_adds_exactly_the_matching_stages(cpu_ex, tmp_path):
                            for i, s in matching for ext in ("txt", "dot"))
     for i, s in matching:
         assert (tmp_path / "re" / f"{n}.{i:04d}.cpu-pipeline.after_{s.name}.txt").read_text() \
-            == cpu_ex.hlo(i)
+            == cpu_ex.hlo(i, metadata=True)
 
 
 def test_pass_re_is_searched_and_interpreter_pipeline_is_named_pipeline(interp_ex, tmp_path):

@@ -3,6 +3,7 @@
 Results are compared with the same code run by NumPy on copies of the inputs, never with the
 cell's own earlier output."""
 import copy
+from collections import Counter
 
 import numpy as np
 import pytest
@@ -13,6 +14,7 @@ from IPython.utils.capture import capture_output
 import xla_explorer as xe
 from xla_explorer.backends import BACKENDS
 from xla_explorer.magic import summary
+from xla_explorer.viz import mime
 
 IPYTHON_NAMES = {"In", "Out", "exit", "quit", "get_ipython"}
 
@@ -118,20 +120,67 @@ def test_the_summary_shows_fusions_buffers_and_the_check_then_the_explorer(shell
     ex = shell.user_ns["_xla"]
     assert "check against eager NumPy: ok" in out
     assert f"fusions: {len(ex.fusions)} kernel" in out
-    for f in ex.fusions:
-        assert f"  {f}\n" in out
+    for f in ex.fusions:  # each kernel on a line of its own, by name and kind
+        assert f"\n  {f.name} ({f.kind}): " in out
     b = ex.buffers
     assert f"buffers: arena {b.peak_bytes} B (lower bound {b.lower_bound_bytes} B)" in out
     # The HLO is in the explorer widget displayed after the text, not in the text.
     assert ex.module.to_text(metadata=False) not in out and "optimised HLO" not in out
-    views = [o.data for o in shown if "application/vnd.jupyter.widget-view+json" in o.data]
-    assert len(views) == 1 and views[0]["text/plain"].startswith("<Explorer of ")
+    # One output: the live widget, the extension's JSON, static HTML and a short text.
+    (view,) = [o.data for o in shown]
+    assert set(view) == {"application/vnd.jupyter.widget-view+json", mime.MIME_TYPE,
+                         "text/html", "text/plain"}
+    assert view["text/plain"].startswith("<Explorer of ")
+    assert view[mime.MIME_TYPE] == mime.payload(ex)
+    assert view["text/html"].startswith('<div class="xe-report">')
     # The text-only summary still has it, for front ends that want text.
     magic_run = magics(shell).last
     text = summary(magic_run, magic_run.entry.jit.cache_info())
     assert ex.module.to_text(metadata=False).rstrip() in text
     # HLO metadata counts lines as the notebook does: %%xla is line 1.
-    assert "source_line=3" in ex.hlo() and "source_line=2" in ex.hlo()
+    hlo = ex.hlo(metadata=True)
+    assert "source_line=3" in hlo and "source_line=2" in hlo
+
+
+def test_a_big_kernel_is_summarised_by_opcode_counts(shell, xy):
+    cell = ("%%xla\nm = x.mean()\nd = x - m\nv = (d * d).mean()\n"
+            "z = d / np.sqrt(v + 1e-5) * y + np.tanh(y) * 0.5\n")
+    result, out = run(shell, cell)
+    assert result.success, out
+    ex = shell.user_ns["_xla"]
+    big = [f for f in ex.fusions if len(f.instructions) > 4]
+    assert big
+    moving = {"broadcast", "reshape", "transpose", "slice", "concatenate", "pad", "reverse"}
+    for f in big:
+        fusion = ex.module.entry.get(f.name)
+        body = [i.opcode for i in ex.module.computation(fusion.attr("calls")).instructions
+                if i.opcode not in ("parameter", "tuple")]
+        assert len(body) == len(f.instructions)
+        computed = Counter(op for op in body if op not in moving and op != "constant")
+        line = next(li for li in out.splitlines() if li.startswith(f"  {f.name} ("))
+        head, _, kinds = line.partition(" ops: ")
+        assert head.endswith(f": {len(body)}")
+        ops, _, rest = kinds.partition("; ")
+        parts = ops.split(", ")
+        assert {p.split(" ")[-1]: int(p.split(" ")[0]) if " " in p else 1
+                for p in parts} == computed
+        # most frequent first
+        assert [computed[p.split(" ")[-1]] for p in parts] == sorted(computed.values(),
+                                                                     reverse=True)
+        plumbing = [f"{n} {k}" for k, n in (
+            ("data movement", sum(op in moving for op in body)),
+            ("constant", body.count("constant"))) if n]
+        assert rest == ", ".join(plumbing)
+        assert ", ".join(f.instructions) not in out
+    assert "each kernel's instructions by name: _xla.fusions" in out
+
+
+def test_a_small_kernel_is_listed_by_name(shell, xy):
+    result, out = run(shell, "%%xla\nz = x * y\n")
+    assert result.success, out
+    (f,) = shell.user_ns["_xla"].fusions
+    assert len(f.instructions) <= 4 and f"  {f}\n" in out
+    assert "_xla.fusions, or the explorer" not in out
 
 
 def test_in_place_updates_change_the_callers_array(shell, xy):

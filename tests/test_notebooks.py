@@ -84,7 +84,7 @@ def test_01_first_cell():
     assert any(WIDGET_VIEW in o.get("data", {}) for o in find(nb, "ex = _xla").outputs)
     assert len(widget_models(nb)) == 2
     assert "float32 (3, 4) 18.0" in text_of(find(nb, "print(y.dtype"))
-    hlo = text_of(find(nb, "print(_xla.hlo())"))
+    hlo = text_of(find(nb, "print(_xla.hlo(metadata=True))"))
     assert hlo.startswith("HloModule") and "kind=kInput" in hlo
     assert "broadcast(param_1" in hlo and "dimensions={1}" in hlo
     assert "source_line=2" in hlo and "source_line=3" in hlo

@@ -199,8 +199,11 @@ class Exploration:
             raise KeyError(f"no stage named {stage!r}; stages: {[s.name for s in self.stages]}")
         return self.stages[stage]
 
-    def hlo(self, stage: int | str = -1) -> str:
-        return self.stage(stage).module.to_text()
+    def hlo(self, stage: int | str = -1, metadata: bool = False) -> str:
+        """HLO text of one stage (name or index). Without `metadata=True` the
+        `metadata={op_name=... source_file=... source_line=N}` of each instruction is left
+        out: it doubles a line's length, and the explorer shows the source line beside it."""
+        return self.stage(stage).module.to_text(metadata=metadata)
 
     def graph(self, stage: int | str = -1, **options):
         """One stage as a `graphviz.Digraph`, drawn as XLA's graph dumper draws HLO."""
@@ -210,7 +213,9 @@ class Exploration:
 
     def show(self):
         """The step-through explorer (an ipywidgets widget): stages, decisions, buffers,
-        kernels and performance."""
+        kernels and performance. Displayed, it is one output that also carries the JSON the
+        JupyterLab extension renders without a kernel and a static HTML view
+        (docs/explorer.md)."""
         from .viz.widgets import explorer
 
         return explorer(self)

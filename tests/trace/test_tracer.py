@@ -314,7 +314,7 @@ def helper(y):
 
 def test_metadata_names_the_user_line_of_each_instruction():
     ex = xe.explore(two_lines, X)
-    text = ex.hlo(0)
+    text = ex.hlo(0, metadata=True)
     file = inspect.getsourcefile(two_lines)
     expect = {
         "tanh(": ("two_lines/tanh", line_of(two_lines, "np.tanh")),
@@ -338,7 +338,7 @@ def test_metadata_names_the_user_line_of_each_instruction():
 
 def test_metadata_survives_the_pipeline_and_the_parser():
     ex = xe.explore(two_lines, X)
-    final = xe.parse_hlo(ex.hlo())
+    final = xe.parse_hlo(ex.hlo(metadata=True))
     # Fused instructions keep their metadata inside their fused computations.
     lines = {i.metadata.source_line for c in (final.entry, *final.computations)
              for i in c.instructions if i.opcode != "parameter" and i.metadata}

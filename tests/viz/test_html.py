@@ -315,6 +315,9 @@ def test_the_bench_numbers_and_speedup_are_the_bench_results(benched):
     (speedup,) = inside(doc, perf, "b")
     assert float(speedup["attrs"]["data-value"]) == b.speedup
     assert text(speedup) == f"{b.speedup:.2f}×"
+    said = text(perf)
+    assert (f"{b.speedup:.2f}× faster" in said) == (b.speedup >= 1)
+    assert (f"slower ({b.speedup:.2f}×)" in said) == (b.speedup < 1)
     (table,) = doc.find("table", class_="bench")
     rows = inside(doc, table, "tr")[1:]
     for row, t in zip(rows, (b.eager, b.compiled)):

@@ -114,9 +114,13 @@ def test_the_schema_documents_every_key():
     walk(schema, "$")
 
 
+# Keys added to v1 after bundles were first saved: optional, so those bundles stay valid.
+OPTIONAL_KEYS = {"traffic"}
+
+
 def test_top_level_keys_are_required_and_closed():
     schema = mime.schema()
-    assert set(schema["required"]) == set(schema["properties"])
+    assert set(schema["required"]) == set(schema["properties"]) - OPTIONAL_KEYS
     assert schema["additionalProperties"] is False
 
 
@@ -142,7 +146,7 @@ def test_stages_are_the_recorded_stages(name, programs, payloads):
         assert s["index"] == i
         assert s["changed"] == stage.changed
         assert s["seconds"] == stage.seconds
-        assert s["hlo"] == ex.hlo(i)
+        assert s["hlo"] == ex.hlo(i, metadata=True)
         assert s["notes"] == [str(n) for n in stage.notes]
 
 
@@ -243,6 +247,56 @@ def test_a_speedup_that_is_not_finite_is_null(benched, validator):
     assert p["bench"]["speedup"] is None
     validator.validate(p)
     json.dumps(p, allow_nan=False)
+
+
+# -- traffic: bytes moved, computed (another part of the package computes them) ---------------
+
+
+class WithTraffic:
+    """An exploration that computes bytes moved: `ex.traffic.to_dict()` as the contract says."""
+
+    def __init__(self, ex, data):
+        self._ex, self.traffic = ex, type("Traffic", (), {"to_dict": lambda _: data})()
+
+    def __getattr__(self, name):
+        return getattr(self._ex, name)
+
+
+TRAFFIC = {"computed": True,
+           "eager": {"read_bytes": 3 * 2048, "write_bytes": 2 * 2048,
+                     "ops": [{"name": "subtract.3", "read_bytes": 2048, "write_bytes": 2048},
+                             {"name": "exponential.4", "read_bytes": 4096,
+                              "write_bytes": 2048}]},
+           "fused": {"read_bytes": 2048, "write_bytes": 2048,
+                     "kernels": [{"name": "row_fusion.9", "read_bytes": 2048,
+                                  "write_bytes": 2048}]}}
+
+
+def test_traffic_is_null_for_an_exploration_that_does_not_compute_it(programs, payloads):
+    for name, ex in programs.items():
+        if getattr(ex, "traffic", None) is None:
+            assert payloads[name]["traffic"] is None
+
+
+def test_traffic_is_carried_when_computed_and_may_be_absent(programs, validator):
+    p = mime.payload(WithTraffic(programs["softmax-cpu"], copy.deepcopy(TRAFFIC)))
+    assert p["traffic"] == TRAFFIC
+    validator.validate(p)
+    json.dumps(p, allow_nan=False)
+    del p["traffic"]  # a bundle saved before the key existed
+    validator.validate(p)
+
+
+@pytest.mark.parametrize("case", ["measured", "negative", "no kernels", "extra key"])
+def test_broken_traffic_fails_validation(case, programs, validator):
+    t = copy.deepcopy(TRAFFIC)
+    {"measured": lambda: t.update(computed=False),
+     "negative": lambda: t["eager"].update(read_bytes=-1),
+     "no kernels": lambda: t["fused"].pop("kernels"),
+     "extra key": lambda: t["fused"]["kernels"][0].update(seconds=1.0)}[case]()
+    p = mime.payload(WithTraffic(programs["softmax-cpu"], t))
+    with pytest.raises(jsonschema.ValidationError):
+        validator.validate(p)
 
 
 # -- the bundle -------------------------------------------------------------------------------

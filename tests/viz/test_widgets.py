@@ -18,7 +18,8 @@ import xla_explorer as xe
 from xla_explorer.ir.printer import format_computation
 from xla_explorer.runtime.bench import BenchResult
 from xla_explorer.viz.diff import diff
-from xla_explorer.viz.widgets import TITLES, Explorer, allocations_html
+from xla_explorer.viz.charts import bytes_text, seconds_text, verdict
+from xla_explorer.viz.widgets import TITLES, Explorer, allocations_html, first_instruction
 
 from tests.test_fusion_programs import PROGRAMS, f32
 
@@ -138,13 +139,13 @@ def check_stage(w: Explorer, ex, i: int) -> None:
     want = diff(ex.stages[i - 1].module, stage.module).changed if i else frozenset()
     panel = w.stages_panel
     assert panel.index == i and panel.pass_select.value == i
-    assert panel.visible[w.stage_slider.value] == i
+    assert w.stage_slider.value == i and i in panel.visible  # the slider's number is the stage's
     assert panel.highlighted == want
     assert thick_in_dot(panel.graph_dot) == set(want)
     if shutil.which("dot"):
-        assert thick_in_svg(w.graph_html.value) == set(want)
-    assert marked_lines(w.hlo_html.value) == set(want)
-    shown = text_of(w.hlo_html.value.replace("</div>", "\n"))
+        assert thick_in_svg(w.graph_view.svg) == set(want)
+    assert marked_lines(w.graph_view.hlo) == set(want)
+    shown = text_of(w.graph_view.hlo.replace("</div>", "\n"))
     for line in stage.module.to_text(metadata=False).splitlines():
         assert line in shown
 
@@ -175,19 +176,26 @@ def test_the_slider_and_buttons_step_through_the_passes_that_changed_something()
     changed = [0] + [i for i, s in enumerate(ex.stages) if i and s.changed]
     assert len(changed) < len(ex.stages)  # softmax has passes that change nothing
     assert panel.visible == changed and [v for _, v in panel.pass_select.options] == changed
-    assert w.stage_slider.max == len(changed) - 1 and panel.index == 0
+    assert [v for _, v in w.stage_slider.options] == changed and panel.index == 0
+    assert [label for label, _ in w.stage_slider.options] == [str(i) for i in changed]
+    assert panel.prev_button.disabled and not panel.next_button.disabled  # at the start
     shown = []
-    for v in range(len(changed)):
-        w.stage_slider.value = v
-        check_stage(w, ex, changed[v])
-        shown.append((w.graph_html.value, w.hlo_html.value))
+    for i in changed:
+        w.stage_slider.value = i
+        check_stage(w, ex, i)
+        shown.append((w.graph_view.svg, w.graph_view.hlo))
     for before, after in zip(shown, shown[1:]):
         assert before[0] != after[0] and before[1] != after[1]
+    assert panel.next_button.disabled and not panel.prev_button.disabled  # at the end
     panel.prev_button.click()
     assert panel.index == changed[-2]
+    assert not panel.prev_button.disabled and not panel.next_button.disabled
     panel.next_button.click()
     panel.next_button.click()  # past the end: stays
     assert panel.index == changed[-1]
+    for _ in changed:
+        panel.prev_button.click()
+    assert panel.index == 0 and panel.prev_button.disabled
     panel.pass_select.value = changed[1]
     check_stage(w, ex, changed[1])
 
@@ -230,7 +238,7 @@ def test_hlo_lines_carry_their_source_line():
         for inst in c.instructions:
             if inst.metadata.source_line:
                 row = re.search(rf"data-inst='{re.escape(inst.name)}'[^>]*>(.*?)</div>",
-                                w.hlo_html.value).group(1)
+                                w.graph_view.hlo).group(1)
                 assert text_of(row).startswith(f"line {inst.metadata.source_line}")
 
 
@@ -246,7 +254,7 @@ def test_an_instruction_shows_its_shape_source_fusion_buffer_and_kernel(cpu, nam
         if inst.opcode in ("parameter", "tuple"):
             continue
         panel.instruction_select.value = inst.name
-        text = text_of(panel.instruction_html.value)
+        text = text_of(panel.instruction_html)
         assert f"shape{inst.shape}" in text and f"dtype{inst.dtype}" in text
         assert f":{inst.metadata.source_line}" in text
         fusion = [f for f in ex.fusions
@@ -271,7 +279,7 @@ def test_an_instruction_shows_its_shape_source_fusion_buffer_and_kernel(cpu, nam
     w.select_stage(-1)  # a kernel of the final program is its own fusion
     for f in ex.fusions:
         panel.instruction_select.value = f.name
-        assert f"fusion{f}" in text_of(panel.instruction_html.value)
+        assert f"fusion{f}" in text_of(panel.instruction_html)
 
 
 # -- decisions --------------------------------------------------------------------------------
@@ -285,15 +293,17 @@ def test_the_decision_stepper_highlights_producer_and_consumer(program, shapes):
     w = ex.show()
     panel = w.decisions_panel
     assert [n for _, n in panel.items] == ex.decisions
-    assert w.decision_slider.max == len(ex.decisions) - 1
+    assert (w.decision_slider.min, w.decision_slider.max) == (1, len(ex.decisions))
     for k, d in enumerate(ex.decisions):
-        w.decision_slider.value = k
+        w.decision_slider.value = k + 1  # numbered from 1, as "3 of 12" above the graph
         assert panel.index == k
+        assert panel.prev_button.disabled == (k == 0)
+        assert panel.next_button.disabled == (k == len(ex.decisions) - 1)
         text = text_of(panel.decision_html.value)
         assert d.reason in text and ("[taken]" if d.fused else "[refused]") in text
         thick = {CLONE.sub("", n) for n in thick_in_dot(panel.graph_dot)}
         assert thick == {d.producer, d.consumer}
-        assert {CLONE.sub("", n) for n in thick_in_svg(panel.graph_html.value)} == thick
+        assert {CLONE.sub("", n) for n in thick_in_svg(panel.view.svg)} == thick
         current = re.findall(r"<li style='background[^>]*>(.*?)</li>", panel.list_html.value)
         assert [text_of(c) for c in current] == [f"[{'taken' if d.fused else 'refused'}] {d}"]
     w.select_decision(0)
@@ -328,8 +338,9 @@ def test_the_buffer_tab_states_the_assignments_numbers(name):
     text = text_of(panel.table_html.value)
     m = re.search(r"arena peak (\d+) bytes; lower bound (\d+) bytes", text)
     assert (int(m.group(1)), int(m.group(2))) == (a.peak_bytes, a.lower_bound_bytes)
-    rows = re.findall(r"<tr><td>(\d+)</td><td>(\d+)</td><td>(\d+)</td><td>\[(\d+), (\d+)\]</td>"
-                      r"<td>([^<]*)</td></tr>", panel.table_html.value)
+    rows = re.findall(r"<tr><td[^>]*>(\d+)</td><td[^>]*>(\d+)</td><td[^>]*>(\d+)</td>"
+                      r"<td[^>]*>\[(\d+), (\d+)\]</td><td[^>]*>([^<]*)</td></tr>",
+                      panel.table_html.value)
     assert rows == [(str(x.index), str(x.offset), str(x.size), str(x.start), str(x.end),
                      ", ".join(v.name for v in x.values)) for x in a.allocations]
     assert panel.plot_html.value.startswith("<svg")
@@ -397,9 +408,12 @@ def test_the_benchmark_button_fills_the_performance_tab(monkeypatch):
     assert isinstance(result, BenchResult) and panel.result is result
     assert panel.progress.value == panel.progress.max and panel.status.value == "done"
     assert not panel.run_button.disabled
-    shown = panel.result_html.value
-    assert "<svg" in shown and f"speed-up {result.speedup:.2f}x over 3" in html.unescape(shown)
-    assert html.escape(result.table()) in shown
+    shown = html.unescape(panel.result_html.value)
+    assert "<svg" in shown
+    assert (f"compiled against eager NumPy: {verdict(result.speedup)} (medians over 3"
+            in text_of(shown))
+    for t in (result.eager, result.compiled):
+        assert seconds_text(t.median) in shown and bytes_text(t.peak_bytes) in shown
 
 
 def test_the_benchmark_needs_the_cpu_backend():
@@ -467,4 +481,213 @@ def test_show_steps_through_every_stage_decision_and_buffer_and_export_agrees(
     ex.save_html(tmp_path / "x.html")
     page = html.unescape((tmp_path / "x.html").read_text())
     assert f"{result.speedup:.2f}" in page and str(a.peak_bytes) in page
-    assert f"speed-up {result.speedup:.2f}x" in html.unescape(perf.result_html.value)
+    assert f"against eager NumPy: {verdict(result.speedup)}" in text_of(perf.result_html.value)
+
+
+# -- the graph view: selection, first choice, copies, room --------------------------------------
+
+SVG_NS = {"s": "http://www.w3.org/2000/svg", "x": "http://www.w3.org/1999/xlink"}
+
+
+def svg_titles(svg: str) -> dict[str, str]:
+    """{<title> of each node or fusion cluster: the instruction its tooltip names}."""
+    root = ET.fromstring(svg[svg.index("<svg"):])
+    out = {}
+    for g in root.iter("{http://www.w3.org/2000/svg}g"):
+        a = g.find(".//s:a", SVG_NS)
+        if g.get("class") not in ("node", "cluster") or a is None:
+            continue
+        lines = a.get(f"{{{SVG_NS['x']}}}title").split("\n")
+        if g.get("class") == "cluster" and not lines[0].startswith("fused computation"):
+            continue  # an auto-cluster's region: no instruction
+        name = lines[1] if lines[0].startswith("fused computation") else lines[0]
+        out[g.find("s:title", SVG_NS).text] = name
+    return out
+
+
+@needs_dot
+@pytest.mark.parametrize("program, shapes", [SMALL["softmax"], SMALL["chain"]],
+                         ids=["softmax", "chain"])
+def test_clicking_a_node_or_an_hlo_line_selects_its_instruction(program, shapes):
+    ex = explore(program, shapes)
+    w = ex.show()
+    panel, view = w.stages_panel, w.graph_view
+    for i in panel.visible:
+        w.select_stage(i)
+        module = ex.stages[i].module
+        # Every node and fusion cluster of the SVG is mapped to the instruction it draws.
+        assert svg_titles(view.svg) == view.nodes
+        lines = dict(re.findall(r"data-inst='([^']+)'[^>]*>(.*?)</div>", view.hlo))
+        for name in view.nodes.values():
+            view.selected = name  # what the front end sets on a click
+            assert panel.instruction_select.value == name
+            text = text_of(view.info)
+            inst = module.entry.get(name) if name in {x.name for x in module.entry.instructions} \
+                else None
+            assert f"instruction{name} = " in text
+            if inst is not None:
+                assert f"shape{inst.shape}" in text
+            assert name in lines  # a click on the node's line selects the same name
+        # The reverse: choosing from the list (or a line) moves the selection on the graph.
+        last = panel.instruction_select.options[-1][1]
+        panel.instruction_select.value = last
+        assert view.selected == last and f"instruction{last} = " in text_of(view.info)
+
+
+def test_selecting_something_that_is_not_an_instruction_changes_nothing():
+    ex = explore(*SMALL["softmax"])
+    w = ex.show()
+    before = (w.graph_view.selected, w.graph_view.info)
+    w.stages_panel.select_instruction("no-such-instruction")
+    assert (w.graph_view.selected, w.graph_view.info) == before
+
+
+@pytest.mark.parametrize("program, shapes, kinds", PROGRAMS[:8], ids=[p[0].__name__ for p in PROGRAMS[:8]])
+def test_the_first_selection_computes_something(program, shapes, kinds):
+    ex = explore(program, shapes)
+    w = ex.show()
+    for i in range(len(ex.stages)):
+        w.select_stage(i)
+        module = ex.stages[i].module
+        chosen = module.entry.get(w.graph_view.selected)
+        assert chosen.opcode not in ("tuple", "parameter", "get-tuple-element", "constant")
+        assert "not computed by a kernel" not in text_of(w.graph_view.info), (i, chosen.name)
+        changed = changed_on(ex, i)
+        computing = [x.name for x in module.entry.instructions
+                     if x.opcode not in ("tuple", "parameter", "get-tuple-element", "constant")]
+        if changed & set(computing):  # what the pass did, first
+            assert chosen.name == next(n for n in computing if n in changed)
+
+
+def test_the_students_choice_stays_selected_while_the_stage_has_it():
+    ex = explore(*SMALL["chain"])
+    w = ex.show()
+    panel = w.stages_panel
+    module = ex.stages[0].module
+    chosen = next(i.name for i in module.entry.instructions if i.opcode == "exponential")
+    w.graph_view.selected = chosen  # a click on its node
+    for i in panel.visible[1:]:
+        w.select_stage(i)
+        names = {n for _, n in panel.instruction_select.options}
+        if chosen in names:
+            assert w.graph_view.selected == chosen
+        else:
+            assert w.graph_view.selected == first_instruction(ex.stages[i].module,
+                                                              changed_on(ex, i))
+
+
+def changed_on(ex, i):
+    return diff(ex.stages[i - 1].module, ex.stages[i].module).changed if i else frozenset()
+
+
+def shared_sum(x, y):
+    a = x + y  # cheap, read by two reductions and returned: copied into both kernels
+    return a.sum(), (a * a).sum(), a
+
+
+@needs_dot
+def test_copies_made_by_fusion_read_as_their_traced_name_with_a_mark():
+    ex = explore(shared_sum, [(16,), (16,)])
+    fusion = ex.stages.index(ex.stage("fusion"))
+    module = ex.stages[fusion].module
+    clones = [i.name for c in module.computations for i in c.instructions if ".clone." in i.name]
+    assert clones
+    w = ex.show()
+    w.select_stage(fusion)
+    view = w.graph_view
+    for clone in clones:
+        traced = CLONE.sub("", clone)
+        # On the graph: the traced name and a mark, the full name in the tooltip.
+        assert f"<b>{traced} (copy)</b>" in w.stages_panel.graph_dot
+        assert f'tooltip="{clone}\\nshape' in w.stages_panel.graph_dot
+        # In the list: which kernel holds this copy.
+        label = dict((v, k) for k, v in w.stages_panel.instruction_select.options)[clone]
+        assert label.startswith(f"{traced} (copy) in ")
+        # In the HLO: the real text, the suffix dimmed.
+        assert re.search(rf"{re.escape(traced)}<span class='xe-clone'[^>]*>"
+                         rf"{re.escape(clone[len(traced):])}</span>", view.hlo)
+        view.selected = clone
+        assert f"copy of{traced}: fusion copies" in text_of(view.info)
+
+
+def test_a_stage_with_many_notes_folds_them():
+    ex = explore(*PROGRAMS[3][:2])  # layernorm
+    w = ex.show()
+    i = next(i for i, s in enumerate(ex.stages) if len(s.notes) > 6)
+    w.select_stage(i)
+    summary = w.stages_panel.summary_html.value
+    assert f"<details><summary>the {len(ex.stages[i].notes)} notes</summary>" in summary
+    for note in ex.stages[i].notes:
+        assert html.escape(str(note)) in summary
+
+
+def test_the_view_ships_its_front_end():
+    view = explore(*SMALL["softmax"]).show().graph_view
+    esm, css = str(view._esm), str(view._css)
+    assert "export default { render }" in esm and "viewBox" in esm
+    assert 'model.set("selected"' in esm and ".xe-selected" in css
+
+
+# -- performance: the verdict, small arrays, units ------------------------------------------------
+
+
+def fake_bench(eager_s, compiled_s, eager_peak=1434, compiled_peak=512):
+    from xla_explorer.runtime.bench import Timing
+
+    return BenchResult("f", Timing(eager_s, eager_s * 0.9, eager_s * 1.1, eager_peak),
+                       Timing(compiled_s, compiled_s * 0.9, compiled_s * 1.1, compiled_peak),
+                       repeat=5, arena_bytes=0, predicted_peak_bytes=compiled_peak,
+                       compile_seconds=0.2)
+
+
+def test_a_slower_program_says_slower_and_why_small_arrays_do_not_pay():
+    from xla_explorer.viz.widgets import bench_html
+
+    slow = fake_bench(10e-6, 12.2e-6)
+    text = text_of(bench_html(slow, elements=64))
+    assert f"slower ({10 / 12.2:.2f}x)" in text and "faster" not in text
+    assert "The inputs hold 64 elements in all and eager NumPy takes only 10.0 µs" in text
+    fast = text_of(bench_html(fake_bench(10e-6, 2e-6)))
+    assert "5.00x faster" in fast and "fixed cost" not in fast
+    # Slower, but not because the arrays are small: no such excuse.
+    big = text_of(bench_html(fake_bench(5e-3, 6e-3)))
+    assert "slower (0.83x)" in big and "fixed cost" not in big
+
+
+def test_memory_is_stated_in_the_unit_that_fits():
+    from xla_explorer.viz.charts import bench_figure
+
+    assert bytes_text(1434) == "1.4 KiB" and bytes_text(512) == "512 bytes"
+    assert bytes_text(3 * 2**20 + 2**19) == "3.5 MiB" and bytes_text(2**30) == "1 GiB"
+    fig = bench_figure(fake_bench(10e-6, 12e-6, eager_peak=1434, compiled_peak=900))
+    assert "KiB" in fig.axes[1].get_ylabel() and "µs" in fig.axes[0].get_ylabel()
+    assert "slower (0.83x)" in fig.axes[0].get_title()
+    heights = [bar.get_height() for bar in fig.axes[1].patches]
+    assert heights == pytest.approx([1434 / 1024, 900 / 1024])
+    fig = bench_figure(fake_bench(1e-3, 5e-4, eager_peak=40 * 2**20, compiled_peak=2**20))
+    assert "MiB" in fig.axes[1].get_ylabel() and "2.00x faster" in fig.axes[0].get_title()
+
+
+# -- what a notebook is sent --------------------------------------------------------------------
+
+
+def test_the_explorer_is_one_output_with_the_json_and_static_html():
+    from IPython.core.interactiveshell import InteractiveShell
+
+    from xla_explorer.viz import mime
+
+    ex = explore(*SMALL["softmax"])
+    w = ex.show()
+    data, _ = InteractiveShell.instance().display_formatter.format(w)
+    assert set(data) == {"application/vnd.jupyter.widget-view+json", mime.MIME_TYPE,
+                         "text/html", "text/plain"}
+    assert data["application/vnd.jupyter.widget-view+json"]["model_id"] == w.model_id
+    assert data[mime.MIME_TYPE] == mime.payload(ex)
+    mime.validate(data[mime.MIME_TYPE])
+    assert data["text/html"].startswith('<div class="xe-report">')
+    assert "<svg" in data["text/html"] or "Graphviz" in data["text/html"]
+    assert data["text/plain"] == repr(w)
+    # An Exploration shown as itself: the same JSON and HTML, and IPython's text.
+    data, _ = InteractiveShell.instance().display_formatter.format(ex)
+    assert set(data) == {mime.MIME_TYPE, "text/html", "text/plain"}
+    assert data["text/plain"] == repr(ex)

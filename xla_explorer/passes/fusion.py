@@ -84,9 +84,11 @@ class Fusion(Pass):
         # Copied cheap producers whose every user took a copy have no kernel of their own.
         groups = self._drop_unneeded(groups, graph, owner, decisions)
         groups = self._row_fusion(groups, graph, decisions)
-        # A producer copied into several kernels is decided on in each; say each thing once.
-        seen: set[str] = set()
-        decisions = [d for d in decisions if not (d.message in seen or seen.add(d.message))]
+        # A producer copied into several kernels is decided on in each (a consumer copied into
+        # two kernels takes it twice): one note per producer and consumer taken, and each
+        # refusal said once.
+        seen: set = set()
+        decisions = [d for d in decisions if not (_said(d) in seen or seen.add(_said(d)))]
         if all(g.is_single() for g in groups):
             return PassResult(module, False, tuple(decisions))
         for g in groups:
@@ -131,11 +133,15 @@ class Fusion(Pass):
                                           producer.name, member.name, False))
                 continue
             what = self._what(producer)
-            if readers:
+            # The consumer itself is among the readers when g holds a copy of it: its own
+            # kernel will take the producer too, so it is no other reader to name.
+            others = [r for r in readers if r is not member]
+            if others:
                 why = (f"fused {producer.name} into {member.name}: {what} and cheap, so "
-                       f"copied into this kernel ({_also_read_by(readers)})")
+                       f"copied into this kernel ({_also_read_by(others)})")
             else:
                 why = f"fused {producer.name} into {member.name}: {what}, single consumer"
+            if not readers:
                 owner[id(producer)] = g
             graph.index.add(g, producer)
             decisions.append(Decision(why, "fused", (producer.name, member.name),
@@ -442,6 +448,12 @@ def _readers(producer: Instruction, g: FusionGroup, graph: _Graph, owner) -> lis
                 seen.add(id(h))
                 out.append(h)
     return out
+
+
+def _said(d: Decision):
+    """What makes two notes one for a reader: a producer taken into a consumer (whichever
+    kernel held the consumer), or the same sentence."""
+    return (d.rule, d.producer, d.consumer) if d.fused and d.consumer else d.message
 
 
 def _place_name(place) -> str:

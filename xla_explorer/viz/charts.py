@@ -19,3 +19,79 @@ def figure_svg(figure) -> str:
                    metadata={"Creator": None, "Date": None, "Format": None, "Type": None})
     text = buffer.getvalue()
     return text[text.index("<svg"):]
+
+
+# -- benchmarks, as the explorer's Performance tab states them ---------------------------------
+
+# Below this many seconds per eager call, a call's fixed costs (Python, dispatch, argument
+# checks) are most of what is timed: fusion has little memory traffic left to save.
+SMALL_CALL_SECONDS = 50e-6
+
+_UNITS = (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10))
+
+
+def byte_unit(n: float) -> tuple[str, int]:
+    """The unit that shows `n` bytes as a number of at least 1: KiB for 1.4 KiB, not MiB."""
+    for unit, size in _UNITS:
+        if n >= size:
+            return unit, size
+    return "bytes", 1
+
+
+def bytes_text(n: float) -> str:
+    """`1.41 KiB`, `38.1 MiB`, `512 bytes`: three significant digits in the unit that fits."""
+    unit, size = byte_unit(n)
+    if size == 1:
+        return f"{int(n)} bytes"
+    value = n / size
+    return f"{value:.3g} {unit}" if value < 1000 else f"{value:.0f} {unit}"
+
+
+def seconds_text(s: float) -> str:
+    if s < 1e-3:
+        return f"{s * 1e6:.1f} µs"
+    return f"{s * 1e3:.3f} ms" if s < 1 else f"{s:.3f} s"
+
+
+def verdict(speedup: float) -> str:
+    """How the compiled program compares: `2.31x faster`, or `slower (0.82x)`."""
+    return f"{speedup:.2f}x faster" if speedup >= 1 else f"slower ({speedup:.2f}x)"
+
+
+def small_arrays_note(bench, elements: int | None = None) -> str | None:
+    """Why compiling did not pay, when the arrays are too small for it to: the compiled program
+    was slower and an eager call took under SMALL_CALL_SECONDS. None otherwise."""
+    if bench.speedup >= 1 or bench.eager.median >= SMALL_CALL_SECONDS:
+        return None
+    size = f"The inputs hold {elements:,} elements in all and e" if elements else "E"
+    return (f"{size}ager NumPy takes only {seconds_text(bench.eager.median)} per call: at this "
+            "size the fixed cost of each call, not the arithmetic, is most of the time, so "
+            "there is little memory traffic for fusion to save. Compiling pays with larger "
+            "arrays (try 10^5 elements or more).")
+
+
+def bench_figure(bench):
+    """Time and peak memory, eager against compiled, titled with `verdict` and with memory in
+    the unit that fits the largest bar."""
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(8, 3.2), layout="constrained")
+    ax_t, ax_m = fig.subplots(1, 2)
+    labels, colors = ["eager NumPy", "compiled"], ["tab:gray", "tab:blue"]
+    timings = (bench.eager, bench.compiled)
+    slowest = max(t.q3 for t in timings)
+    t_unit, t_scale = ("µs", 1e6) if slowest < 1e-3 else ("ms", 1e3)
+    med = [t.median * t_scale for t in timings]
+    err = [[(t.median - t.q1) * t_scale for t in timings],
+           [(t.q3 - t.median) * t_scale for t in timings]]
+    ax_t.bar(labels, med, yerr=err, color=colors, capsize=4)
+    ax_t.set_ylabel(f"{t_unit} per call (median, IQR)")
+    ax_t.set_title(f"{bench.name}: compiled is {verdict(bench.speedup)}", fontsize=10)
+    peaks = [t.peak_bytes for t in timings]
+    unit, size = byte_unit(max(peaks + [bench.predicted_peak_bytes]))
+    ax_m.bar(labels, [p / size for p in peaks], color=colors)
+    ax_m.axhline(bench.predicted_peak_bytes / size, color="tab:green", linestyle=":",
+                 label="buffer assignment's prediction")
+    ax_m.set_ylabel(f"peak {unit} during a call (tracemalloc)")
+    ax_m.legend(fontsize=7)
+    return fig

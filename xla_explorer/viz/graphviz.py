@@ -16,10 +16,14 @@ module follows it:
   expanded graph would have more than COLLAPSE_ABOVE nodes;
 - auto-clusters (`frontend_attributes={_xla_cluster="cluster_N"}`) are pale regions, one
   colour each; instructions marked `_xla_cluster="eager"` get a dashed red border;
-- `changed` names instructions drawn with a thick outline (the stepper's "what this pass did").
+- `changed` names instructions drawn with a thick outline (the stepper's "what this pass did");
+- a producer fusion copied into several kernels (`multiply.6.clone.29`) is titled with the name
+  it was traced as and a mark, `multiply.6 (copy)`: the student looks for multiply.6.
 
 Labels are HTML-like, as XLA's are; tooltips are plain text with the name, shape, dtype and the
-user's source line. Node ids are `n0`, `n1`, ...: instruction names may hold any character.
+user's source line. Node ids are `n0`, `n1`, ...: instruction names may hold any character;
+`drawing` gives the graph with the instruction each node id (and each fusion cluster's
+subgraph name) stands for, which is what the live explorer's click-to-select reads.
 The viewer draws recorded modules; nothing here runs a pass.
 """
 from __future__ import annotations
@@ -36,6 +40,7 @@ from ..ir.module import Computation, Instruction, Module
 from ..ir.ops import OPS, Group, infix_symbol
 from ..ir.printer import format_attr, format_literal
 from ..passes.kinds import is_row_fusion
+from ..passes.names import traced_name
 
 # XLA's dumper prints constants of up to 8 elements inline (HloDotDumper, stringify_constant).
 FOLD_MAX_ELEMENTS = 8
@@ -205,18 +210,29 @@ def reducer_name(module: Module, inst: Instruction) -> str | None:
     return body[0].opcode if len(body) == 1 else comp.name
 
 
+COPY_MARK = "(copy)"
+
+
+def display_name(name: str) -> str:
+    """The name a student knows: `multiply.6 (copy)` for fusion's `multiply.6.clone.29`."""
+    traced = traced_name(name)
+    return name if traced == name else f"{traced} {COPY_MARK}"
+
+
 def title_lines(inst: Instruction, body_size: int = 0) -> list[str]:
     """XLA's title: the name when it starts with the opcode (`add.3`), else opcode and name;
-    a parameter is `Parameter N`, a collapsed fusion its name, kind and size."""
+    a parameter is `Parameter N`, a collapsed fusion its name, kind and size. A copy made by
+    fusion shows the name it was traced as, marked (see `display_name`)."""
+    name = display_name(inst.name)
     if inst.opcode == "parameter":
-        return [f"Parameter {inst.parameter_number}", inst.name]
+        return [f"Parameter {inst.parameter_number}", name]
     if inst.opcode == "fusion":
         kind = fusion_kind(inst)
         kind = kind if kind == "row fusion" else f"{kind} fusion"
-        return [inst.name, f"{kind} of {body_size} ops"]
+        return [name, f"{kind} of {body_size} ops"]
     if inst.name.startswith(inst.opcode):
-        return [inst.name]
-    return [inst.opcode, inst.name]
+        return [name]
+    return [inst.opcode, name]
 
 
 def attr_lines(module: Module, inst: Instruction) -> list[str]:
@@ -242,6 +258,9 @@ def tooltip(inst: Instruction) -> str:
     shape = inst.shape
     dtype = "tuple" if shape.is_tuple else str(inst.dtype)
     lines = [inst.name, f"shape: {shape}", f"dtype: {dtype}"]
+    if traced_name(inst.name) != inst.name:
+        lines.append(f"a copy of {traced_name(inst.name)}: fusion copies a cheap producer into "
+                     "each kernel that reads it")
     md = inst.metadata
     if md.source_file or md.source_line:
         lines.append(f"source: {md.source_file}:{md.source_line}")
@@ -275,6 +294,7 @@ class _Drawing:
     collapse: bool
     changed: frozenset[str]
     ids: dict[tuple, str] = field(default_factory=dict)
+    names: dict[str, str] = field(default_factory=dict)  # node id or cluster -> instruction
     edges: list[tuple[str, str, str]] = field(default_factory=list)
     nodes: int = 0
     subgraphs: set[str] = field(default_factory=set)
@@ -284,6 +304,7 @@ class _Drawing:
         key = (id(callers[-1]) if callers else None, id(inst))
         if key not in self.ids:
             self.ids[key] = f"n{len(self.ids)}"
+            self.names[self.ids[key]] = inst.name
         return self.ids[key]
 
     def subgraph_name(self, name: str) -> str:
@@ -336,8 +357,11 @@ class _Drawing:
 
     def draw_fusion(self, g: graphviz.Digraph, fusion: Instruction, callers: tuple) -> None:
         comp = self.callee(fusion)
-        with g.subgraph(name=self.subgraph_name(f"cluster_{_safe(fusion.name)}")) as c:
-            c.attr(label=html_label([fusion.name, fusion_kind(fusion)]), style="rounded,filled",
+        cluster = self.subgraph_name(f"cluster_{_safe(fusion.name)}")
+        self.names[cluster] = fusion.name
+        with g.subgraph(name=cluster) as c:
+            c.attr(label=html_label([display_name(fusion.name), fusion_kind(fusion)]),
+                   style="rounded,filled",
                    fillcolor=FUSION_CLUSTER.fill, color=FUSION_CLUSTER.stroke,
                    penwidth="4" if fusion.name in self.changed else "1",
                    tooltip=plain(f"fused computation {comp.name}\n" + tooltip(fusion)))
@@ -398,6 +422,14 @@ def _auto_clusters(module: Module) -> dict[str, list[Instruction]]:
 def graph(module: Module, *, collapse_fusions: bool | None = None,
           changed: set[str] | frozenset[str] = frozenset()) -> graphviz.Digraph:
     """The module's entry computation as a `graphviz.Digraph` (its `.source` is DOT text)."""
+    return drawing(module, collapse_fusions=collapse_fusions, changed=changed)[0]
+
+
+def drawing(module: Module, *, collapse_fusions: bool | None = None,
+            changed: set[str] | frozenset[str] = frozenset()
+            ) -> tuple[graphviz.Digraph, dict[str, str]]:
+    """`graph(...)` and the instruction each node id (`n3`) and fusion cluster
+    (`cluster_fusion_3`) of it stands for: the `<title>` of that node's group in the SVG."""
     collapse = (expanded_node_count(module) > COLLAPSE_ABOVE if collapse_fusions is None
                 else collapse_fusions)
     d = _Drawing(module, collapse, frozenset(changed))
@@ -420,7 +452,7 @@ def graph(module: Module, *, collapse_fusions: bool | None = None,
                                       if id(i) not in clustered])
     for src, dst, tip in d.edges:
         g.edge(src, dst, tooltip=plain(tip))
-    return g
+    return g, dict(d.names)
 
 
 def _safe(text: str) -> str:

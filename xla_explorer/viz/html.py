@@ -21,7 +21,7 @@ import re
 import secrets
 from pathlib import Path
 
-from .charts import figure_svg
+from .charts import bench_figure, figure_svg
 from .graphviz import GraphvizNotInstalled, graph, render_svg
 from .mime import stage_diffs
 
@@ -275,11 +275,11 @@ class _Builder:
         if b is None:
             return ""
         out = [f'<section id="{self.id("performance")}"><h2>Performance</h2>',
-               f'<p class="speedup">speed-up <b data-value="{b.speedup!r}">{b.speedup:.2f}×'
-               f"</b> over {b.repeat} interleaved rounds (medians).</p>"]
+               f'<p class="speedup">compiled against eager NumPy: {_verdict(b.speedup)} over '
+               f"{b.repeat} interleaved rounds (medians).</p>"]
         if not self.compact:
-            out.append(f'<div class="chart">{_inline_svg(figure_svg(b.plot()), self.id("bc-"))}'
-                       "</div>")
+            chart = figure_svg(bench_figure(b))  # "slower (0.82x)", memory in units that fit
+            out.append(f'<div class="chart">{_inline_svg(chart, self.id("bc-"))}</div>')
         rows = []
         for label, t in (("eager NumPy", b.eager), ("compiled", b.compiled)):
             rows.append(f"<tr><td>{label}</td>"
@@ -325,6 +325,12 @@ def _bytes(n: int) -> str:
     if n >= 2**20:
         return f"{exact} ({n / 2**20:.2f} MiB)"
     return f"{exact} ({n / 2**10:.1f} KiB)" if n >= 2**10 else exact
+
+
+def _verdict(speedup: float) -> str:
+    """`<b>2.30×</b> faster`, or `slower (<b>0.82×</b>)`: never "0.82× faster"."""
+    number = f'<b data-value="{speedup!r}">{speedup:.2f}×</b>'
+    return f"{number} faster" if speedup >= 1 else f"slower ({number})"
 
 
 def _numbers(cls: str, items) -> str:
@@ -394,7 +400,10 @@ CSS = """
 .xe-report nav a { color: #1565c0; }
 .xe-report table { border-collapse: collapse; font-size: .9em; margin: .5em 0; }
 .xe-report th, .xe-report td { border: 1px solid #e0e0e0; padding: .2em .5em;
-  text-align: left; vertical-align: top; }
+  vertical-align: top; }
+/* JupyterLab right-aligns the cells of HTML outputs with a two-class selector: the class twice
+   outranks it, so the tables read as text does, left to right. */
+.xe-report.xe-report th, .xe-report.xe-report td { text-align: left; }
 .xe-report th { background: #f5f5f5; }
 .xe-report tr.unchanged { color: #9e9e9e; }
 .xe-report tr.taken td:nth-child(3) { color: #2e7d32; font-weight: bold; }

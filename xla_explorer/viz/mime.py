@@ -49,6 +49,7 @@ def payload(ex, bench=None) -> dict:
         "buffers": buffers(ex.buffers),
         "kernels": dict(ex.kernels),
         "bench": bench_dict(bench),
+        "traffic": traffic(ex),
     }
 
 
@@ -128,6 +129,13 @@ def bench_dict(b) -> dict | None:
             "repeat": int(b.repeat), "arena_bytes": int(b.arena_bytes),
             "predicted_peak_bytes": int(b.predicted_peak_bytes),
             "compile_seconds": _finite(b.compile_seconds)}
+
+
+def traffic(ex) -> dict | None:
+    """Bytes moved, computed (`ex.traffic.to_dict()`), or None for an Exploration that does
+    not compute them."""
+    t = getattr(ex, "traffic", None)
+    return None if t is None else t.to_dict()
 
 
 def _finite(x) -> float | None:

@@ -3,11 +3,13 @@
 One Tab of five panels, each reading what the Exploration recorded (its stages, decisions,
 buffer assignment, kernels); nothing here runs a pass:
 
-  Stages       a stepper over the pipeline's stages (slider, previous/next, a pass list;
-               passes that changed nothing hidden unless asked), the stage's graph with what
-               the pass changed drawn thick (viz/diff.py), its HLO with those lines marked and
-               the user's source line beside each, and one instruction's story: its shape,
-               its source line, and the fusion, buffer and kernel it ended up in;
+  Stages       a stepper over the pipeline's stages (its number is the stage's index in
+               ex.stages; passes that changed nothing hidden unless asked), the stage's graph
+               across the whole width, fitted to its box, with zoom and pan (`GraphView`),
+               what the pass changed drawn thick (viz/diff.py), one instruction's story (its
+               shape, its source line, the fusion, buffer and kernel it ended up in), and the
+               stage's HLO below with the changed lines marked and the user's source line
+               beside each. Clicking a node or an HLO line selects that instruction;
   Decisions    every fusion decision, taken or refused, one at a time, with its producer and
                consumer drawn thick on the graph of the stage that decided;
   Buffers      the arena timeline beside the table of its allocations;
@@ -15,33 +17,68 @@ buffer assignment, kernels); nothing here runs a pass:
   Performance  a button that runs `ex.bench` and charts eager NumPy against compiled.
 
 Panels other than Stages are built the first time their tab is opened (or asked for).
+
+The graph is an anywidget (`GraphView`, front end in static/graph_view.js): ipywidgets' HTML
+widget shows markup but runs no script, so it cannot turn a click on an SVG node into a
+selection. anywidget ships a few lines of JavaScript from Python and runs them wherever
+ipywidgets run (JupyterLab, Notebook 7, VS Code, Colab), with no extension of our own to
+install; docs/explorer.md says more.
+
+Displayed, the explorer is one output carrying the widget, the JSON bundle the JupyterLab
+extension renders without a kernel (viz/mime.py) and a static HTML view (viz/html.py).
 """
 from __future__ import annotations
 
 import contextlib
 import html
 import re
+from pathlib import Path
 
+import anywidget
 import ipywidgets as widgets
+import traitlets
 
-from ..passes.names import traced_name
 from ..ir.printer import format_computation, format_instruction
-from .charts import figure_svg
+from ..passes.names import traced_name
+from .charts import (bench_figure, bytes_text, figure_svg, seconds_text, small_arrays_note,
+                     verdict)
 from .diff import diff
-from .graphviz import GraphvizNotInstalled, graph, render_svg
+from .graphviz import GraphvizNotInstalled, display_name, drawing, render_svg
 
 # An instruction line of HLO text: `  ROOT add.3 = f32[8] add(...)`.
 _INSTRUCTION_LINE = re.compile(r"^\s*(?:ROOT\s+)?(\S+) = ")
+_CLONE_SUFFIX = re.compile(r"((?:\.clone\.\d+)+)(?=[\s,()=]|$)")
 
 HIGHLIGHT = "#fff176"  # the background of a changed HLO line and of the current decision
 # (line-height: JupyterLab gives widget HTML the height of a widget row, 28px, per line)
 MONO = "font-family:monospace;font-size:12px;line-height:1.35"
+# JupyterLab centres and right-aligns the cells of rendered tables; these read as text.
+CELL = "text-align:left;padding:1px 10px 1px 0;vertical-align:top"
 TITLES = ("Stages", "Decisions", "Buffers", "Kernels", "Performance")
+# Instructions that say little on their own: the first selection is something else.
+_PLUMBING = frozenset({"parameter", "tuple", "get-tuple-element", "constant"})
+STATIC = Path(__file__).parent / "static"
 
 
 def explorer(ex) -> "Explorer":
     """The explorer widget for one Exploration (what `ex.show()` returns)."""
     return Explorer(ex)
+
+
+class GraphView(anywidget.AnyWidget):
+    """One module's graph (Graphviz SVG) fitted to a full-width box, with zoom and pan, the
+    selected instruction's story under it and the HLO text below; clicking a node or an HLO
+    line sets `selected` to that instruction's name."""
+
+    _esm = STATIC / "graph_view.js"
+    _css = STATIC / "graph_view.css"
+    svg = traitlets.Unicode("").tag(sync=True)  # the SVG (or, without Graphviz, a message)
+    nodes = traitlets.Dict().tag(sync=True)  # SVG node <title> (DOT id) -> instruction
+    hlo = traitlets.Unicode("").tag(sync=True)  # hlo_html(); empty: no HLO pane
+    info = traitlets.Unicode("").tag(sync=True)  # the selected instruction's story, HTML
+    selected = traitlets.Unicode("").tag(sync=True)
+    show_hlo = traitlets.Bool(True).tag(sync=True)
+    focus = traitlets.List(traitlets.Unicode()).tag(sync=True)  # nodes to zoom to when drawn
 
 
 # ----------------------------------------------------------------------------------------------
@@ -62,7 +99,8 @@ def visible_stages(ex, show_unchanged: bool) -> list[int]:
 
 
 def stage_summary(ex, index: int) -> str:
-    """One line (added/removed/rewritten, seconds) and the pass's notes, as HTML."""
+    """One line (added/removed/rewritten, seconds) and the pass's notes, as HTML; many notes
+    fold away behind their count."""
     stage = ex.stages[index]
     if index == 0:
         line = f"<b>{index}: {html.escape(stage.name)}</b>: the traced program"
@@ -71,18 +109,25 @@ def stage_summary(ex, index: int) -> str:
         line = (f"<b>{index}: {html.escape(stage.name)}</b>: {len(d.added)} added, "
                 f"{len(d.removed)} removed, {len(d.rewritten)} rewritten; "
                 f"{stage.seconds * 1e3:.2f} ms; {len(stage.notes)} notes")
+    if not stage.notes:
+        return line
     notes = "".join(f"<li>{html.escape(str(n))}</li>" for n in stage.notes)
-    return line + (f"<ul style='margin:2px 0'>{notes}</ul>" if notes else "")
+    notes = f"<ul style='margin:2px 0'>{notes}</ul>"
+    if len(stage.notes) <= 6:
+        return line + notes
+    return f"{line}<details><summary>the {len(stage.notes)} notes</summary>{notes}</details>"
 
 
-def graph_view(module, changed, **options) -> tuple[str, str]:
-    """(HTML showing the graph as SVG, its DOT source); without Graphviz the DOT as text."""
-    g = graph(module, changed=changed, **options)
+def graph_view(module, changed, **options) -> tuple[str, str, dict[str, str]]:
+    """(the graph as SVG, its DOT source, the instruction each SVG node stands for); without
+    Graphviz, HTML saying how to install it, with the DOT as text."""
+    g, names = drawing(module, changed=changed, **options)
     try:
         body = render_svg(g)
+        body = body[body.index("<svg"):]
     except GraphvizNotInstalled as err:
         body = f"<p>{html.escape(str(err))}</p><pre>{html.escape(g.source)}</pre>"
-    return f"<div style='overflow:auto;max-height:560px'>{body}</div>", g.source
+    return body, g.source, names
 
 
 def instruction_map(module) -> dict:
@@ -95,8 +140,16 @@ def source_text(inst) -> str:
     return f"line {md.source_line}" if md.source_line else ""
 
 
+def _marked_clones(escaped_line: str) -> str:
+    """An escaped HLO line with each `.clone.N` suffix dimmed (the text stays as printed)."""
+    return _CLONE_SUFFIX.sub(
+        lambda m: f"<span class='xe-clone' title='a copy made by fusion'>{m.group(1)}</span>",
+        escaped_line)
+
+
 def hlo_html(module, changed: frozenset[str]) -> str:
-    """The module's HLO (metadata moved to a source-line column), changed lines marked."""
+    """The module's HLO (metadata moved to a source-line column), changed lines marked, each
+    instruction's line tagged with its name (`data-inst`) for click-to-select."""
     insts = instruction_map(module)
     rows = []
     for text in module.to_text(metadata=False).splitlines():
@@ -104,13 +157,13 @@ def hlo_html(module, changed: frozenset[str]) -> str:
         name = m.group(1) if m else ""
         inst = insts.get(name)
         mark = name in changed
-        style = f" style='background:{HIGHLIGHT}'" if mark else ""
-        rows.append(f"<div data-inst='{html.escape(name)}' data-changed='{str(mark).lower()}'"
-                    f"{style}><span style='display:inline-block;width:6em;color:#888'>"
+        # (a dark theme's light text on the light marks would not read: dark text there)
+        style = f" style='background:{HIGHLIGHT};color:#212121'" if mark else ""
+        rows.append(f"<div class='xe-line' data-inst='{html.escape(name)}' "
+                    f"data-changed='{str(mark).lower()}'{style}><span class='xe-src'>"
                     f"{source_text(inst) if inst is not None else ''}</span>"
-                    f"{html.escape(text)}</div>")
-    return (f"<div style='{MONO};white-space:pre;overflow:auto;max-height:480px'>"
-            + "".join(rows) + "</div>")
+                    f"{_marked_clones(html.escape(text))}</div>")
+    return f"<div style='{MONO}'>" + "".join(rows) + "</div>"
 
 
 def fusion_of(fusions, name: str):
@@ -151,13 +204,16 @@ def instruction_info(ex, module, name: str, fusions=None) -> str:
         return ""
     md = inst.metadata
     dtype = "tuple" if inst.shape.is_tuple else str(inst.dtype)
-    rows = [("instruction", f"{name} = {inst.opcode}"), ("shape", str(inst.shape)),
-            ("dtype", dtype),
-            ("source", f"{md.source_file}:{md.source_line}" if md.source_line else "(none)")]
+    rows = [("instruction", f"{name} = {inst.opcode}")]
+    if traced_name(name) != name:
+        rows.append(("copy of", f"{traced_name(name)}: fusion copies a cheap producer into "
+                                "each kernel that reads it"))
+    rows += [("shape", str(inst.shape)), ("dtype", dtype),
+             ("source", f"{md.source_file}:{md.source_line}" if md.source_line else "(none)")]
     rows += _ended_up(ex, name, ex.fusions if fusions is None else fusions)
-    body = "".join(f"<tr><td style='padding-right:1em'><b>{html.escape(k)}</b></td>"
-                   f"<td>{html.escape(v)}</td></tr>" for k, v in rows)
-    return f"<table style='{MONO}'>{body}</table>"
+    body = "".join(f"<tr><td style='{CELL}'><b>{html.escape(k)}</b></td>"
+                   f"<td style='{CELL}'>{html.escape(v)}</td></tr>" for k, v in rows)
+    return f"<table style='{MONO};margin:0'>{body}</table>"
 
 
 def _ended_up(ex, name: str, fusions) -> list[tuple[str, str]]:
@@ -167,6 +223,41 @@ def _ended_up(ex, name: str, fusions) -> list[tuple[str, str]]:
     buffers = buffer_lines(ex, {fusion.name}) or ["(no buffer of its own)"]
     kernel = kernel_name(ex, fusion) or f"(no generated kernel: backend {ex.backend})"
     return [("fusion", str(fusion))] + [("buffer", b) for b in buffers] + [("kernel", kernel)]
+
+
+def first_instruction(module, changed: frozenset[str]) -> str:
+    """The instruction to select when a stage is first shown: the first one the pass changed
+    that computes something, else the last one that computes something (what the program
+    returns is made there), never the root tuple while there is anything else."""
+    entry = module.entry.instructions
+    computing = [i.name for i in entry if i.opcode not in _PLUMBING]
+    for name in computing:
+        if name in changed:
+            return name
+    if computing:
+        return computing[-1]
+    return entry[-1].name
+
+
+def instruction_options(module) -> list[tuple[str, str]]:
+    """(label, name) of every instruction a student may select: the entry's and the fused
+    computations' (not their parameters); a copy is labelled by its traced name, a mark and
+    the fusion that holds it."""
+    holder = {}
+    for inst in module.entry.instructions:
+        if inst.opcode == "fusion" and inst.attr("calls"):
+            for i in module.computation(inst.attr("calls")).instructions:
+                holder[i.name] = inst.name
+    out = []
+    for c in module.all_computations:
+        for i in c.instructions:
+            if i.opcode == "parameter" and c is not module.entry:
+                continue
+            label = display_name(i.name)
+            if i.name != traced_name(i.name) and i.name in holder:
+                label += f" in {holder[i.name]}"
+            out.append((label, i.name))
+    return out
 
 
 def decision_items(ex) -> list[tuple[int, object]]:
@@ -199,8 +290,8 @@ def decision_view(ex, stage_index: int, note) -> tuple[object, frozenset[str]]:
 
 
 def decision_text(note) -> str:
-    verdict = "taken" if getattr(note, "fused", True) else "refused"
-    return f"[{verdict}] {note}"
+    verdict_ = "taken" if getattr(note, "fused", True) else "refused"
+    return f"[{verdict_}] {note}"
 
 
 def highlight_python(source: str) -> str:
@@ -224,6 +315,14 @@ def fusion_hlo(module, kernel: str) -> str:
     return "(the HLO of this kernel is in a cluster's module)"
 
 
+def table_html(header, rows) -> str:
+    """A table whose cells read left to right, as text does."""
+    head = "".join(f"<th style='{CELL}'>{h}</th>" for h in header)
+    body = "".join("<tr>" + "".join(f"<td style='{CELL}'>{c}</td>" for c in row) + "</tr>"
+                   for row in rows)
+    return f"<table style='{MONO};margin:0'><tr>{head}</tr>{body}</table>"
+
+
 def allocations_html(a) -> str:
     """The arena's allocations as an HTML table, with the peak and lower bound stated."""
     head = (f"<p>arena peak {a.peak_bytes} bytes; lower bound {a.lower_bound_bytes} bytes "
@@ -232,27 +331,38 @@ def allocations_html(a) -> str:
     if not a.allocations:
         return head + ("<p>No temporaries: every value between kernels is a parameter, a "
                        "constant or an output.</p>")
-    cells = "".join(
-        f"<tr><td>{x.index}</td><td>{x.offset}</td><td>{x.size}</td>"
-        f"<td>[{x.start}, {x.end}]</td><td>{html.escape(', '.join(v.name for v in x.values))}"
-        f"</td></tr>" for x in a.allocations)
-    return (head + f"<table style='{MONO}'><tr><th>#</th><th>offset</th><th>size</th>"
-            f"<th>live</th><th>values</th></tr>{cells}</table>")
+    rows = [(x.index, x.offset, x.size, f"[{x.start}, {x.end}]",
+             html.escape(", ".join(v.name for v in x.values))) for x in a.allocations]
+    return head + table_html(("#", "offset", "size", "live", "values"), rows)
+
+
+def bench_html(bench, elements: int | None = None) -> str:
+    """The Performance tab's result: the verdict, why small arrays do not gain, the chart and
+    the numbers in units that fit."""
+    lines = [f"<p>compiled against eager NumPy: <b>{verdict(bench.speedup)}</b> (medians over "
+             f"{bench.repeat} interleaved rounds)</p>"]
+    note = small_arrays_note(bench, elements)
+    if note:
+        lines.append(f"<p style='color:#8d6e00'>{html.escape(note)}</p>")
+    lines.append(figure_svg(bench_figure(bench)))
+    rows = [(label, seconds_text(t.median), seconds_text(t.q3 - t.q1), bytes_text(t.peak_bytes))
+            for label, t in (("eager NumPy", bench.eager), ("compiled", bench.compiled))]
+    lines.append(table_html(("", "time (median)", "IQR", "peak memory"), rows))
+    compile_s = ("" if bench.compile_seconds is None
+                 else f"; compiling took {seconds_text(bench.compile_seconds)}")
+    lines.append(f"<p>arena {bytes_text(bench.arena_bytes)} (allocated once); predicted peak "
+                 f"{bytes_text(bench.predicted_peak_bytes)} (arena + outputs){compile_s}</p>")
+    return "".join(lines)
 
 
 # ----------------------------------------------------------------------------------------------
 # The panels.
 
 
-def _stepper(description: str):
-    """A slider with previous/next buttons around it."""
-    slider = widgets.IntSlider(min=0, max=0, description=description, readout=True,
-                               continuous_update=False)
+def _buttons():
     prev = widgets.Button(description="◀ previous", layout=widgets.Layout(width="auto"))
     nxt = widgets.Button(description="next ▶", layout=widgets.Layout(width="auto"))
-    prev.on_click(lambda _: setattr(slider, "value", max(slider.min, slider.value - 1)))
-    nxt.on_click(lambda _: setattr(slider, "value", min(slider.max, slider.value + 1)))
-    return slider, prev, nxt
+    return prev, nxt
 
 
 class StagesPanel:
@@ -263,29 +373,40 @@ class StagesPanel:
         self.index = -1
         self.highlighted: frozenset[str] = frozenset()
         self.graph_dot = ""
-        self.slider, self.prev_button, self.next_button = _stepper("step")
+        # The slider's values are stage indices: its number is the pass's number in the list.
+        self.slider = widgets.SelectionSlider(options=[("0", 0)], description="stage",
+                                              continuous_update=False, readout=True)
+        self.prev_button, self.next_button = _buttons()
         self.pass_select = widgets.Dropdown(description="pass")
         self.show_unchanged = widgets.Checkbox(description="show unchanged passes")
         self.summary_html = widgets.HTML()
-        self.graph_html = widgets.HTML()
-        self.hlo_html = widgets.HTML()
-        self.instruction_select = widgets.Dropdown(description="instruction")
-        self.instruction_html = widgets.HTML()
+        self.view = GraphView()
+        self.instruction_select = widgets.Dropdown(description="instruction",
+                                                   layout=widgets.Layout(width="50%"))
         self.fusions = ex.fusions
         self.visible: list[int] = []
         self._quiet = False  # set while the controls are being refilled
+        self._described = ""  # the instruction whose story is shown
+        self._kept = ""  # the instruction the student chose, kept from stage to stage
         self._wire()
-        self.widget = self._layout()
+        self.widget = widgets.VBox([
+            widgets.HBox([self.prev_button, self.slider, self.next_button, self.pass_select,
+                          self.show_unchanged]),
+            self.summary_html, self.instruction_select, self.view],
+            layout=widgets.Layout(width="100%"))
         self._offer(visible_stages(ex, False), select=0)
 
     def _wire(self) -> None:
-        def on(widget, act):
-            widget.observe(lambda c: self._quiet or c.new is None or act(c.new), "value")
+        def on(widget, act, trait="value"):
+            widget.observe(lambda c: self._quiet or c.new is None or act(c.new), trait)
 
-        on(self.slider, lambda v: self.select(self.visible[v]))
+        on(self.slider, self.select)
         on(self.pass_select, self.select)
         on(self.show_unchanged, lambda v: self._offer(visible_stages(self.ex, v), self.index))
-        on(self.instruction_select, self._describe)
+        on(self.instruction_select, self._chosen)
+        on(self.view, self._chosen, "selected")
+        self.prev_button.on_click(lambda _: self._step(-1))
+        self.next_button.on_click(lambda _: self._step(1))
 
     @contextlib.contextmanager
     def _quietly(self):
@@ -296,21 +417,22 @@ class StagesPanel:
         finally:
             self._quiet = False
 
-    def _layout(self):
-        controls = widgets.HBox([self.prev_button, self.slider, self.next_button,
-                                 self.pass_select, self.show_unchanged])
-        hlo = widgets.VBox([self.hlo_html, self.instruction_select, self.instruction_html],
-                           layout=widgets.Layout(width="55%"))
-        views = widgets.HBox([widgets.Box([self.graph_html], layout=widgets.Layout(width="45%")),
-                              hlo])
-        return widgets.VBox([controls, self.summary_html, views])
+    @property
+    def instruction_html(self) -> str:
+        """The selected instruction's story, as shown under the graph."""
+        return self.view.info
+
+    def _step(self, by: int) -> None:
+        k = self.visible.index(self.index) + by
+        if 0 <= k < len(self.visible):
+            self.select(self.visible[k])
 
     def _offer(self, visible: list[int], select: int) -> None:
         """Offer these stages; select `select`, or the nearest offered stage before it."""
         self.visible = visible
         with self._quietly():
             self.pass_select.options = [(f"{i}: {self.ex.stages[i].name}", i) for i in visible]
-            self.slider.max = len(visible) - 1
+            self.slider.options = [(str(i), i) for i in visible]
         self.select(max(i for i in visible if i <= select), force=True)
 
     def select(self, index: int, force: bool = False) -> None:
@@ -323,28 +445,47 @@ class StagesPanel:
         if index == self.index and not force:
             return
         self.index = index
+        # The buttons first: the front end applies changes in order, so whoever sees the new
+        # stage number sees the buttons for it.
+        self.prev_button.disabled = index == self.visible[0]
+        self.next_button.disabled = index == self.visible[-1]
         with self._quietly():
-            self.slider.value = self.visible.index(index)
+            self.slider.value = index
             self.pass_select.value = index
         self._draw()
 
     def _draw(self) -> None:
-        stage = self.ex.stages[self.index]
+        module = self.ex.stages[self.index].module
         self.highlighted = changed_names(self.ex, self.index)
         self.summary_html.value = stage_summary(self.ex, self.index)
-        self.graph_html.value, self.graph_dot = graph_view(stage.module, self.highlighted)
-        self.hlo_html.value = hlo_html(stage.module, self.highlighted)
-        names = [i.name for c in stage.module.all_computations for i in c.instructions
-                 if i.opcode != "parameter" or c is stage.module.entry]
-        keep = self.instruction_select.value
+        svg, self.graph_dot, nodes = graph_view(module, self.highlighted)
+        options = instruction_options(module)
+        names = {name for _, name in options}
+        keep = self._kept if self._kept in names else None
+        chosen = keep or first_instruction(module, self.highlighted)
         with self._quietly():
-            self.instruction_select.options = names
-            self.instruction_select.value = keep if keep in names else names[-1]
-        self._describe(self.instruction_select.value)
+            self.instruction_select.options = options
+            self.view.hlo = hlo_html(module, self.highlighted)
+            self.view.svg, self.view.nodes = svg, nodes
+        self.select_instruction(chosen, force=True)
 
-    def _describe(self, name) -> None:
+    def _chosen(self, name: str) -> None:
+        """The student chose an instruction (a click, the list): it stays selected on the
+        stages that still have it."""
+        self._kept = name
+        self.select_instruction(name)
+
+    def select_instruction(self, name: str, force: bool = False) -> None:
+        """Select an instruction of the current stage: outlined on the graph, its HLO line
+        marked, its story under the graph (what a click on a node or a line does)."""
         module = self.ex.stages[self.index].module
-        self.instruction_html.value = instruction_info(self.ex, module, name, self.fusions)
+        if name not in instruction_map(module) or (name == self._described and not force):
+            return
+        self._described = name
+        with self._quietly():
+            self.instruction_select.value = name
+            self.view.selected = name
+        self.view.info = instruction_info(self.ex, module, name, self.fusions)
 
 
 class DecisionsPanel:
@@ -356,41 +497,50 @@ class DecisionsPanel:
         self.index = -1
         self.highlighted: frozenset[str] = frozenset()
         self.graph_dot = ""
-        self.slider, self.prev_button, self.next_button = _stepper("decision")
-        self.slider.max = max(len(self.items) - 1, 0)
+        # Numbered from 1, as the text above the graph says "3 of 12".
+        self.slider = widgets.IntSlider(min=1, max=max(len(self.items), 1), value=1,
+                                        description="decision", continuous_update=False)
+        self.prev_button, self.next_button = _buttons()
+        self.prev_button.on_click(lambda _: self.select(max(self.index - 1, 0)))
+        self.next_button.on_click(
+            lambda _: self.select(min(self.index + 1, len(self.items) - 1)))
         self.decision_html = widgets.HTML()
-        self.graph_html = widgets.HTML()
+        self.view = GraphView(show_hlo=False)
         self.list_html = widgets.HTML()
-        self.slider.observe(lambda c: self.select(c.new), "value")
+        self.slider.observe(lambda c: self.select(c.new - 1), "value")
         self.widget = widgets.VBox([
             widgets.HBox([self.prev_button, self.slider, self.next_button]), self.decision_html,
-            widgets.HBox([widgets.Box([self.graph_html], layout=widgets.Layout(width="55%")),
-                          widgets.Box([self.list_html], layout=widgets.Layout(width="45%"))])])
+            self.view, self.list_html], layout=widgets.Layout(width="100%"))
         if self.items:
             self.select(0)
         else:
             self.decision_html.value = "No fusion decisions were recorded."
+            for b in (self.prev_button, self.next_button, self.slider):
+                b.disabled = True
 
     def select(self, k: int) -> None:
         k = range(len(self.items))[k]
         if k == self.index:
             return
         self.index = k
-        self.slider.value = k
+        self.slider.value = k + 1
+        self.prev_button.disabled = k == 0
+        self.next_button.disabled = k == len(self.items) - 1
         stage_index, note = self.items[k]
         module, self.highlighted = decision_view(self.ex, stage_index, note)
+        self.view.focus = sorted(self.highlighted)  # before the graph: drawn, it zooms there
         stage = self.ex.stages[stage_index].name
         self.decision_html.value = (f"<b>{k + 1} of {len(self.items)}</b> ({html.escape(stage)})"
                                     f": {html.escape(decision_text(note))}")
-        self.graph_html.value, self.graph_dot = graph_view(module, self.highlighted)
+        self.view.svg, self.graph_dot, self.view.nodes = graph_view(module, self.highlighted)
         self.list_html.value = self._list()
 
     def _list(self) -> str:
         rows = []
         for k, (_, note) in enumerate(self.items):
-            style = f" style='background:{HIGHLIGHT}'" if k == self.index else ""
+            style = f" style='background:{HIGHLIGHT};color:#212121'" if k == self.index else ""
             rows.append(f"<li{style}>{html.escape(decision_text(note))}</li>")
-        return f"<ol style='max-height:560px;overflow:auto'>{''.join(rows)}</ol>"
+        return f"<ol style='margin:4px 0'>{''.join(rows)}</ol>"
 
 
 class BuffersPanel:
@@ -423,7 +573,8 @@ class KernelsPanel:
         self.source_html[name] = widgets.HTML(highlight_python(source),
                                               layout=widgets.Layout(width="60%"))
         self.hlo_html[name] = widgets.HTML(
-            f"<pre style='{MONO}'>{html.escape(fusion_hlo(self.ex.module, name))}</pre>",
+            f"<pre style='{MONO};white-space:pre-wrap'>"
+            f"{html.escape(fusion_hlo(self.ex.module, name))}</pre>",
             layout=widgets.Layout(width="40%"))
         return widgets.VBox([widgets.HTML(f"<b>{html.escape(name)}</b>"),
                              widgets.HBox([self.source_html[name], self.hlo_html[name]])])
@@ -454,6 +605,12 @@ class PerformancePanel:
         self.progress.value = n
         self.status.value = self.PHASES[n]
 
+    def _elements(self) -> int:
+        import numpy as np
+
+        return int(sum(np.size(a) for a in self.ex.args
+                       if isinstance(a, (np.ndarray, np.generic, int, float))))
+
     def run(self) -> None:
         """ex.bench(repeat=...), then its chart and table (bench is synchronous: the progress
         moves between its phases)."""
@@ -462,8 +619,7 @@ class PerformancePanel:
             self._phase(0)
             self.result = self.ex.bench(repeat=self.repeat.value)
             self._phase(1)
-            self.result_html.value = (figure_svg(self.result.plot())
-                                      + f"<pre>{html.escape(self.result.table())}</pre>")
+            self.result_html.value = bench_html(self.result, self._elements())
             self._phase(2)
         except Exception as err:  # shown in the panel: a button callback's error goes nowhere
             self.status.value = f"benchmark failed: {type(err).__name__}: {err}"
@@ -480,7 +636,9 @@ class Explorer(widgets.Tab):
     built when first shown or asked for (`.panel("Buffers")`, `.buffers_panel`, ...)."""
 
     def __init__(self, ex):
-        super().__init__(children=[widgets.VBox() for _ in TITLES], titles=TITLES)
+        super().__init__(children=[widgets.VBox(layout=widgets.Layout(width="100%"))
+                                   for _ in TITLES], titles=TITLES,
+                         layout=widgets.Layout(width="100%"))
         self.exploration = ex
         self._panels: dict[str, object] = {}
         self.observe(lambda c: c.new is not None and self.panel(TITLES[c.new]),
@@ -502,8 +660,7 @@ class Explorer(widgets.Tab):
 
     # The controls tests and notebooks reach for most.
     stage_slider = property(lambda self: self.stages_panel.slider)
-    graph_html = property(lambda self: self.stages_panel.graph_html)
-    hlo_html = property(lambda self: self.stages_panel.hlo_html)
+    graph_view = property(lambda self: self.stages_panel.view)
     decision_slider = property(lambda self: self.decisions_panel.slider)
     bench_button = property(lambda self: self.performance_panel.run_button)
 
@@ -513,6 +670,15 @@ class Explorer(widgets.Tab):
         ex = self.exploration
         return (f"<Explorer of {ex.module.name}: {len(ex.stages)} stages, "
                 f"{len(ex.decisions)} fusion decisions; backend {ex.backend}>")
+
+    def _repr_mimebundle_(self, **kwargs):
+        """The live widget, and in the same output the JSON the JupyterLab extension renders
+        and the static HTML other viewers show: what is left when no kernel holds the
+        widget's model (a saved notebook reopened, nbviewer, a code host's preview)."""
+        from .display import bundle
+
+        data = super()._repr_mimebundle_(**kwargs)
+        return {**bundle(self.exploration, self.exploration.last_bench), **data}
 
     def select_stage(self, index: int) -> None:
         self.stages_panel.select(index)

@@ -1,0 +1,653 @@
+"""Numba CUDA code generation: every kernel of a scheduled module becomes one `@cuda.jit`
+kernel, from the same fused computations the CPU backend compiles.
+
+Values are computed exactly as the CPU code generator computes them: this module's emitter is
+a `numba_cpu.KernelEmitter`, so an element of any instruction (element-wise ops through the
+op table's scalar expressions, `exprs.scalar_expr`; broadcasts, slices, transposes, gathers
+... as index arithmetic) is the same generated expression on both targets. What differs is
+how the elements are shared out among threads:
+
+  loop     one thread per output element, over a grid-stride loop (a thread takes elements
+           i, i + threads in the grid, ...), so a launch of a bounded number of blocks covers
+           any size.
+  row      every reduction reduces the same trailing dimensions (softmax, layernorm,
+           sum(x + y*z) per row): one block per row (a grid-stride loop over the rows), its
+           threads striding over the row; each reduction is a per-thread partial, then the
+           block's tree: warp shuffles, one value per warp in shared memory, combined by every
+           thread in the same order (so every thread holds the same result, with no second
+           broadcast). A row's parameters and expensive values that several passes read are
+           kept in shared memory by the first pass where they fit, never re-read from global
+           memory. One row (a full reduction) with nothing but scalars to write runs on many
+           blocks: each block's partial goes to scratch space, and the last block to finish
+           (an atomic counter) combines them in block order: deterministic, any reducer.
+  column   any other reduction (reduced dimensions leading or in the middle): one thread per
+           kept element, looping over the reduced ones; neighbouring threads read
+           neighbouring columns, so the loads of a warp coalesce.
+
+Launch configuration (threads per block, blocks) is chosen per kernel from its shape and
+written as a header comment of the kernel's source, with the reason.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from math import prod
+
+import numpy as np
+
+from ..errors import UnsupportedOpError, not_compilable
+from ..ir.module import Instruction, Module
+from ..ir.ops import elementwise_like, is_expensive
+from ..ir.printer import format_instruction
+from . import exprs
+from . import numba_cpu as cpu
+
+# Threads per block of a loop kernel, and the most blocks a grid-stride loop launches: enough
+# to fill the largest GPUs several times over (132 SMs x 2048 threads = 1056 blocks of 256).
+LOOP_THREADS = 256
+MAX_BLOCKS = 4096
+# A row's block: as many threads as the row has elements, rounded up to whole warps, at most
+# ROW_THREADS (more threads than that only shorten each thread's stride).
+ROW_THREADS = 256
+WARP = 32
+# Shared memory a row kernel may keep a row in (of the 48 KiB a block has without opting in).
+SHARED_BUDGET = 32 * 1024
+# Blocks a full reduction spreads over, at most: each adds a grid-stride partial.
+FULL_REDUCTION_BLOCKS = 1024
+
+_F16 = np.dtype(np.float16)
+_IDENTITY = {"add": 0, "multiply": 1, "or": 0, "xor": 0}
+
+
+@dataclass
+class CudaKernel:
+    """One generated kernel: its function's name, source and launch."""
+
+    name: str
+    instruction: str
+    source: str
+    blocks: int
+    threads: int
+    reason: str
+    scratch: int = 0  # bytes of scratch space it takes as its last argument (`scratch`)
+
+
+def _round_up(n: int, k: int) -> int:
+    return -(-n // k) * k
+
+
+def launch_for_loop(n: int) -> tuple[int, int, str]:
+    """(blocks, threads, reason) of a grid-stride loop over n elements."""
+    threads = min(LOOP_THREADS, max(WARP, _round_up(n, WARP)))
+    blocks = max(1, min(MAX_BLOCKS, -(-n // threads)))
+    why = (f"one thread per element of {n}: {threads} threads a block"
+           + (f", {blocks} blocks" if blocks < MAX_BLOCKS else
+              f", {blocks} blocks (the cap), each thread striding over several elements"))
+    return blocks, threads, why
+
+
+class CudaKernelEmitter(cpu.KernelEmitter):
+    """The CPU emitter's values, shared out among CUDA threads."""
+
+    def __init__(self, module: Module, comp, name: str, kind: str, row: bool):
+        super().__init__(module, comp, name, kind, row)
+        self.blocks, self.threads, self.reason = 1, WARP, ""
+        self.scratch = 0
+        self.shared_bytes = 0
+        self.declarations: list[str] = []  # shared arrays, declared at the kernel's top
+
+    # -- where materialised values live: never np.empty inside a kernel ---------------------
+
+    def _storage(self, inst: Instruction, index: int | None = None) -> str:
+        target = inst if index is None else None
+        if target is not None and id(target) in self.out_names:
+            return self.out_names[id(target)]
+        raise UnsupportedOpError(
+            f"the cuda backend keeps no array of {inst.name} ({inst.opcode}) inside a kernel "
+            "unless it is the kernel's output", op=inst.opcode,
+            source_file=inst.metadata.source_file or None,
+            source_line=inst.metadata.source_line or None)
+
+    # -- the kernel -------------------------------------------------------------------------
+
+    def emit(self) -> CudaKernel:  # type: ignore[override]
+        params = sorted(self.params, key=lambda p: p.parameter_number)
+        args = [f"p{p.parameter_number}" for p in params]
+        outs = [f"out{k}" for k in range(len(self.outputs))]
+        for inst in self.comp.instructions:
+            if inst.opcode in ("dot", "scatter", "sort", "reduce-window"):
+                raise UnsupportedOpError(f"the cuda backend does not compile {inst.opcode} "
+                                         f"({inst.name}) yet", op=inst.opcode)
+        plan = cpu._row_plan(self.comp, self.outputs)
+        reduces = [i for i in self.comp.instructions if i.opcode == "reduce"]
+        if plan is not None and not reduces:
+            shape = "loop"
+            self._emit_loop()
+        elif plan is not None:
+            shape = "row"
+            self._emit_rows_cuda(*plan)
+        else:
+            shape = "column"
+            self._emit_columns()
+        scratch = ["scratch"] if self.scratch else []
+        header = [f"# launch: {self.blocks} blocks x {self.threads} threads ({shape} kernel): "
+                  f"{self.reason}",
+                  "@cuda.jit",
+                  f"def {self.name}({', '.join(args + outs + scratch)}):"]
+        what = "row fusion" if self.row_config else self.kind
+        doc = f'    """{what} kernel, the fused computation {self.comp.name}."""'
+        body = self.declarations + self.w.lines or ["    pass"]
+        return CudaKernel(self.name, self.comp.name, "\n".join(header + [doc] + body) + "\n",
+                          self.blocks, self.threads, self.reason, self.scratch)
+
+    # -- loops over elements ----------------------------------------------------------------
+
+    def _unravel(self, flat: str, dims) -> tuple[str, ...]:
+        """Index names for the row-major position `flat` in `dims`."""
+        idx = []
+        stride = prod(dims)
+        for n in dims:
+            stride //= n
+            i = self.w.fresh("i")
+            if stride == 1:
+                self.w.line(f"{i} = {flat} % {n}" if n != prod(dims) else f"{i} = {flat}")
+            else:
+                self.w.line(f"{i} = ({flat} // {stride}) % {n}" if n * stride != prod(dims)
+                            else f"{i} = {flat} // {stride}")
+            idx.append(i)
+        return tuple(idx)
+
+    def _strided(self, n: int, start: str, step: str) -> str:
+        """Open `for j in range(start, n, step)`; the caller closes it with close(1)."""
+        j = self.w.fresh("j")
+        self.w.line(f"for {j} in range({start}, {n}, {step}):")
+        self.open()
+        return j
+
+    def _emit_loop(self):
+        by_shape: dict[tuple, list] = {}
+        for o in self.outputs:
+            by_shape.setdefault(o.dims, []).append(o)
+        n = max(prod(d) for d in by_shape)
+        self.blocks, self.threads, self.reason = launch_for_loop(n)
+        self.w.line("start = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x")
+        self.w.line("step = cuda.gridDim.x * cuda.blockDim.x")
+        for dims, group in by_shape.items():
+            flat = self._strided(prod(dims), "start", "step")
+            idx = self._unravel(flat, dims)
+            for o in group:
+                self.w.comment(o)
+                self._store(self.out_names[id(o)], idx, self.value(o, idx))
+            self.close(1)
+
+    # -- reductions: per-thread partials, then the block's tree ------------------------------
+
+    def _reducer_parts(self, inst):
+        n = len(inst.operands) // 2
+        operands, inits = inst.operands[:n], inst.operands[n:]
+        reducer = self.module.computation(inst.attr("to_apply"))
+        return operands, inits, reducer
+
+    def _identity_start(self, inst, inits, reducer) -> tuple[list[str], list[str] | None]:
+        """Each thread's starting accumulators, and the init to combine once at the end when
+        it is not the reducer's identity (np.sum(x, initial=5)): every thread starts from
+        the init, which HLO's contract says is the identity, so one that is not is applied
+        once, by itself."""
+        wide = cpu._wide_accumulator(reducer, np.dtype(inits[0].dtype), len(inits))
+        starts = [self.value(i, ()) for i in inits]
+        late = None
+        root = reducer.root
+        if len(inits) == 1 and cpu._simple_op(reducer) and root.opcode in _IDENTITY:
+            init = inits[0]
+            if init.opcode != "constant" or init.literal.reshape(-1)[0] != _IDENTITY[root.opcode]:
+                late = starts
+                starts = [exprs.literal(_IDENTITY[root.opcode], init.dtype)]
+        accs = []
+        for s, init in zip(starts, inits):
+            acc = self.w.fresh("acc")
+            t = wide if len(inits) == 1 else np.dtype(init.dtype)
+            self.w.line(f"{acc} = {cpu.np_type(t)}({s})")
+            accs.append(acc)
+        return accs, late
+
+    def _step(self, inst, reducer, accs, vals):
+        wide = cpu._wide_accumulator(reducer, np.dtype(inst.operands[0].dtype), len(accs))
+        if wide != np.dtype(inst.operands[0].dtype):
+            vals = [f"{cpu.np_type(wide)}({v})" for v in vals]
+        new = self._combine(reducer, accs, vals, inst, dtype=wide)
+        for acc, v in zip(accs, new):
+            self.w.line(f"{acc} = {v}")
+
+    def _shared(self, base: str, count, dtype) -> str:
+        var = self.w.fresh(base)
+        shape = count if isinstance(count, int) else cpu._dims(count)
+        self.declarations.append(f"    {var} = cuda.shared.array({shape}, {cpu.np_type(dtype)})")
+        self.shared_bytes += prod(count if not isinstance(count, int) else (count,)) \
+            * np.dtype(dtype).itemsize
+        return var
+
+    def _acc_types(self, inst, reducer):
+        n = len(inst.operands) // 2
+        wide = cpu._wide_accumulator(reducer, np.dtype(inst.operands[0].dtype), n)
+        return [wide] if n == 1 else [np.dtype(i.dtype) for i in inst.operands[n:]]
+
+    def _block_reduce(self, inst, reducer, accs, types):
+        """Combine the block's per-thread accumulators: within each warp by shuffles, then
+        the warps' results through shared memory, which every thread combines in warp order,
+        so that each ends with the same value. The block's threads are whole warps."""
+        warps = self.threads // WARP
+        for off in (16, 8, 4, 2, 1):
+            others = []
+            for acc in accs:
+                o = self.w.fresh("other")
+                self.w.line(f"{o} = shfl_down({acc}, {off})")
+                others.append(o)
+            # lanes whose partner is past the warp's end keep their own value (the shuffle
+            # returns their own); only lane 0's result is used
+            self._step_plain(inst, reducer, accs, others)
+        if warps == 1:
+            self.w.line("# one warp: lane 0 holds the block's value; every lane takes it")
+            for acc in accs:
+                self.w.line(f"{acc} = shfl_idx({acc}, 0)")
+            return
+        slots = [self._shared("warp_values", warps, t) for t in types]
+        self.w.line("if lane == 0:")
+        for s, acc in zip(slots, accs):
+            self.w.line(f"    {s}[warp] = {acc}")
+        self.w.line("cuda.syncthreads()")
+        for s, acc in zip(slots, accs):
+            self.w.line(f"{acc} = {s}[0]")
+        w = self.w.fresh("w")
+        self.w.line(f"for {w} in range(1, {warps}):")
+        self.open()
+        self._step_plain(inst, reducer, accs, [f"{s}[{w}]" for s in slots])
+        self.close(1)
+        self.w.line("cuda.syncthreads()  # every thread has read the slots before they are "
+                    "reused")
+
+    def _step_plain(self, inst, reducer, accs, vals):
+        types = self._acc_types(inst, reducer)
+        new = self._combine(reducer, accs, vals, inst, dtype=types[0])
+        for acc, v in zip(accs, new):
+            self.w.line(f"{acc} = {v}")
+
+    def _finish(self, inst, reducer, accs, late) -> list[str]:
+        """The reduce's value(s) in its own type, with a non-identity init applied once."""
+        if late is not None:
+            self._step_plain(inst, reducer, accs, [f"{cpu.np_type(self._acc_types(inst, reducer)[0])}({late[0]})"])
+        shapes = inst.shape.elements if inst.shape.is_tuple else (inst.shape,)
+        out = []
+        for acc, s in zip(accs, shapes):
+            var = self.w.fresh(f"{inst.name}_value")
+            self.w.line(f"{var} = {cpu.np_type(s.dtype)}({acc})")
+            out.append(var)
+        return out
+
+    # -- rows: one block per row -------------------------------------------------------------
+
+    def _values_to_keep(self, lead, trail):
+        """What the first pass over a row keeps in shared memory for the later ones: the
+        expensive values several passes compute (softmax's exp) and the parameters several
+        passes read, as long as they fit in SHARED_BUDGET."""
+        full = lead + trail
+        passes = [r.operands[:len(r.operands) // 2] for r in self._reduces()]
+        passes.append([o for o in self.outputs if o.dims == full])
+        seen: dict[int, int] = {}
+        for roots in passes:
+            for i in {id(x): x for x in cpu._elementwise_closure(roots, full)
+                      + [o for e in cpu._elementwise_closure(roots, full) for o in e.operands]
+                      + list(roots)}.values():
+                seen[id(i)] = seen.get(id(i), 0) + 1
+        wanted = [i for i in self.comp.instructions if seen.get(id(i), 0) > 1 and i.dims == full
+                  and (is_expensive(i) or i.opcode == "parameter")]
+        keep, used = [], 0
+        for i in sorted(wanted, key=lambda i: i.opcode == "parameter"):
+            size = prod(trail) * 8
+            if used + size <= SHARED_BUDGET:
+                keep.append(i)
+                used += size
+        return keep
+
+    def _emit_rows_cuda(self, lead, trail):
+        rows, per_row = prod(lead), prod(trail)
+        reduces = self._reduces()
+        full = [o for o in self.outputs if o.dims == lead + trail]
+        small = [o for o in self.outputs if o.dims != lead + trail]
+        if not lead and not full and self._independent(reduces) and per_row > ROW_THREADS:
+            self._emit_full_reduction(trail, reduces)
+            return
+        self.threads = min(ROW_THREADS, max(WARP, _round_up(per_row, WARP)))
+        self.blocks = max(1, min(rows, MAX_BLOCKS))
+        self.reason = (f"one block per row: {rows} rows of {per_row} elements, "
+                       f"{self.threads} threads striding over each row")
+        if not lead:
+            self.reason = (f"one row of {per_row} elements whose result the rest of the "
+                           "kernel reads: one block")
+        for inst in self._values_to_keep(lead, trail):
+            self.stash[id(inst)] = self._shared(f"{inst.name}_row", trail, inst.dtype)
+        self.w.line("tid = cuda.threadIdx.x")
+        self.w.line(f"lane = tid % {WARP}")
+        self.w.line(f"warp = tid // {WARP}")
+        row = self._strided(rows, "cuda.blockIdx.x", "cuda.gridDim.x")
+        ridx = self._unravel(row, lead)
+        for inst in reduces:
+            self.w.comment(inst)
+            operands, inits, reducer = self._reducer_parts(inst)
+            accs, late = self._identity_start(inst, inits, reducer)
+            j = self._strided(per_row, "tid", self.threads)
+            tidx = self._unravel(j, trail)
+            self.row_index, self.row_tail = ridx + tidx, tidx
+            self._step(inst, reducer, accs, [self.value(o, ridx + tidx) for o in operands])
+            self._end_row_pass((0,))  # closes the one strided loop
+            self._block_reduce(inst, reducer, accs, self._acc_types(inst, reducer))
+            values = self._finish(inst, reducer, accs, late)
+            if inst.shape.is_tuple:
+                for k, v in enumerate(values):
+                    self.row_scalars[(id(inst), k)] = v
+            else:
+                self.row_scalars[id(inst)] = values[0]
+        if small:
+            self.w.line("if tid == 0:")
+            self.open()
+            for o in small:
+                self.w.comment(o)
+                idx = ridx + ("0",) * (len(o.dims) - len(lead))
+                self._store(self.out_names[id(o)], idx, self.value(o, idx))
+            self.close(1)
+        if full:
+            j = self._strided(per_row, "tid", self.threads)
+            tidx = self._unravel(j, trail)
+            self.row_index, self.row_tail = ridx + tidx, tidx
+            for o in full:
+                self.w.comment(o)
+                self._store(self.out_names[id(o)], ridx + tidx, self.value(o, ridx + tidx))
+            self._end_row_pass((0,))
+        self.close(1)
+
+    def _independent(self, reduces) -> bool:
+        """No reduce reads another's result (so each can be finished by the last block)."""
+        ids = {id(r) for r in reduces}
+        for r in reduces:
+            stack, seen = list(r.operands), set()
+            while stack:
+                i = stack.pop()
+                if id(i) in seen:
+                    continue
+                seen.add(id(i))
+                if id(i) in ids:
+                    return False
+                stack.extend(i.operands)
+        return True
+
+    def _emit_full_reduction(self, trail, reduces):
+        """One row spread over many blocks: each block's partial to scratch, the last block
+        to finish combines them in block order and writes the outputs."""
+        n = prod(trail)
+        self.threads = ROW_THREADS
+        self.blocks = max(1, min(FULL_REDUCTION_BLOCKS, -(-n // (ROW_THREADS * 4))))
+        self.reason = (f"a full reduction of {n} elements: {self.blocks} blocks of "
+                       f"{self.threads} threads each add a grid-stride partial; the last "
+                       "block to finish combines the partials in block order")
+        # scratch: [counter (8 bytes)] then per reduce and accumulator, one slot per block
+        slots = []
+        offset = 8
+        self.w.line("tid = cuda.threadIdx.x")
+        self.w.line(f"lane = tid % {WARP}")
+        self.w.line(f"warp = tid // {WARP}")
+        self.w.line("start = cuda.blockIdx.x * cuda.blockDim.x + tid")
+        self.w.line("step = cuda.gridDim.x * cuda.blockDim.x")
+        results = []
+        for inst in reduces:
+            self.w.comment(inst)
+            operands, inits, reducer = self._reducer_parts(inst)
+            accs, late = self._identity_start(inst, inits, reducer)
+            j = self._strided(n, "start", "step")
+            tidx = self._unravel(j, trail)
+            self._step(inst, reducer, accs, [self.value(o, tidx) for o in operands])
+            self.close(1)
+            types = self._acc_types(inst, reducer)
+            self._block_reduce(inst, reducer, accs, types)
+            parts = []
+            for acc, t in zip(accs, types):
+                offset = _round_up(offset, 8)
+                var = self.w.fresh("partials")
+                self.w.line(f"{var} = scratch[{offset}:{offset + 8 * self.blocks}]"
+                            f".view({cpu.np_type(t)})")
+                offset += 8 * self.blocks
+                parts.append(var)
+            self.w.line("if tid == 0:")
+            for p, acc in zip(parts, accs):
+                self.w.line(f"    {p}[cuda.blockIdx.x] = {acc}")
+            slots.append((inst, reducer, parts, late, types, inits))
+        self.scratch = offset
+        self.w.line("# the last block to finish sees every partial (the fence publishes this "
+                    "block's before it counts itself)")
+        self.w.line("cuda.threadfence()")
+        self.declarations.append("    done = cuda.shared.array(1, np.int64)")
+        self.w.line("counter = scratch[0:8].view(np.int64)")
+        self.w.line("if tid == 0:")
+        self.w.line("    done[0] = cuda.atomic.add(counter, 0, 1)")
+        self.w.line("cuda.syncthreads()")
+        self.w.line(f"if done[0] == {self.blocks - 1}:")
+        self.open()
+        self.w.line("cuda.threadfence()")
+        for inst, reducer, parts, late, types, inits in slots:
+            accs = []
+            for p in parts:
+                acc = self.w.fresh("acc")
+                self.w.line(f"{acc} = {p}[0]")
+                accs.append(acc)
+            b = self.w.fresh("b")
+            self.w.line(f"for {b} in range(1, {self.blocks}):")
+            self.open()
+            self._step_plain(inst, reducer, accs, [f"{p}[{b}]" for p in parts])
+            self.close(1)
+            values = self._finish(inst, reducer, accs, late)
+            if inst.shape.is_tuple:
+                for k, v in enumerate(values):
+                    self.row_scalars[(id(inst), k)] = v
+            else:
+                self.row_scalars[id(inst)] = values[0]
+        self.w.line("if tid == 0:")
+        self.open()
+        for o in self.outputs:
+            self.w.comment(o)
+            idx = ("0",) * len(o.dims)
+            self._store(self.out_names[id(o)], idx, self.value(o, idx))
+        self.w.line("counter[0] = 0  # ready for the next call")
+        self.close(1)
+        self.close(1)
+
+    # -- columns: one thread per kept element ------------------------------------------------
+
+    def _emit_columns(self):
+        """Every reduce of the kernel keeps the same dimensions K of the same operand shape;
+        one thread per element of K accumulates over the reduced ones, and writes the
+        outputs at that element (those shaped K, read from the reduces' registers)."""
+        reduces = self._reduces()
+        shapes = {(r.operands[0].dims, tuple(sorted(r.attr("dimensions")))) for r in reduces}
+        if len(shapes) != 1:
+            raise UnsupportedOpError("the cuda backend does not yet compile a fusion whose "
+                                     "reductions reduce different dimensions", op="reduce")
+        ((x_dims, axes),) = shapes
+        kept = [d for d in range(len(x_dims)) if d not in axes]
+        kept_dims = tuple(x_dims[d] for d in kept)
+        red_dims = tuple(x_dims[d] for d in axes)
+        self._check_reads_at_kept(reduces, kept_dims)
+        n = prod(kept_dims)
+        self.blocks, self.threads, _ = launch_for_loop(n)
+        self.reason = (f"one thread per result element ({n}), each looping over the "
+                       f"{prod(red_dims)} it reduces; neighbouring threads read neighbouring "
+                       "elements, so a warp's loads coalesce")
+        self.w.line("start = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x")
+        self.w.line("step = cuda.gridDim.x * cuda.blockDim.x")
+        flat = self._strided(n, "start", "step")
+        kidx = self._unravel(flat, kept_dims)
+        for inst in reduces:
+            self.w.comment(inst)
+            operands, inits, reducer = self._reducer_parts(inst)
+            accs, late = self._identity_start(inst, inits, reducer)
+            r = self.w.fresh("r")
+            self.w.line(f"for {r} in range({prod(red_dims)}):")
+            self.open()
+            ridx = self._unravel(r, red_dims)
+            full = [""] * len(x_dims)
+            for d, i in zip(kept, kidx):
+                full[d] = i
+            for d, i in zip(axes, ridx):
+                full[d] = i
+            self._step(inst, reducer, accs, [self.value(o, tuple(full)) for o in operands])
+            self.close(1)
+            values = self._finish(inst, reducer, accs, late)
+            if inst.shape.is_tuple:
+                for k, v in enumerate(values):
+                    self.row_scalars[(id(inst), k)] = v
+            else:
+                self.row_scalars[id(inst)] = values[0]
+        for o in self.outputs:
+            self.w.comment(o)
+            self._store(self.out_names[id(o)], kidx, self.value(o, kidx))
+        self.close(1)
+
+    def _check_reads_at_kept(self, reduces, kept_dims):
+        """Everything computed from a reduce must read it at the thread's own element (an
+        element-wise chain of the kept shape, ending in outputs of that shape): a value of
+        another thread is not in this thread's registers."""
+        after = {id(r) for r in reduces}
+        for inst in self.comp.instructions:
+            if id(inst) in after or not any(id(o) in after for o in inst.operands):
+                continue
+            after.add(id(inst))
+            ok = inst.opcode in ("tuple", "get-tuple-element") or (
+                inst.dims == kept_dims and elementwise_like(inst.opcode))
+            if not ok:
+                raise UnsupportedOpError(
+                    f"the cuda backend cannot yet compute {inst.name} ({inst.opcode}) from a "
+                    "reduction in the same kernel: it reads the reduction's result at other "
+                    "elements", op=inst.opcode, source_file=inst.metadata.source_file or None,
+                    source_line=inst.metadata.source_line or None)
+        for o in self.outputs:
+            if o.dims != kept_dims:
+                raise UnsupportedOpError(
+                    f"the cuda backend cannot yet write {o.name} ({o.dims}) beside a reduction "
+                    f"to {kept_dims} in one kernel", op=o.opcode)
+
+
+# ----------------------------------------------------------------------------------------------
+# The program: every kernel, and the driver that launches them in schedule order.
+
+
+@dataclass
+class CudaProgram:
+    module: Module
+    source: str
+    kernels: dict[str, str]
+    launches: dict[str, tuple[int, int]]  # kernel -> (blocks, threads)
+    constants: list[Instruction]
+    outputs: list[tuple[str, int]]
+    num_outputs: int
+    kernel_of: dict[str, str]
+    arena_bytes: int  # the assignment's temporaries, then the kernels' scratch space
+    scratch_offset: int
+    scratch_bytes: int
+
+
+HEADER = '''"""Generated by xla-explorer from HLO module {module}: one Numba CUDA kernel per fusion,
+and `run`, which launches them in schedule order with every temporary in one device arena."""
+import numpy as np
+from numba import cuda
+from xla_explorer.runtime.cuda_device import *  # the scalar helpers, for this target
+'''
+
+
+def generate_cuda_program(module: Module, assignment) -> CudaProgram:
+    """The source of every CUDA kernel of `module` and of its driver, `run(arena, params...,
+    constants..., outputs...)`, where `arena` is the device arena as bytes."""
+    from ..passes.buffer_assignment import (CONSTANT, EAGER, OUTPUT, PARAMETER, TEMPORARY,
+                                            buffer_name)
+    from ..passes.dataflow import dataflow, is_kernel
+
+    entry = module.entry
+    flow = dataflow(entry)
+    params = sorted(entry.parameters, key=lambda p: p.parameter_number)
+    constants = [i for i in entry.instructions if i.opcode == "constant"]
+    out_index: dict[str, int] = {}
+    for b in assignment.buffers:
+        if b.category == OUTPUT:
+            out_index[b.name] = len(out_index)
+        if b.category == EAGER:
+            inst = entry.get(b.instruction)
+            raise not_compilable(inst.attr("custom_call_target"), inst.metadata.source_file,
+                                 inst.metadata.source_line)
+    scratch_at = _round_up(assignment.peak_bytes, 256)
+    scratch = 0
+    names: set[str] = set()
+    kernels: dict[str, str] = {}
+    launches: dict[str, tuple[int, int]] = {}
+    kernel_of: dict[str, str] = {}
+    sources, driver = [], []
+
+    def buffer_expr(key) -> str:
+        name = buffer_name(*key)
+        b = assignment.buffer(name)
+        if b.category == PARAMETER:
+            return f"a{entry.get(b.instruction).parameter_number}"
+        if b.category == CONSTANT:
+            return f"c{[c.name for c in constants].index(b.instruction)}"
+        if b.category == OUTPUT:
+            return f"o{out_index[name]}"
+        assert b.category == TEMPORARY
+        return f"t_{cpu.identifier(name)}"
+
+    for inst in entry.instructions:
+        if not is_kernel(inst):
+            continue
+        comp, kind, row = cpu._kernel_computation(module, inst)
+        fname = cpu.identifier(inst.name)
+        while fname in names:
+            fname += "_"
+        names.add(fname)
+        kernel_of[inst.name] = fname
+        k = CudaKernelEmitter(module, comp, fname, kind, row).emit()
+        kernels[fname] = k.source
+        launches[fname] = (k.blocks, k.threads)
+        sources.append(k.source)
+        driver.append(f"    # {format_instruction(inst, metadata=False).strip()}")
+        outs = []
+        for idx in flow.defined[inst.name]:
+            key = (inst.name, idx)
+            b = assignment.buffer(buffer_name(*key))
+            expr = buffer_expr(key)
+            if b.category == TEMPORARY:
+                offset = assignment.offset(b)
+                driver.append(f"    {expr} = arena[{offset}:{offset + b.size}]"
+                              f".view({cpu.storage_type(b.shape.dtype)})"
+                              f".reshape({cpu._dims(b.shape.dims) if b.shape.dims else '()'})")
+            outs.append(expr)
+        ins = []
+        for o in inst.operands:
+            (key,) = flow.points_to[o.name].values()
+            ins.append(buffer_expr(key))
+        extra = []
+        if k.scratch:
+            scratch = max(scratch, k.scratch)
+            extra = [f"arena[{scratch_at}:{scratch_at + k.scratch}]"]
+        driver.append(f"    {fname}[{k.blocks}, {k.threads}]({', '.join(ins + outs + extra)})")
+
+    outputs = []
+    for key in flow.points_to[entry.root.name].values():
+        b = assignment.buffer(buffer_name(*key))
+        if b.category == OUTPUT:
+            outputs.append(("output", out_index[b.name]))
+        elif b.category == PARAMETER:
+            outputs.append(("parameter", entry.get(b.instruction).parameter_number))
+        else:
+            outputs.append(("constant", [c.name for c in constants].index(b.instruction)))
+    args = (["arena"] + [f"a{p.parameter_number}" for p in params]
+            + [f"c{k}" for k in range(len(constants))] + [f"o{k}" for k in range(len(out_index))])
+    driver_src = (f"def run({', '.join(args)}):\n"
+                  '    """Launch every kernel in schedule order (asynchronously: the caller '
+                  'synchronizes)."""\n'
+                  + ("\n".join(driver) or "    pass") + "\n")
+    source = HEADER.format(module=module.name) + "\n\n" + "\n\n".join(sources + [driver_src])
+    return CudaProgram(module, source, kernels, launches, constants, outputs, len(out_index),
+                       kernel_of, scratch_at + scratch, scratch_at, scratch)

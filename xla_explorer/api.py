@@ -276,6 +276,18 @@ class Exploration:
         return self.executable.kernel_of.get(instruction)
 
     @property
+    def traffic(self):
+        """Bytes moved to and from memory, COMPUTED from the program (never measured): each
+        op of the program before fusion run eagerly, against each kernel of the compiled
+        one (`runtime.traffic.Traffic`; `.to_dict()` is the viewers' "traffic" payload).
+        The same on every machine and backend."""
+        from .runtime.traffic import traffic
+
+        names = [s.name for s in self.stages]
+        before = names.index("fusion") - 1 if "fusion" in names else len(names) - 1
+        return traffic(self.stages[max(before, 0)].module, self.module)
+
+    @property
     def buffers(self) -> BufferAssignment | None:
         """The buffer assignment (None if the pipeline had no buffer-assignment pass)."""
         return compiler.assignment_of(self.stages)

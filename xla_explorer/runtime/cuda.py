@@ -174,7 +174,7 @@ class CudaExecutable(Executable):
         arr = np.asarray(a)
         if arr.shape != p.dims:
             raise TypeError(f"argument {n} has shape {arr.shape}; it was compiled for {p.shape}")
-        arr = np.ascontiguousarray(arr, dtype=dtype)
+        arr = np.asarray(arr, dtype=dtype, order="C")  # (ascontiguousarray makes 0-d 1-d)
         record.to_device_bytes += arr.nbytes
         return cuda.to_device(_bits(arr))
 

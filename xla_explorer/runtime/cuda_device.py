@@ -79,8 +79,8 @@ def device_name() -> str:
 # -- the helpers -------------------------------------------------------------------------------
 
 FULL_MASK = 0xFFFFFFFF
-_FLOAT_FUNCTIONS = {"exp": math.exp, "expm1": math.expm1, "log": math.log,
-                    "log1p": math.log1p, "tanh": math.tanh}
+_SIM_FLOAT_FUNCTIONS = {"exp": np.exp, "expm1": np.expm1, "log": np.log, "log1p": np.log1p,
+                        "tanh": np.tanh}
 
 
 def _simulated_helpers() -> dict:
@@ -102,12 +102,12 @@ def _simulated_helpers() -> dict:
             ns[name] = pytypes.FunctionType(py.__code__, ns, py.__name__, py.__defaults__,
                                             py.__closure__)
     out = {name: ns[name] for name in scalar.__all__ if name in ns}
-    for f, fn in _FLOAT_FUNCTIONS.items():
+    # NumPy's own functions on NumPy scalars: Inf and NaN where the math module raises
+    for f, fn in _SIM_FLOAT_FUNCTIONS.items():
         for suffix, t in (("f32", np.float32), ("f64", np.float64)):
-            out[f"{f}_{suffix}"] = (lambda fn, t: lambda x: t(fn(x)))(fn, t)
-    out["logistic_f32"] = lambda x: np.float32(1) / (np.float32(1) + np.float32(math.exp(-x))) \
-        if x > -80 else np.float32(0)
-    out["logistic_f64"] = lambda x: 1.0 / (1.0 + math.exp(-x)) if x > -700 else 0.0
+            out[f"{f}_{suffix}"] = (lambda fn, t: lambda x: fn(t(x)))(fn, t)
+    for suffix, t in (("f32", np.float32), ("f64", np.float64)):
+        out[f"logistic_{suffix}"] = (lambda t: lambda x: t(1) / (t(1) + np.exp(-t(x))))(t)
     out["shfl_down"] = _sim_shfl_down
     out["shfl_idx"] = _sim_shfl_idx
     return out

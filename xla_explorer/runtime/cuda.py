@@ -42,7 +42,11 @@ class CallRecord:
 
 def _kind(a) -> str:
     """'numpy', 'cupy' or 'numba' (any other __cuda_array_interface__ object)."""
-    if isinstance(a, np.ndarray) or not hasattr(a, "__cuda_array_interface__"):
+    if isinstance(a, np.ndarray):
+        return "numpy"
+    if hasattr(a, "copy_to_host"):  # a Numba device array (or the simulator's)
+        return "numba"
+    if not hasattr(a, "__cuda_array_interface__"):
         return "numpy"
     return "cupy" if type(a).__module__.split(".")[0] == "cupy" else "numba"
 
@@ -163,7 +167,7 @@ class CudaExecutable(Executable):
         cuda = self.cuda
         dtype = np.dtype(p.dtype)
         if _kind(a) != "numpy":
-            dev = cuda.as_cuda_array(a)
+            dev = a if hasattr(a, "copy_to_host") else cuda.as_cuda_array(a)
             if tuple(dev.shape) != tuple(p.dims) or np.dtype(dev.dtype) != dtype:
                 raise TypeError(f"argument {n} is a device array {dev.dtype}{list(dev.shape)}; "
                                 f"it was compiled for {p.shape}")

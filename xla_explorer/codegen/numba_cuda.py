@@ -556,6 +556,7 @@ and `run`, which launches them in schedule order with every temporary in one dev
 import numpy as np
 from numba import cuda
 from xla_explorer.runtime.cuda_device import *  # the scalar helpers, for this target
+np = kernel_numpy  # noqa: F405  NumPy's names; on a GPU its scalar functions from libdevice
 '''
 
 

@@ -83,25 +83,30 @@ _SIM_FLOAT_FUNCTIONS = {"exp": np.exp, "expm1": np.expm1, "log": np.log, "log1p"
                         "tanh": np.tanh}
 
 
-def _simulated_helpers() -> dict:
-    """scalar.py's helpers as plain Python: their own bodies, run on NumPy scalars."""
+def _rebound(overrides: dict, wrap) -> dict:
+    """scalar.py's helpers with their own bodies (`py_func`) bound to globals where the
+    names in `overrides` (intrinsics, `np`) are replaced, each wrapped by `wrap`."""
     from ..codegen import scalar
 
     ns: dict = dict(vars(scalar))  # the globals the rebound bodies see
-    intrinsics = {
+    ns.update(overrides)
+    for name, value in vars(scalar).items():
+        py = getattr(value, "py_func", None)
+        if py is not None and name not in overrides:
+            ns[name] = wrap(pytypes.FunctionType(py.__code__, ns, py.__name__, py.__defaults__,
+                                                 py.__closure__))
+    return {name: ns[name] for name in scalar.__all__ if name in ns}
+
+
+def _simulated_helpers() -> dict:
+    """scalar.py's helpers as plain Python: their own bodies, run on NumPy scalars."""
+    out = _rebound({
         "maximum": np.maximum, "minimum": np.minimum,
         "maximum_nsz": np.maximum, "minimum_nsz": np.minimum,
         "add_reassoc": operator.add, "multiply_reassoc": operator.mul,
         "_f32_to_u32": lambda x: np.float32(x).view(np.uint32),
         "_u32_to_f32": lambda u: np.uint32(u).view(np.float32),
-    }
-    ns.update(intrinsics)
-    for name, value in vars(scalar).items():
-        py = getattr(value, "py_func", None)
-        if py is not None and name not in intrinsics:
-            ns[name] = pytypes.FunctionType(py.__code__, ns, py.__name__, py.__defaults__,
-                                            py.__closure__)
-    out = {name: ns[name] for name in scalar.__all__ if name in ns}
+    }, lambda f: f)
     # NumPy's own functions on NumPy scalars: Inf and NaN where the math module raises
     for f, fn in _SIM_FLOAT_FUNCTIONS.items():
         for suffix, t in (("f32", np.float32), ("f64", np.float64)):
@@ -110,6 +115,7 @@ def _simulated_helpers() -> dict:
         out[f"logistic_{suffix}"] = (lambda t: lambda x: t(1) / (t(1) + np.exp(-t(x))))(t)
     out["shfl_down"] = _sim_shfl_down
     out["shfl_idx"] = _sim_shfl_idx
+    out["kernel_numpy"] = np
     return out
 
 
@@ -147,19 +153,106 @@ def _sim_shfl_idx(v, src):
     return _sim_exchange(v, lambda lane: src)
 
 
+# NumPy functions generated code and scalar.py call that Numba's CUDA target does not type
+# on scalars: on the device they are libdevice's functions of the same IEEE semantics.
+_LIBDEVICE = {"floor": "floor", "ceil": "ceil", "rint": "rint", "sqrt": "sqrt", "cbrt": "cbrt",
+              "trunc": "trunc", "fmod": "fmod", "power": "pow", "copysign": "copysign"}
+
+
+def _numpy_on_device(cuda):
+    """A stand-in for the `numpy` module in CUDA kernels: NumPy's own names, except the
+    functions above (libdevice's, float32 or float64 by the argument) and `iinfo` (the
+    bits, min and max of an integer type, as constants)."""
+    from collections import namedtuple
+
+    from numba import njit, types
+    from numba.core.extending import overload
+    from numba.cuda import libdevice
+
+    shim = pytypes.ModuleType("numpy_on_device")
+    shim.__dict__.update({k: v for k, v in vars(np).items() if not k.startswith("__")})
+
+    def stand_in(name, fn):
+        unary = name not in ("fmod", "power", "copysign")
+
+        def f1(x):
+            raise NotImplementedError(f"np.{name} on a CUDA device")
+
+        def f2(x, y):
+            raise NotImplementedError(f"np.{name} on a CUDA device")
+
+        f = f1 if unary else f2
+        f.__name__ = name
+
+        def pick(*args):
+            single = all(a == types.float32 for a in args)
+            return getattr(libdevice, fn + ("f" if single else ""))
+
+        if unary:
+            @overload(f, target="cuda")
+            def _unary(x):
+                impl = pick(x)
+                return lambda x: impl(x)
+        else:
+            @overload(f, target="cuda")
+            def _binary(x, y):
+                impl = pick(x, y)
+                return lambda x, y: impl(x, y)
+        return f
+
+    for name, fn in _LIBDEVICE.items():
+        setattr(shim, name, stand_in(name, fn))
+    IInfo = namedtuple("IInfo", "bits min max")
+
+    def iinfo(t):
+        raise NotImplementedError("np.iinfo on a CUDA device")
+
+    @overload(iinfo, target="cuda")
+    def _iinfo(t):
+        info = np.iinfo(str(getattr(t, "instance_type", t)))
+        bits, lo, hi = info.bits, info.dtype.type(info.min), info.dtype.type(info.max)
+        return lambda t: IInfo(bits, lo, hi)
+
+    shim.iinfo = iinfo
+    del njit
+    return shim
+
+
 def _device_helpers(cuda) -> dict:
-    """scalar.py's helpers for a real GPU: called from CUDA kernels, Numba compiles the
-    `@njit` ones for the device; float functions from libdevice; shuffles per type."""
-    from numba import types
+    """scalar.py's helpers for a real GPU: their bodies as `@njit(inline="always")`
+    functions (Numba compiles an @njit function a CUDA kernel calls for the device) with
+    NumPy's scalar functions from libdevice; the float functions libdevice's (fastmath.py's
+    polynomials are written for CPU vector units); warp shuffles per element type."""
+    from numba import njit, types
     from numba.core.extending import overload
 
     from ..codegen import scalar
 
-    out = {name: getattr(scalar, name) for name in scalar.__all__}
-    out["maximum_nsz"], out["minimum_nsz"] = scalar.maximum, scalar.minimum
+    np_device = _numpy_on_device(cuda)
+    # Python's min and max of two values, as Python defines them (the first on a tie): the
+    # built-in target does not compile the builtins' variadic implementation for the device.
+    two_min = njit(inline="always")(lambda a, b: b if b < a else a)
+    two_max = njit(inline="always")(lambda a, b: b if b > a else a)
+    out = _rebound({"np": np_device, "maximum_nsz": scalar.maximum,
+                    "minimum_nsz": scalar.minimum, "min": two_min, "max": two_max},
+                   njit(inline="always"))
+    out["min"], out["max"] = two_min, two_max
+    round_f64, round_f32 = out["f16_round_f64"], out["f16_round"]
+
+    def f16_from(x):
+        raise NotImplementedError("a device function")
+
+    @overload(f16_from, target="cuda")
+    def _f16_from(x):  # as scalar.f16_from's overload, with the device's helpers
+        if x == types.float64:
+            return lambda x: round_f64(x)
+        return lambda x: round_f32(np.float32(x))
+
+    out["f16_from"] = f16_from
+    out["kernel_numpy"] = np_device
 
     def device(fn):
-        return cuda.jit(device=True, inline=True)(fn)
+        return njit(inline="always")(fn)
 
     out["exp_f32"] = out["exp_f64"] = device(lambda x: math.exp(x))
     out["expm1_f32"] = out["expm1_f64"] = device(lambda x: math.expm1(x))
@@ -175,22 +268,27 @@ def _device_helpers(cuda) -> dict:
     def shfl_idx(v, src):
         raise NotImplementedError("a device function")
 
-    def lanes(v, shuffle):
-        # 32- and 64-bit values move as they are; narrower ones (and bools) widened to int32
-        if isinstance(v, types.Float) or (isinstance(v, types.Integer) and v.bitwidth >= 32):
-            return lambda v, k: shuffle(FULL_MASK, v, k)
-        if isinstance(v, types.Boolean):
-            return lambda v, k: shuffle(FULL_MASK, np.int32(v), k) != 0
-        back = getattr(np, str(v))
-        return lambda v, k: back(shuffle(FULL_MASK, np.int32(v), k))
+    # 32- and 64-bit values move as they are; narrower ones (and bools) widened to int32
+    def wide(v):
+        return isinstance(v, types.Float) or (isinstance(v, types.Integer) and v.bitwidth >= 32)
 
     @overload(shfl_down, target="cuda")
     def _shfl_down(v, delta):
-        return lanes(v, cuda.shfl_down_sync)
+        if wide(v):
+            return lambda v, delta: cuda.shfl_down_sync(FULL_MASK, v, delta)
+        if isinstance(v, types.Boolean):
+            return lambda v, delta: cuda.shfl_down_sync(FULL_MASK, np.int32(v), delta) != 0
+        back = getattr(np, str(v))
+        return lambda v, delta: back(cuda.shfl_down_sync(FULL_MASK, np.int32(v), delta))
 
     @overload(shfl_idx, target="cuda")
     def _shfl_idx(v, src):
-        return lanes(v, cuda.shfl_sync)
+        if wide(v):
+            return lambda v, src: cuda.shfl_sync(FULL_MASK, v, src)
+        if isinstance(v, types.Boolean):
+            return lambda v, src: cuda.shfl_sync(FULL_MASK, np.int32(v), src) != 0
+        back = getattr(np, str(v))
+        return lambda v, src: back(cuda.shfl_sync(FULL_MASK, np.int32(v), src))
 
     out["shfl_down"], out["shfl_idx"] = shfl_down, shfl_idx
     return out
@@ -202,7 +300,13 @@ _HELPERS: dict | None = None
 def helpers() -> dict:
     global _HELPERS
     if _HELPERS is None:
-        cuda = cuda_module()
+        # no device is needed to bind them (kernels compile to PTX without one)
+        from numba.core import config
+
+        if "numba.cuda" not in sys.modules and _wants_simulator():
+            config.ENABLE_CUDASIM = 1
+        from numba import cuda
+
         _HELPERS = _simulated_helpers() if simulated() else _device_helpers(cuda)
     return _HELPERS
 

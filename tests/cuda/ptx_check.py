@@ -1,0 +1,109 @@
+"""Compile the CUDA kernels of some programs to PTX for a real GPU (NVVM, no device needed):
+`python -m tests.cuda.ptx_check [cc]`. Prints one line per kernel, `OK name` or `FAIL name:
+error`, and exits 1 if any failed. Run in a process of its own, without the simulator
+(tests/cuda/test_ptx.py does), so that numba.cuda is the real target."""
+from __future__ import annotations
+
+import sys
+import warnings
+
+import numpy as np
+
+
+def programs():
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((4, 40)).astype(np.float32)
+    v = rng.standard_normal(3000).astype(np.float32)
+    i = rng.integers(-5, 5, (4, 8)).astype(np.int32)
+    h = x.astype(np.float16)
+
+    def softmax(a):
+        e = np.exp(a - a.max(axis=1, keepdims=True))
+        return e / e.sum(axis=1, keepdims=True)
+
+    def layernorm(a):
+        m = a.mean(axis=-1, keepdims=True)
+        var = ((a - m) ** 2).mean(axis=-1, keepdims=True)
+        return (a - m) / np.sqrt(var + 1e-5)
+
+    def gelu(a):
+        return 0.5 * a * (1 + np.tanh(0.7978845608 * (a + 0.044715 * a ** 3)))
+
+    return [
+        ("loop", lambda a: np.tanh(a) * 2 + np.exp(a) - np.log1p(np.abs(a)), (x,)),
+        ("gelu", gelu, (x,)),
+        ("softmax", softmax, (x,)),
+        ("layernorm", layernorm, (x,)),
+        ("full sum", lambda a, b, c: np.sum(a + b * c), (v, v, v)),
+        ("column mean", lambda a: a.mean(axis=0), (x,)),
+        ("argmax", lambda a: np.argmax(a, axis=1), (x,)),
+        ("int divide", lambda a, b: (a // b, a % b, a * b), (i, i + 6)),
+        ("float to int", lambda a: (a * 1e9).astype(np.int32), (x,)),
+        ("float16", lambda a: np.exp(a) * a, (h,)),
+        ("max nan", lambda a: (a.max(axis=1), np.maximum(a, 0.5)), (x,)),
+        ("data movement", lambda a: np.concatenate([a[:, ::-1], a.T.reshape(4, 40)]) + 1, (x,)),
+    ]
+
+
+class Recorder:
+    """Stands for a kernel in the generated driver: `kernel[blocks, threads](*arrays)`
+    compiles the kernel's Python function to PTX for the arrays' types."""
+
+    def __init__(self, name, kernel, cc, results):
+        self.name, self.kernel, self.cc, self.results = name, kernel, cc, results
+
+    def __getitem__(self, launch):
+        def call(*arrays):
+            from numba import cuda, typeof
+
+            sig = tuple(typeof(a) for a in arrays)
+            try:
+                cuda.compile_ptx(self.kernel.py_func, sig, cc=self.cc)
+                self.results.append((self.name, None))
+            except Exception as e:  # noqa: BLE001 - reported, line by line
+                first = [ln for ln in str(e).splitlines() if ln.strip()][:3]
+                self.results.append((self.name, " | ".join(first)))
+        return call
+
+
+def main(cc=(9, 0)) -> int:
+    warnings.simplefilter("ignore")
+    import types
+
+    import numba.cuda.dispatcher as dispatcher
+
+    # Device functions a kernel calls are compiled for the current device's compute
+    # capability; with no device here, for the one asked.
+    dispatcher.get_current_device = lambda: types.SimpleNamespace(compute_capability=cc)
+    import xla_explorer as xe
+    from xla_explorer.codegen import cache
+    from xla_explorer.codegen.numba_cpu import identifier
+    from xla_explorer.codegen.numba_cuda import generate_cuda_program
+    from xla_explorer.passes.buffer_assignment import OUTPUT
+
+    failed = 0
+    for label, f, args in programs():
+        ex = xe.explore(f, *args)  # the pipeline; the cuda program is generated below
+        module, assignment = ex.module, ex.buffers
+        program = generate_cuda_program(module, assignment)
+        py = cache.load(cache.write_source(identifier(module.name) + "_cuda", program.source))
+        results: list = []
+        for name in program.kernels:
+            setattr(py, name, Recorder(name, getattr(py, name), cc, results))
+        arena = np.zeros(max(program.arena_bytes, 1), np.uint8)
+        params = [np.ascontiguousarray(a).view(np.uint16) if a.dtype == np.float16 else
+                  np.ascontiguousarray(a) for a in args]
+        consts = [np.array(c.literal.reshape(c.dims)) for c in program.constants]
+        outs = [np.empty(b.shape.dims, np.uint16 if b.shape.dtype == np.float16
+                         else b.shape.dtype) for b in assignment.buffers if b.category == OUTPUT]
+        py.run(arena, *params, *consts, *outs)
+        for name, error in results:
+            print(f"{'OK' if error is None else 'FAIL'} {label}: {name}"
+                  + ("" if error is None else f": {error}"))
+            failed += error is not None
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    cc = tuple(int(c) for c in sys.argv[1].split(".")) if len(sys.argv) > 1 else (9, 0)
+    sys.exit(main(cc))

@@ -66,7 +66,17 @@ class Recorder:
         return call
 
 
-def main(cc=(9, 0)) -> int:
+def record_programs():
+    """One case of every op record (the sweep of tests/cuda/test_records.py)."""
+    from .test_records import _params
+    from ..trace.test_numpy_ops import _args_factory, _bind
+
+    for p in _params():
+        record, dtype, shapes, variant = p.values
+        yield p.id, _bind(record, variant, dtype), _args_factory(record, shapes, dtype)()
+
+
+def main(cc=(9, 0), records: bool = False) -> int:
     warnings.simplefilter("ignore")
     import types
 
@@ -82,17 +92,25 @@ def main(cc=(9, 0)) -> int:
     from xla_explorer.passes.buffer_assignment import OUTPUT
 
     failed = 0
-    for label, f, args in programs():
-        ex = xe.explore(f, *args)  # the pipeline; the cuda program is generated below
-        module, assignment = ex.module, ex.buffers
-        program = generate_cuda_program(module, assignment)
+    for label, f, args in (record_programs() if records else programs()):
+        try:
+            ex = xe.explore(f, *args)  # the pipeline; the cuda program is generated below
+            module, assignment = ex.module, ex.buffers
+            program = generate_cuda_program(module, assignment)
+        except xe.CompileError as e:  # refused by name: not a kernel to compile
+            print(f"REFUSED {label}: {str(e).splitlines()[0]}")
+            continue
+        if any(not isinstance(a, np.ndarray) for a in args):
+            args = tuple(np.asarray(a) for a in args)
         py = cache.load(cache.write_source(identifier(module.name) + "_cuda", program.source))
         results: list = []
         for name in program.kernels:
-            setattr(py, name, Recorder(name, getattr(py, name), cc, results))
+            kernel = getattr(py, name)  # (a module seen before holds its recorders)
+            kernel = kernel.kernel if isinstance(kernel, Recorder) else kernel
+            setattr(py, name, Recorder(name, kernel, cc, results))
         arena = np.zeros(max(program.arena_bytes, 1), np.uint8)
-        params = [np.ascontiguousarray(a).view(np.uint16) if a.dtype == np.float16 else
-                  np.ascontiguousarray(a) for a in args]
+        params = [np.asarray(a, order="C") for a in args]  # (ascontiguousarray makes 0-d 1-d)
+        params = [a.view(np.uint16) if a.dtype == np.float16 else a for a in params]
         consts = [np.array(c.literal.reshape(c.dims)) for c in program.constants]
         outs = [np.empty(b.shape.dims, np.uint16 if b.shape.dtype == np.float16
                          else b.shape.dtype) for b in assignment.buffers if b.category == OUTPUT]
@@ -105,5 +123,6 @@ def main(cc=(9, 0)) -> int:
 
 
 if __name__ == "__main__":
-    cc = tuple(int(c) for c in sys.argv[1].split(".")) if len(sys.argv) > 1 else (9, 0)
-    sys.exit(main(cc))
+    rest = [a for a in sys.argv[1:] if a != "--records"]
+    cc = tuple(int(c) for c in rest[0].split(".")) if rest else (9, 0)
+    sys.exit(main(cc, records="--records" in sys.argv))

@@ -10,7 +10,6 @@ from .base import Backend, Executable
 
 # Ops the CUDA code generator does not compile yet, and why (must-compile names them).
 NOT_YET = {
-    "dot": "matrix products (np.dot, @, einsum)",
     "convolution": "convolutions",
     "scatter": "scatters (x[idx] = v, np.add.at)",
     "sort": "sorts (np.sort, np.argsort, np.median, np.percentile)",

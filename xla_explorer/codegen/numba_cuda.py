@@ -51,6 +51,8 @@ ROW_THREADS = 256
 WARP = 32
 # Shared memory a row kernel may keep a row in (of the 48 KiB a block has without opting in).
 SHARED_BUDGET = 32 * 1024
+# A product's tile of the result (PRODUCT_TILE x PRODUCT_TILE elements, one block).
+PRODUCT_TILE = 16
 # Blocks a full reduction spreads over, at most: each adds a grid-stride partial.
 FULL_REDUCTION_BLOCKS = 1024
 
@@ -114,12 +116,16 @@ class CudaKernelEmitter(cpu.KernelEmitter):
         args = [f"p{p.parameter_number}" for p in params]
         outs = [f"out{k}" for k in range(len(self.outputs))]
         for inst in self.comp.instructions:
-            if inst.opcode in ("dot", "scatter", "sort", "reduce-window"):
+            if inst.opcode in ("scatter", "sort", "reduce-window"):
                 raise UnsupportedOpError(f"the cuda backend does not compile {inst.opcode} "
                                          f"({inst.name}) yet", op=inst.opcode)
         plan = cpu._row_plan(self.comp, self.outputs)
         reduces = [i for i in self.comp.instructions if i.opcode == "reduce"]
-        if plan is not None and not reduces:
+        dots = [i for i in self.comp.instructions if i.opcode == "dot"]
+        if dots:
+            shape = "product"
+            self._emit_product_cuda(dots, reduces)
+        elif plan is not None and not reduces:
             shape = "loop"
             self._emit_loop()
         elif plan is not None:
@@ -454,6 +460,101 @@ class CudaKernelEmitter(cpu.KernelEmitter):
             idx = ("0",) * len(o.dims)
             self._store(self.out_names[id(o)], idx, self.value(o, idx))
         self.w.line("counter[0] = 0  # ready for the next call")
+        self.close(1)
+        self.close(1)
+
+    # -- products: shared-memory tiles, the epilogue before the store ----------------------
+
+    def _emit_product_cuda(self, dots, reduces):
+        """C = A @ B in TILE x TILE tiles of C, one per block at a time (a grid-stride loop
+        over the tiles), one element per thread: the block stages a TILE-wide slab of A and
+        of B in shared memory, every thread reads TILE of each from there, so each element of
+        A and B is read from global memory once per tile instead of once per product. The
+        element-wise epilogue runs on the thread's element before it is stored."""
+        if len(dots) != 1 or reduces:
+            raise UnsupportedOpError("the cuda backend compiles a product fused with "
+                                     "element-wise ops only", op="dot")
+        (dot,) = dots
+        cpu._refuse_float16(dot)
+        a, b = dot.operands
+        lb, lc = dot.attr("lhs_batch_dims", ()), dot.attr("lhs_contracting_dims", ())
+        rb, rc = dot.attr("rhs_batch_dims", ()), dot.attr("rhs_contracting_dims", ())
+        lf = [d for d in range(len(a.dims)) if d not in lb and d not in lc]
+        rf = [d for d in range(len(b.dims)) if d not in rb and d not in rc]
+        if len(lf) > 1 or len(rf) > 1 or len(lc) != 1:
+            raise UnsupportedOpError("the cuda backend compiles products of matrices (one free "
+                                     "and one contracted dimension each) only", op="dot")
+        self._check_reads_at_kept([dot], dot.dims)
+        batch_dims = tuple(a.dims[d] for d in lb)
+        m = a.dims[lf[0]] if lf else 1
+        n = b.dims[rf[0]] if rf else 1
+        k = a.dims[lc[0]]
+        T = PRODUCT_TILE
+        tiles_m, tiles_n = -(-m // T), -(-n // T)
+        tiles = prod(batch_dims) * tiles_m * tiles_n
+        self.threads, self.blocks = T * T, max(1, min(MAX_BLOCKS, tiles))
+        self.reason = (f"a {m}x{k} by {k}x{n} product"
+                       + (f" ({prod(batch_dims)} of them)" if batch_dims else "")
+                       + f": {tiles} tiles of {T}x{T} elements of the result, one block of "
+                       f"{T * T} threads per tile (one element each), the operands staged "
+                       f"in shared memory {T} columns at a time")
+        acc_t = np.dtype(dot.dtype)
+        a_tile = self._shared("a_tile", (T, T + 1), acc_t)  # +1: no bank conflicts
+        b_tile = self._shared("b_tile", (T, T + 1), acc_t)
+        self.w.line("tid = cuda.threadIdx.x")
+        self.w.line(f"tx = tid % {T}")
+        self.w.line(f"ty = tid // {T}")
+        tile = self._strided(tiles, "cuda.blockIdx.x", "cuda.gridDim.x")
+        self.w.line(f"t = {tile} // {tiles_m * tiles_n}")
+        self.w.line(f"i = ({tile} // {tiles_n}) % {tiles_m} * {T} + ty")
+        self.w.line(f"j = {tile} % {tiles_n} * {T} + tx")
+        bidx = self._unravel("t", batch_dims)
+        acc = self.w.fresh("acc")
+        self.w.line(f"{acc} = {exprs.literal(0, acc_t)}")
+        k0 = self.w.fresh("k0")
+        self.w.line(f"for {k0} in range(0, {k}, {T}):")
+        self.open()
+
+        def operand_index(x, batch, free, contracting, f_i, c_i):
+            idx = [""] * len(x.dims)
+            for d, i in zip(batch, bidx):
+                idx[d] = i
+            if free:
+                idx[free[0]] = f_i
+            idx[contracting[0]] = c_i
+            return tuple(idx)
+
+        for tile_name, x, cond, at in (
+                (a_tile, a, f"i < {m} and {k0} + tx < {k}",
+                 operand_index(a, lb, lf, lc, "i", f"({k0} + tx)")),
+                (b_tile, b, f"{k0} + ty < {k} and j < {n}",
+                 operand_index(b, rb, rf, rc, "j", f"({k0} + ty)"))):
+            self.w.line(f"if {cond}:")
+            self.open()
+            v = self.value(x, at)
+            self.w.line(f"{tile_name}[ty, tx] = {cpu.np_type(acc_t)}({v})")
+            self.close(1)
+            self.w.line("else:")
+            self.w.line(f"    {tile_name}[ty, tx] = {exprs.literal(0, acc_t)}")
+        self.w.line("cuda.syncthreads()")
+        q = self.w.fresh("q")
+        self.w.line(f"for {q} in range({T}):")
+        lhs, rhs = f"{a_tile}[ty, {q}]", f"{b_tile}[{q}, tx]"
+        if acc_t == np.bool_:
+            self.w.line(f"    {acc} = {acc} or ({lhs} and {rhs})")
+        elif acc_t.kind in "iu":
+            self.w.line(f"    {acc} = {cpu.np_type(acc_t)}({acc} + {lhs} * {rhs})")
+        else:
+            self.w.line(f"    {acc} = {acc} + {lhs} * {rhs}")
+        self.w.line("cuda.syncthreads()  # the tiles are read before the next are staged")
+        self.close(1)
+        self.w.line(f"if i < {m} and j < {n}:")
+        self.open()
+        self.row_scalars[id(dot)] = acc
+        idx = bidx + (("i",) if lf else ()) + (("j",) if rf else ())
+        for o in self.outputs:
+            self.w.comment(o)
+            self._store(self.out_names[id(o)], idx, self.value(o, idx))
         self.close(1)
         self.close(1)
 

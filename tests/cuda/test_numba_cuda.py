@@ -46,8 +46,8 @@ def test_loop_kernel_is_one_thread_per_element_over_a_grid_stride_loop(x):
     ex, got = run_cuda(lambda a: np.tanh(a) * 2 + a, x)
     np.testing.assert_allclose(got, np.tanh(x) * 2 + x, rtol=1e-6, atol=1e-6)
     (src,) = ex.kernels.values()
-    assert src.startswith("# launch: 1 blocks x 128 threads (loop kernel): one thread per "
-                          "element of 120"), src
+    assert src.startswith("# launch: 1 x 128 (blocks x threads), loop kernel: one thread per "
+                          "element of 120 over a grid-stride loop: 1 block of 128 threads"), src
     assert "for j_" in src and "range(start, 120, step)" in src
     assert ex.executable.program.launches[next(iter(ex.kernels))] == (1, 128)
 
@@ -89,7 +89,7 @@ def test_column_reduction_is_one_thread_per_column(rng):
     x = rng.standard_normal((7, 50)).astype(np.float32)
     ex, got = run_cuda(lambda a: a.mean(axis=0), x)
     np.testing.assert_allclose(got, x.mean(axis=0), rtol=1e-6, atol=1e-7)
-    (src,) = [s for s in ex.kernels.values() if "(column kernel)" in s.splitlines()[0]]
+    (src,) = [s for s in ex.kernels.values() if "column kernel" in s.splitlines()[0]]
     assert "one thread per result element (50), each looping over the 7" in src.splitlines()[0]
 
 
@@ -155,8 +155,22 @@ def test_jit_on_cuda(x):
 
 
 def test_ops_not_compiled_yet_are_refused_by_name(x):
-    with pytest.raises(xe.CompileError, match="dot: the cuda backend does not compile matrix"):
-        xe.explore(lambda a: a @ a.T, x, backend="cuda")
+    with pytest.raises(xe.CompileError, match="sort: the cuda backend does not compile sorts"):
+        xe.explore(lambda a: np.sort(a, axis=1), x, backend="cuda")
+
+
+@pytest.mark.parametrize("f,shapes", [
+    (lambda a, w, b: np.maximum(a @ w + b, 0), [(20, 7), (7, 18), (18,)]),
+    (lambda a, w: a @ w.T, [(5, 6), (9, 6)]),
+    (np.matmul, [(2, 5, 4), (2, 4, 3)]),
+    (lambda a, w: np.tensordot(a, w, axes=2), [(2, 3, 4), (3, 4, 5)]),
+])
+def test_output_fusion_is_a_tiled_product_with_its_epilogue(f, shapes, rng):
+    args = [rng.standard_normal(s).astype(np.float32) for s in shapes]
+    ex, got = run_cuda(f, *args)
+    np.testing.assert_allclose(got, f(*args), rtol=1e-5, atol=1e-5)
+    src = next(s for s in ex.kernels.values() if "product kernel" in s.splitlines()[0])
+    assert "cuda.shared.array((16, 17)" in src and "tiles of 16x16" in src
 
 
 def test_xla_cell_magic_on_cuda(x):

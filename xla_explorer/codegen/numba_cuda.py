@@ -81,9 +81,9 @@ def launch_for_loop(n: int) -> tuple[int, int, str]:
     """(blocks, threads, reason) of a grid-stride loop over n elements."""
     threads = min(LOOP_THREADS, max(WARP, _round_up(n, WARP)))
     blocks = max(1, min(MAX_BLOCKS, -(-n // threads)))
-    why = (f"one thread per element of {n}: {threads} threads a block"
-           + (f", {blocks} blocks" if blocks < MAX_BLOCKS else
-              f", {blocks} blocks (the cap), each thread striding over several elements"))
+    why = (f"one thread per element of {n} over a grid-stride loop: {blocks} "
+           f"block{'s' if blocks > 1 else ''} of {threads} threads"
+           + (" (the cap: each thread takes several elements)" if blocks == MAX_BLOCKS else ""))
     return blocks, threads, why
 
 
@@ -135,7 +135,7 @@ class CudaKernelEmitter(cpu.KernelEmitter):
             shape = "column"
             self._emit_columns()
         scratch = ["scratch"] if self.scratch else []
-        header = [f"# launch: {self.blocks} blocks x {self.threads} threads ({shape} kernel): "
+        header = [f"# launch: {self.blocks} x {self.threads} (blocks x threads), {shape} kernel: "
                   f"{self.reason}",
                   "@cuda.jit",
                   f"def {self.name}({', '.join(args + outs + scratch)}):"]
@@ -307,7 +307,7 @@ class CudaKernelEmitter(cpu.KernelEmitter):
                   and (is_expensive(i) or i.opcode == "parameter")]
         keep, used = [], 0
         for i in sorted(wanted, key=lambda i: i.opcode == "parameter"):
-            size = prod(trail) * 8
+            size = prod(trail) * max(np.dtype(i.dtype).itemsize, 4)  # float16 kept as float32
             if used + size <= SHARED_BUDGET:
                 keep.append(i)
                 used += size
@@ -481,14 +481,11 @@ class CudaKernelEmitter(cpu.KernelEmitter):
         rb, rc = dot.attr("rhs_batch_dims", ()), dot.attr("rhs_contracting_dims", ())
         lf = [d for d in range(len(a.dims)) if d not in lb and d not in lc]
         rf = [d for d in range(len(b.dims)) if d not in rb and d not in rc]
-        if len(lf) > 1 or len(rf) > 1 or len(lc) != 1:
-            raise UnsupportedOpError("the cuda backend compiles products of matrices (one free "
-                                     "and one contracted dimension each) only", op="dot")
         self._check_reads_at_kept([dot], dot.dims)
         batch_dims = tuple(a.dims[d] for d in lb)
-        m = a.dims[lf[0]] if lf else 1
-        n = b.dims[rf[0]] if rf else 1
-        k = a.dims[lc[0]]
+        m = prod(a.dims[d] for d in lf)
+        n = prod(b.dims[d] for d in rf)
+        k = prod(a.dims[d] for d in lc)
         T = PRODUCT_TILE
         tiles_m, tiles_n = -(-m // T), -(-n // T)
         tiles = prod(batch_dims) * tiles_m * tiles_n
@@ -515,23 +512,22 @@ class CudaKernelEmitter(cpu.KernelEmitter):
         self.w.line(f"for {k0} in range(0, {k}, {T}):")
         self.open()
 
-        def operand_index(x, batch, free, contracting, f_i, c_i):
+        def operand_index(x, batch, free, contracting, f_flat, c_flat):
             idx = [""] * len(x.dims)
             for d, i in zip(batch, bidx):
                 idx[d] = i
-            if free:
-                idx[free[0]] = f_i
-            idx[contracting[0]] = c_i
+            for d, i in zip(free, self._unravel(f_flat, [x.dims[d] for d in free])):
+                idx[d] = i
+            for d, i in zip(contracting, self._unravel(c_flat, [x.dims[d] for d in contracting])):
+                idx[d] = i
             return tuple(idx)
 
-        for tile_name, x, cond, at in (
-                (a_tile, a, f"i < {m} and {k0} + tx < {k}",
-                 operand_index(a, lb, lf, lc, "i", f"({k0} + tx)")),
-                (b_tile, b, f"{k0} + ty < {k} and j < {n}",
-                 operand_index(b, rb, rf, rc, "j", f"({k0} + ty)"))):
+        for tile_name, x, cond, where in (
+                (a_tile, a, f"i < {m} and {k0} + tx < {k}", (lb, lf, lc, "i", f"({k0} + tx)")),
+                (b_tile, b, f"{k0} + ty < {k} and j < {n}", (rb, rf, rc, "j", f"({k0} + ty)"))):
             self.w.line(f"if {cond}:")
             self.open()
-            v = self.value(x, at)
+            v = self.value(x, operand_index(x, *where))
             self.w.line(f"{tile_name}[ty, tx] = {cpu.np_type(acc_t)}({v})")
             self.close(1)
             self.w.line("else:")
@@ -551,7 +547,8 @@ class CudaKernelEmitter(cpu.KernelEmitter):
         self.w.line(f"if i < {m} and j < {n}:")
         self.open()
         self.row_scalars[id(dot)] = acc
-        idx = bidx + (("i",) if lf else ()) + (("j",) if rf else ())
+        idx = (bidx + self._unravel("i", [a.dims[d] for d in lf])
+               + self._unravel("j", [b.dims[d] for d in rf]))
         for o in self.outputs:
             self.w.comment(o)
             self._store(self.out_names[id(o)], idx, self.value(o, idx))

@@ -15,6 +15,7 @@ from IPython.core.interactiveshell import InteractiveShell
 from IPython.utils.capture import capture_output
 
 import xla_explorer as xe
+from xla_explorer import compiler
 
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
 ROOT = Path(__file__).resolve().parents[2]
@@ -154,9 +155,42 @@ def test_jit_on_cuda(x):
     np.testing.assert_array_equal(f(x), x * 2 + 1)
 
 
-def test_ops_not_compiled_yet_are_refused_by_name(x):
-    with pytest.raises(xe.CompileError, match="sort: the cuda backend does not compile sorts"):
-        xe.explore(lambda a: np.sort(a, axis=1), x, backend="cuda")
+def test_what_the_cuda_backend_cannot_compile_is_refused_by_name():
+    text = """HloModule pairs
+
+add {
+  add.a = f32[] parameter(0)
+  add.b = f32[] parameter(1)
+  ROOT add.r = f32[] add(add.a, add.b)
+}
+
+ENTRY main {
+  x = f32[8] parameter(0)
+  z = f32[] constant(0)
+  ROOT pairs = f32[7] reduce-window(x, z), window={size=2}, to_apply=add
+}
+"""
+    module = xe.verify(xe.parse_hlo(text))
+    with pytest.raises(xe.CompileError, match="reduce-window only as a scan"):
+        compiler.compile(module, "cuda")
+
+
+def _add_at(a, i, v):
+    a = a.copy()
+    np.add.at(a, i, v)
+    return a
+
+
+@pytest.mark.parametrize("f", [
+    lambda a: np.sort(a, axis=1), lambda a: np.argsort(a, axis=1),
+    lambda a: np.cumsum(a, axis=1), lambda a: np.cumsum(a), np.median,
+    lambda a: _add_at(a[0], np.array([0, 2, 2, 5]), np.ones(4, np.float32)),
+    lambda a: np.sort(a) * 2 + 1,
+], ids=["sort", "argsort", "cumsum-rows", "cumsum-flat", "median", "add.at", "sort-epilogue"])
+def test_scatters_sorts_and_scans_run_in_one_block(f, x):
+    ex, got = run_cuda(f, x)
+    np.testing.assert_allclose(got, f(x), rtol=1e-6, atol=1e-6)
+    assert any("one-block kernel" in s.splitlines()[0] for s in ex.kernels.values())
 
 
 @pytest.mark.parametrize("f,shapes", [

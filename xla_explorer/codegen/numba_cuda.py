@@ -29,6 +29,7 @@ written as a header comment of the kernel's source, with the reason.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from math import prod
 
@@ -51,6 +52,10 @@ ROW_THREADS = 256
 WARP = 32
 # Shared memory a row kernel may keep a row in (of the 48 KiB a block has without opting in).
 SHARED_BUDGET = 32 * 1024
+# Ops that run as phases of their own in one block (the CPU emitter's, shared out among the
+# block's threads): a scatter (its updates in order, on one thread), a sort and a scan (one
+# thread per row).
+SERIAL_PHASES = ("scatter", "sort", "reduce-window")
 # A product's tile of the result (PRODUCT_TILE x PRODUCT_TILE elements, one block).
 PRODUCT_TILE = 16
 # Blocks a full reduction spreads over, at most: each adds a grid-stride partial.
@@ -115,14 +120,19 @@ class CudaKernelEmitter(cpu.KernelEmitter):
         params = sorted(self.params, key=lambda p: p.parameter_number)
         args = [f"p{p.parameter_number}" for p in params]
         outs = [f"out{k}" for k in range(len(self.outputs))]
-        for inst in self.comp.instructions:
-            if inst.opcode in ("scatter", "sort", "reduce-window"):
-                raise UnsupportedOpError(f"the cuda backend does not compile {inst.opcode} "
-                                         f"({inst.name}) yet", op=inst.opcode)
         plan = cpu._row_plan(self.comp, self.outputs)
         reduces = [i for i in self.comp.instructions if i.opcode == "reduce"]
         dots = [i for i in self.comp.instructions if i.opcode == "dot"]
-        if dots:
+        phases = [i for i in self.comp.instructions if i.opcode in SERIAL_PHASES]
+        if phases:
+            if reduces or dots:
+                raise UnsupportedOpError(
+                    f"the cuda backend does not compile {phases[0].opcode} "
+                    f"({phases[0].name}) fused with a reduction or a product yet",
+                    op=phases[0].opcode)
+            shape = "one-block"
+            self._emit_one_block(phases)
+        elif dots:
             shape = "product"
             self._emit_product_cuda(dots, reduces)
         elif plan is not None and not reduces:
@@ -462,6 +472,59 @@ class CudaKernelEmitter(cpu.KernelEmitter):
         self.w.line("counter[0] = 0  # ready for the next call")
         self.close(1)
         self.close(1)
+
+    # -- one block: scatters, sorts and scans, phase by phase ---------------------------------
+
+    def _emit_one_block(self, phases):
+        """The CPU emitter's phases, shared out among one block's threads: every loop the CPU
+        runs in parallel (a scan's or sort's rows, the outputs' elements) is a block-stride
+        loop, a scatter's updates run on one thread in order (as np.add.at applies them),
+        and a barrier separates the phases, which read what earlier phases wrote."""
+        widest = max([prod(o.dims) for o in self.outputs] + [1])
+        self.threads = min(ROW_THREADS, max(WARP, _round_up(widest, WARP)))
+        self.blocks = 1
+        what = ", ".join(sorted({p.opcode for p in phases}))
+        self.reason = (f"one block ({what}): a phase reads what the one before wrote, which only "
+                       "a block's barrier orders; its rows and elements are shared out among "
+                       "the block's threads (a scatter's updates stay in order on one thread)")
+        self.serial = 0
+        self.w.line("tid = cuda.threadIdx.x")
+        for inst in self.comp.instructions:
+            if inst.opcode == "scatter":
+                self._emit_scatter(inst)
+        for inst in self._reduces():
+            if inst.opcode in cpu.PHASE_OPS:
+                cpu.PHASE_OPS[inst.opcode](self, inst)
+                self.w.line("cuda.syncthreads()  # the phase is written before it is read")
+        self._emit_outputs(self.outputs, parallel_ok=True)
+        # A row's scratch (a sort's positions) is the thread's own: local memory.
+        self.w.lines = [re.sub(r"np\.empty\((\d+), dtype=([\w.]+)\)", r"cuda.local.array(\1, \2)",
+                               line) for line in self.w.lines]
+
+    def _emit_scatter(self, inst):
+        self.w.line("if tid == 0:  # the updates in order, as np.add.at applies them")
+        self.open()
+        self.serial += 1
+        super()._emit_scatter(inst)
+        self.serial -= 1
+        self.close(1)
+        self.w.line("cuda.syncthreads()  # the phase is written before it is read")
+
+    def loop_nest(self, dims, parallel: bool, sums=()) -> tuple[str, ...]:
+        """One block-stride loop over the flattened `dims` (one thread per element), or the
+        CPU's loops where the work must stay on one thread."""
+        if getattr(self, "serial", 1) or not dims or sums:
+            return super().loop_nest(dims, False, sums)
+        flat = self._strided(prod(dims), "tid", self.threads)
+        self.scopes[-1].extra = len(dims) - 1  # type: ignore[attr-defined]
+        return self._unravel(flat, dims)
+
+    def close(self, n: int) -> None:
+        """Close n of the caller's loops: a block-stride loop stands for several."""
+        while n > 0:
+            extra = getattr(self.scopes[-1], "extra", 0)
+            super().close(1)
+            n -= 1 + extra
 
     # -- products: shared-memory tiles, the epilogue before the store ----------------------
 

@@ -443,6 +443,11 @@ class Exploration:
         from .runtime.bench import bench
 
         args = args or self.args
+        if self.backend == "cuda" and not self.autocluster:
+            from .runtime.cuda_bench import bench_cuda  # kernels by CUDA events, CuPy eager
+
+            self.last_bench = bench_cuda(self, args, repeat)
+            return self.last_bench
         a = self.buffers
         outputs = sum(b.size for b in a.buffers if b.category == OUTPUT) if a else 0
         exe = self.executable

@@ -236,3 +236,15 @@ def test_without_a_gpu_or_the_simulator_the_error_says_how_to_get_either():
         return
     assert "no CUDA GPU is available here" in out
     assert "NUMBA_ENABLE_CUDASIM=1" in out and "xla-explorer[cuda]" in out
+
+
+def test_bench_times_the_kernels_apart_from_the_transfers(x):
+    ex = xe.explore(softmax, x, backend="cuda")
+    result = ex.bench(repeat=2)
+    assert result is ex.last_bench and result.compiled.median > 0
+    assert result.transfer is not None and result.transfer.median > 0
+    # device memory: the arena (empty here: one kernel) and the 480-byte output
+    assert result.compiled.peak_bytes == ex.executable.arena_bytes + x.nbytes
+    text = result.table()
+    assert "compiled kernels" in text and "transfers (host<->device)" in text
+    assert "simulator" in text or "eager CuPy" in text

@@ -411,7 +411,6 @@ class CudaKernelEmitter(cpu.KernelEmitter):
         self.w.line(f"warp = tid // {WARP}")
         self.w.line("start = cuda.blockIdx.x * cuda.blockDim.x + tid")
         self.w.line("step = cuda.gridDim.x * cuda.blockDim.x")
-        results = []
         for inst in reduces:
             self.w.comment(inst)
             operands, inits, reducer = self._reducer_parts(inst)
@@ -423,7 +422,7 @@ class CudaKernelEmitter(cpu.KernelEmitter):
             types = self._acc_types(inst, reducer)
             self._block_reduce(inst, reducer, accs, types)
             parts = []
-            for acc, t in zip(accs, types):
+            for t in types:
                 offset = _round_up(offset, 8)
                 var = self.w.fresh("partials")
                 self.w.line(f"{var} = scratch[{offset}:{offset + 8 * self.blocks}]"
@@ -433,7 +432,7 @@ class CudaKernelEmitter(cpu.KernelEmitter):
             self.w.line("if tid == 0:")
             for p, acc in zip(parts, accs):
                 self.w.line(f"    {p}[cuda.blockIdx.x] = {acc}")
-            slots.append((inst, reducer, parts, late, types, inits))
+            slots.append((inst, reducer, parts, late))
         self.scratch = offset
         self.w.line("# the last block to finish sees every partial (the fence publishes this "
                     "block's before it counts itself)")
@@ -446,7 +445,7 @@ class CudaKernelEmitter(cpu.KernelEmitter):
         self.w.line(f"if done[0] == {self.blocks - 1}:")
         self.open()
         self.w.line("cuda.threadfence()")
-        for inst, reducer, parts, late, types, inits in slots:
+        for inst, reducer, parts, late in slots:
             accs = []
             for p in parts:
                 acc = self.w.fresh("acc")

@@ -47,6 +47,11 @@ def cuda_module():
 
     if "numba.cuda" not in sys.modules and _wants_simulator() and not config.ENABLE_CUDASIM:
         config.ENABLE_CUDASIM = 1
+    if "numba.cuda" not in sys.modules and not config.ENABLE_CUDASIM and not _driver_present():
+        # Not importing numba.cuda here keeps the choice open: NUMBA_ENABLE_CUDASIM set
+        # later in this process still gets the simulator.
+        raise CompileError("no CUDA GPU is available here: no CUDA driver library was found",
+                           op="cuda", hint=HOW_TO_GET_ONE)
     try:
         from numba import cuda
     except ImportError as e:  # a Numba built without its CUDA target
@@ -59,6 +64,18 @@ def cuda_module():
         raise CompileError(f"no CUDA GPU is available here: {where}numba.cuda finds no device",
                            op="cuda", hint=HOW_TO_GET_ONE)
     return cuda
+
+
+def _driver_present() -> bool:
+    """Whether the CUDA driver library (libcuda) can be found, as Numba would look for it."""
+    import ctypes.util
+
+    if os.environ.get("NUMBA_CUDA_DRIVER"):
+        return True
+    return ctypes.util.find_library("cuda") is not None or any(
+        os.path.exists(p) for p in ("/usr/lib/x86_64-linux-gnu/libcuda.so.1",
+                                    "/usr/lib64/libcuda.so.1", "/usr/lib/wsl/lib/libcuda.so.1",
+                                    "/usr/lib/aarch64-linux-gnu/libcuda.so.1"))
 
 
 def simulated() -> bool:

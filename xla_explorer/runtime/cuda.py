@@ -12,6 +12,7 @@ call are counted apart from its kernels (`last_call`).
 """
 from __future__ import annotations
 
+import sys
 import time
 from dataclasses import dataclass
 from typing import Sequence
@@ -28,6 +29,8 @@ from ..passes.buffer_assignment import OUTPUT, BufferAssignment
 from .cuda_device import cuda_module, simulated
 
 _F16 = np.dtype(np.float16)
+# Python's thread switch interval while the simulator runs a program (see CudaExecutable._run).
+SIMULATOR_SWITCH_INTERVAL = 1e-4
 
 
 @dataclass
@@ -144,13 +147,27 @@ class CudaExecutable(Executable):
             return np.dtype(self.params[k].dtype)
         return self.constants[k].dtype
 
+    def _run(self, dev_args, outs) -> None:
+        if not self.simulated:
+            self._py.run(self.arena, *dev_args, *self._device_constants, *outs)
+            return
+        # The simulator runs a block as one Python thread per CUDA thread, which meet at
+        # every barrier and shuffle: switching between them often makes that several
+        # times faster than Python's default 5 ms switch interval.
+        before = sys.getswitchinterval()
+        sys.setswitchinterval(SIMULATOR_SWITCH_INTERVAL)
+        try:
+            self._py.run(self.arena, *dev_args, *self._device_constants, *outs)
+        finally:
+            sys.setswitchinterval(before)
+
     def _launch(self, dev_args, outs) -> None:
         if self.compile_seconds is not None:
-            self._py.run(self.arena, *dev_args, *self._device_constants, *outs)
+            self._run(dev_args, outs)
             return
         start = time.perf_counter()
         try:
-            self._py.run(self.arena, *dev_args, *self._device_constants, *outs)
+            self._run(dev_args, outs)
         except CompileError:
             raise
         except Exception as e:
@@ -179,7 +196,7 @@ class CudaExecutable(Executable):
         for _ in range(repeat):
             if self.simulated:
                 t = time.perf_counter()
-                self._py.run(self.arena, *dev, *self._device_constants, *outs)
+                self._run(dev, outs)
                 cuda.synchronize()
                 times.append(time.perf_counter() - t)
                 continue

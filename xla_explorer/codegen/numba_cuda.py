@@ -101,18 +101,9 @@ class CudaKernelEmitter(cpu.KernelEmitter):
         self.scratch = 0
         self.shared_bytes = 0
         self.declarations: list[str] = []  # shared arrays, declared at the kernel's top
+        self.scalar_arrays: set[str] = set()  # one-element shared arrays standing for 0-d values
 
     # -- where materialised values live: never np.empty inside a kernel ---------------------
-
-    def _storage(self, inst: Instruction, index: int | None = None) -> str:
-        target = inst if index is None else None
-        if target is not None and id(target) in self.out_names:
-            return self.out_names[id(target)]
-        raise UnsupportedOpError(
-            f"the cuda backend keeps no array of {inst.name} ({inst.opcode}) inside a kernel "
-            "unless it is the kernel's output", op=inst.opcode,
-            source_file=inst.metadata.source_file or None,
-            source_line=inst.metadata.source_line or None)
 
     # -- the kernel -------------------------------------------------------------------------
 
@@ -124,17 +115,17 @@ class CudaKernelEmitter(cpu.KernelEmitter):
         reduces = [i for i in self.comp.instructions if i.opcode == "reduce"]
         dots = [i for i in self.comp.instructions if i.opcode == "dot"]
         phases = [i for i in self.comp.instructions if i.opcode in SERIAL_PHASES]
-        if phases:
-            if reduces or dots:
+        if dots:
+            if phases:
                 raise UnsupportedOpError(
                     f"the cuda backend does not compile {phases[0].opcode} "
-                    f"({phases[0].name}) fused with a reduction or a product yet",
-                    op=phases[0].opcode)
-            shape = "one-block"
-            self._emit_one_block(phases)
-        elif dots:
+                    f"({phases[0].name}) fused with a product yet", op=phases[0].opcode)
             shape = "product"
             self._emit_product_cuda(dots, reduces)
+        elif phases or (plan is None and self._column_plan(reduces) is None):
+            # anything else: its phases one after another in one block
+            shape = "one-block"
+            self._emit_one_block(phases + reduces)
         elif plan is not None and not reduces:
             shape = "loop"
             self._emit_loop()
@@ -491,14 +482,71 @@ class CudaKernelEmitter(cpu.KernelEmitter):
         for inst in self.comp.instructions:
             if inst.opcode == "scatter":
                 self._emit_scatter(inst)
+        self.one_block = True
         for inst in self._reduces():
             if inst.opcode in cpu.PHASE_OPS:
                 cpu.PHASE_OPS[inst.opcode](self, inst)
-                self.w.line("cuda.syncthreads()  # the phase is written before it is read")
+            else:
+                self._reduce_phase(inst)
+            self.w.line("cuda.syncthreads()  # the phase is written before it is read")
         self._emit_outputs(self.outputs, parallel_ok=True)
         # A row's scratch (a sort's positions) is the thread's own: local memory.
         self.w.lines = [re.sub(r"np\.empty\((\d+), dtype=([\w.]+)\)", r"cuda.local.array(\1, \2)",
                                line) for line in self.w.lines]
+
+    def _reduce_phase(self, inst):
+        """A reduce as a phase: one thread per element of its result (block-stride), each
+        accumulating what it reduces, into its output or a shared-memory array."""
+        cpu._refuse_float16(inst)
+        self.w.comment(inst)
+        n = len(inst.operands) // 2
+        if inst.shape.is_tuple:
+            stores = [self._element_storage(inst, k, needed=True) for k in range(n)]
+            shapes = list(inst.shape.elements)
+        else:
+            stores = [self._storage(inst)]
+            self.stored[id(inst)] = stores[0]
+            shapes = [inst.shape]
+        kept_dims = shapes[0].dims
+        flat = self._strided(prod(kept_dims), "tid", self.threads)
+        kidx = self._unravel(flat, kept_dims)
+        values = self._reduce_at(inst, kidx)
+        for store, v, shape in zip(stores, values, shapes):
+            self._store_result(store, kidx, v, shape.dtype)
+        self.close(1)
+
+    def _storage(self, inst: Instruction, index: int | None = None) -> str:
+        """In a one-block kernel, a value the phases hand on that is no output lives in
+        shared memory (a 0-d one as one element)."""
+        if index is None and id(inst) in self.out_names:
+            return self.out_names[id(inst)]
+        if not getattr(self, "one_block", False):
+            raise UnsupportedOpError(
+                f"the cuda backend keeps no array of {inst.name} ({inst.opcode}) inside this "
+                "kernel unless it is the kernel's output", op=inst.opcode,
+                source_file=inst.metadata.source_file or None,
+                source_line=inst.metadata.source_line or None)
+        shape = inst.shape if index is None else inst.shape.elements[index]
+        size = max(np.dtype(shape.dtype).itemsize, 4) * prod(shape.dims)
+        if self.shared_bytes + size > SHARED_BUDGET:
+            raise UnsupportedOpError(
+                f"the cuda backend keeps {inst.name} ({inst.opcode}, {shape}) for the kernel's "
+                "later phases in shared memory, and it does not fit", op=inst.opcode,
+                source_file=inst.metadata.source_file or None,
+                source_line=inst.metadata.source_line or None)
+        var = self._shared(inst.name if index is None else f"{inst.name}_{index}",
+                           shape.dims or (1,), shape.dtype)
+        if not shape.dims:
+            self.scalar_arrays.add(var)
+        return var
+
+    def _element(self, array: str, idx: tuple[str, ...]) -> str:
+        if array in self.scalar_arrays:
+            return f"{array}[0]"
+        return super()._element(array, idx)
+
+    def _store(self, array: str, idx, value: str) -> None:
+        super()._store(array, ("0",) if array in self.scalar_arrays else idx, value)
 
     def _emit_scatter(self, inst):
         self.w.line("if tid == 0:  # the updates in order, as np.add.at applies them")
@@ -543,7 +591,9 @@ class CudaKernelEmitter(cpu.KernelEmitter):
         rb, rc = dot.attr("rhs_batch_dims", ()), dot.attr("rhs_contracting_dims", ())
         lf = [d for d in range(len(a.dims)) if d not in lb and d not in lc]
         rf = [d for d in range(len(b.dims)) if d not in rb and d not in rc]
-        self._check_reads_at_kept([dot], dot.dims)
+        if not self._reads_at_kept([dot], dot.dims):
+            raise UnsupportedOpError("the cuda backend compiles a product fused with element-wise "
+                                     "ops of its shape only", op="dot")
         batch_dims = tuple(a.dims[d] for d in lb)
         m = prod(a.dims[d] for d in lf)
         n = prod(b.dims[d] for d in rf)
@@ -619,45 +669,39 @@ class CudaKernelEmitter(cpu.KernelEmitter):
 
     # -- columns: one thread per kept element ------------------------------------------------
 
+    def _column_plan(self, reduces):
+        """(operand dims, reduced axes) when every reduce reduces the same axes of the same
+        shape and everything computed from them reads them at the thread's own element
+        (an element-wise chain of the kept shape, ending in outputs of that shape): a value
+        of another thread is not in this thread's registers. None otherwise."""
+        shapes = {(r.operands[0].dims, tuple(sorted(r.attr("dimensions")))) for r in reduces}
+        if len(shapes) != 1:
+            return None
+        ((x_dims, axes),) = shapes
+        kept_dims = tuple(n for d, n in enumerate(x_dims) if d not in axes)
+        if not self._reads_at_kept(reduces, kept_dims):
+            return None
+        return x_dims, axes
+
     def _emit_columns(self):
         """Every reduce of the kernel keeps the same dimensions K of the same operand shape;
         one thread per element of K accumulates over the reduced ones, and writes the
         outputs at that element (those shaped K, read from the reduces' registers)."""
         reduces = self._reduces()
-        shapes = {(r.operands[0].dims, tuple(sorted(r.attr("dimensions")))) for r in reduces}
-        if len(shapes) != 1:
-            raise UnsupportedOpError("the cuda backend does not yet compile a fusion whose "
-                                     "reductions reduce different dimensions", op="reduce")
-        ((x_dims, axes),) = shapes
-        kept = [d for d in range(len(x_dims)) if d not in axes]
-        kept_dims = tuple(x_dims[d] for d in kept)
-        red_dims = tuple(x_dims[d] for d in axes)
-        self._check_reads_at_kept(reduces, kept_dims)
+        x_dims, axes = self._column_plan(reduces)
+        kept_dims = tuple(n for d, n in enumerate(x_dims) if d not in axes)
         n = prod(kept_dims)
         self.blocks, self.threads, _ = launch_for_loop(n)
         self.reason = (f"one thread per result element ({n}), each looping over the "
-                       f"{prod(red_dims)} it reduces; neighbouring threads read neighbouring "
-                       "elements, so a warp's loads coalesce")
+                       f"{prod(x_dims) // max(n, 1)} it reduces; neighbouring threads read "
+                       "neighbouring elements, so a warp's loads coalesce")
         self.w.line("start = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x")
         self.w.line("step = cuda.gridDim.x * cuda.blockDim.x")
         flat = self._strided(n, "start", "step")
         kidx = self._unravel(flat, kept_dims)
         for inst in reduces:
             self.w.comment(inst)
-            operands, inits, reducer = self._reducer_parts(inst)
-            accs, late = self._identity_start(inst, inits, reducer)
-            r = self.w.fresh("r")
-            self.w.line(f"for {r} in range({prod(red_dims)}):")
-            self.open()
-            ridx = self._unravel(r, red_dims)
-            full = [""] * len(x_dims)
-            for d, i in zip(kept, kidx):
-                full[d] = i
-            for d, i in zip(axes, ridx):
-                full[d] = i
-            self._step(inst, reducer, accs, [self.value(o, tuple(full)) for o in operands])
-            self.close(1)
-            values = self._finish(inst, reducer, accs, late)
+            values = self._reduce_at(inst, kidx)
             if inst.shape.is_tuple:
                 for k, v in enumerate(values):
                     self.row_scalars[(id(inst), k)] = v
@@ -668,28 +712,39 @@ class CudaKernelEmitter(cpu.KernelEmitter):
             self._store(self.out_names[id(o)], kidx, self.value(o, kidx))
         self.close(1)
 
-    def _check_reads_at_kept(self, reduces, kept_dims):
-        """Everything computed from a reduce must read it at the thread's own element (an
-        element-wise chain of the kept shape, ending in outputs of that shape): a value of
-        another thread is not in this thread's registers."""
+    def _reduce_at(self, inst, kidx) -> list[str]:
+        """The reduce's value(s) at kept index `kidx`, accumulated by this thread alone."""
+        operands, inits, reducer = self._reducer_parts(inst)
+        x_dims = operands[0].dims
+        axes = sorted(inst.attr("dimensions"))
+        kept = [d for d in range(len(x_dims)) if d not in axes]
+        red_dims = tuple(x_dims[d] for d in axes)
+        accs, late = self._identity_start(inst, inits, reducer)
+        r = self.w.fresh("r")
+        self.w.line(f"for {r} in range({prod(red_dims)}):")
+        self.open()
+        ridx = self._unravel(r, red_dims)
+        full = [""] * len(x_dims)
+        for d, i in zip(kept, kidx):
+            full[d] = i
+        for d, i in zip(axes, ridx):
+            full[d] = i
+        self._step(inst, reducer, accs, [self.value(o, tuple(full)) for o in operands])
+        self.close(1)
+        return self._finish(inst, reducer, accs, late)
+
+    def _reads_at_kept(self, reduces, kept_dims) -> bool:
+        """Whether everything computed from `reduces` reads them at the element it is at
+        (element-wise ops of shape `kept_dims`), and every output has that shape."""
         after = {id(r) for r in reduces}
         for inst in self.comp.instructions:
             if id(inst) in after or not any(id(o) in after for o in inst.operands):
                 continue
             after.add(id(inst))
-            ok = inst.opcode in ("tuple", "get-tuple-element") or (
-                inst.dims == kept_dims and elementwise_like(inst.opcode))
-            if not ok:
-                raise UnsupportedOpError(
-                    f"the cuda backend cannot yet compute {inst.name} ({inst.opcode}) from a "
-                    "reduction in the same kernel: it reads the reduction's result at other "
-                    "elements", op=inst.opcode, source_file=inst.metadata.source_file or None,
-                    source_line=inst.metadata.source_line or None)
-        for o in self.outputs:
-            if o.dims != kept_dims:
-                raise UnsupportedOpError(
-                    f"the cuda backend cannot yet write {o.name} ({o.dims}) beside a reduction "
-                    f"to {kept_dims} in one kernel", op=o.opcode)
+            if not (inst.opcode in ("tuple", "get-tuple-element") or (
+                    inst.dims == kept_dims and elementwise_like(inst.opcode))):
+                return False
+        return all(o.dims == kept_dims for o in self.outputs)
 
 
 # ----------------------------------------------------------------------------------------------

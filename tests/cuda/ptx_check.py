@@ -29,6 +29,11 @@ def programs():
     def gelu(a):
         return 0.5 * a * (1 + np.tanh(0.7978845608 * (a + 0.044715 * a ** 3)))
 
+    def add_at(a, idx, u):
+        a = a.copy()
+        np.add.at(a, idx, u)
+        return a
+
     return [
         ("loop", lambda a: np.tanh(a) * 2 + np.exp(a) - np.log1p(np.abs(a)), (x,)),
         ("gelu", gelu, (x,)),
@@ -42,6 +47,10 @@ def programs():
         ("float16", lambda a: np.exp(a) * a, (h,)),
         ("max nan", lambda a: (a.max(axis=1), np.maximum(a, 0.5)), (x,)),
         ("data movement", lambda a: np.concatenate([a[:, ::-1], a.T.reshape(4, 40)]) + 1, (x,)),
+        ("product", lambda a, w: np.maximum(a @ w + 1, 0), (x, x.T.copy())),
+        ("sort and scan", lambda a: (np.sort(a, axis=1), np.cumsum(a, axis=0)), (x,)),
+        ("add.at", add_at, (v[:10].copy(), i[0] + 5, v[:8].copy())),
+        ("mixed axes", lambda a: (a - a.mean(axis=0), a.sum(axis=1), a.max()), (x,)),
     ]
 
 

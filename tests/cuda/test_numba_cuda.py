@@ -67,6 +67,19 @@ def test_row_fusion_is_one_block_per_row(fn, x):
     assert src.count("p0[") == 1, src
 
 
+def test_short_rows_are_a_warp_each_several_to_a_block(rng):
+    x = rng.standard_normal((20, 8)).astype(np.float32)
+    ex, got = run_cuda(softmax, x)
+    np.testing.assert_allclose(got, softmax(x), rtol=2e-6, atol=1e-7)
+    (name, src), = ex.kernels.items()
+    assert "one warp per row: 20 rows of 8 elements, 8 rows to a block of 256 threads" in src
+    assert ex.executable.program.launches[name] == (3, 256)
+    assert "cuda.syncthreads()" not in src  # a warp's shuffles need no barrier
+    _, (total, arg) = run_cuda(lambda a: (a.sum(axis=1), np.argmax(a, axis=1)), x)
+    np.testing.assert_allclose(total, x.sum(axis=1), rtol=1e-6, atol=1e-6)
+    np.testing.assert_array_equal(arg, np.argmax(x, axis=1))
+
+
 def test_full_reduction_spreads_over_blocks_and_the_last_block_finishes(rng):
     x, y, z = (rng.standard_normal(3000).astype(np.float32) for _ in range(3))
     ex, (got,) = run_cuda(lambda a, b, c: (np.sum(a + b * c),), x, y, z)

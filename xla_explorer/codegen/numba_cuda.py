@@ -241,7 +241,7 @@ class CudaKernelEmitter(cpu.KernelEmitter):
         """Combine the block's per-thread accumulators: within each warp by shuffles, then
         the warps' results through shared memory, which every thread combines in warp order,
         so that each ends with the same value. The block's threads are whole warps."""
-        warps = self.threads // WARP
+        warps = 1 if getattr(self, "warp_rows", False) else self.threads // WARP
         for off in (16, 8, 4, 2, 1):
             others = []
             for acc in accs:
@@ -252,7 +252,7 @@ class CudaKernelEmitter(cpu.KernelEmitter):
             # returns their own); only lane 0's result is used
             self._step_plain(inst, reducer, accs, others)
         if warps == 1:
-            self.w.line("# one warp: lane 0 holds the block's value; every lane takes it")
+            self.w.line("# one warp: lane 0 holds its value; every lane takes it")
             for acc in accs:
                 self.w.line(f"{acc} = shfl_idx({acc}, 0)")
             return
@@ -322,25 +322,43 @@ class CudaKernelEmitter(cpu.KernelEmitter):
         if not lead and not full and self._independent(reduces) and per_row > ROW_THREADS:
             self._emit_full_reduction(trail, reduces)
             return
-        self.threads = min(ROW_THREADS, max(WARP, _round_up(per_row, WARP)))
-        self.blocks = max(1, min(rows, MAX_BLOCKS))
-        self.reason = (f"one block per row: {rows} rows of {per_row} elements, "
-                       f"{self.threads} threads striding over each row")
-        if not lead:
-            self.reason = (f"one row of {per_row} elements whose result the rest of the "
-                           "kernel reads: one block")
-        for inst in self._values_to_keep(lead, trail):
-            self.stash[id(inst)] = self._shared(f"{inst.name}_row", trail, inst.dtype)
+        # Rows of a warp's width or less: a warp per row, several rows to a block, so that
+        # blocks stay large enough to fill the GPU; the reductions are warp shuffles alone.
+        self.warp_rows = per_row <= WARP and rows > 1
+        keep = self._values_to_keep(lead, trail)
+        if self.warp_rows:
+            per_block = min(ROW_THREADS // WARP, rows)
+            self.threads = per_block * WARP
+            self.blocks = max(1, min(-(-rows // per_block), MAX_BLOCKS))
+            self.reason = (f"one warp per row: {rows} rows of {per_row} elements, "
+                           f"{per_block} rows to a block of {self.threads} threads")
+            for inst in keep:
+                buf = self._shared(f"{inst.name}_rows", (per_block,) + trail, inst.dtype)
+                self.stash[id(inst)] = f"{buf}[warp]"  # this warp's row
+            first, step, lanes, leader = (f"cuda.blockIdx.x * {per_block} + warp",
+                                          f"cuda.gridDim.x * {per_block}", "lane", "lane")
+        else:
+            self.threads = min(ROW_THREADS, max(WARP, _round_up(per_row, WARP)))
+            self.blocks = max(1, min(rows, MAX_BLOCKS))
+            self.reason = (f"one block per row: {rows} rows of {per_row} elements, "
+                           f"{self.threads} threads striding over each row")
+            if not lead:
+                self.reason = (f"one row of {per_row} elements whose result the rest of the "
+                               "kernel reads: one block")
+            for inst in keep:
+                self.stash[id(inst)] = self._shared(f"{inst.name}_row", trail, inst.dtype)
+            first, step, lanes, leader = "cuda.blockIdx.x", "cuda.gridDim.x", "tid", "tid"
+        stride = WARP if self.warp_rows else self.threads
         self.w.line("tid = cuda.threadIdx.x")
         self.w.line(f"lane = tid % {WARP}")
         self.w.line(f"warp = tid // {WARP}")
-        row = self._strided(rows, "cuda.blockIdx.x", "cuda.gridDim.x")
+        row = self._strided(rows, first, step)
         ridx = self._unravel(row, lead)
         for inst in reduces:
             self.w.comment(inst)
             operands, inits, reducer = self._reducer_parts(inst)
             accs, late = self._identity_start(inst, inits, reducer)
-            j = self._strided(per_row, "tid", self.threads)
+            j = self._strided(per_row, lanes, stride)
             tidx = self._unravel(j, trail)
             self.row_index, self.row_tail = ridx + tidx, tidx
             self._step(inst, reducer, accs, [self.value(o, ridx + tidx) for o in operands])
@@ -353,7 +371,7 @@ class CudaKernelEmitter(cpu.KernelEmitter):
             else:
                 self.row_scalars[id(inst)] = values[0]
         if small:
-            self.w.line("if tid == 0:")
+            self.w.line(f"if {leader} == 0:")
             self.open()
             for o in small:
                 self.w.comment(o)
@@ -361,7 +379,7 @@ class CudaKernelEmitter(cpu.KernelEmitter):
                 self._store(self.out_names[id(o)], idx, self.value(o, idx))
             self.close(1)
         if full:
-            j = self._strided(per_row, "tid", self.threads)
+            j = self._strided(per_row, lanes, stride)
             tidx = self._unravel(j, trail)
             self.row_index, self.row_tail = ridx + tidx, tidx
             for o in full:

@@ -9,6 +9,7 @@ import pytest
 from ..fuzz import draw_cases, run_case
 
 SEED = 27
+pytestmark = pytest.mark.slow  # fifty random programs compiled: `make test`, not test-fast
 
 
 @pytest.mark.parametrize("case", draw_cases(50, SEED, kinds=("float", "int")),

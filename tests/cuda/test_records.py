@@ -16,7 +16,8 @@ from ..trace.op_records import RECORDS
 from ..trace.test_numpy_ops import (_args_factory, _bind, _id, assert_matches_numpy,
                                     numpy_verdict)
 
-pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
+# A sweep of hundreds of compiled programs: `make test`, not `make test-fast`.
+pytestmark = [pytest.mark.filterwarnings("ignore::RuntimeWarning"), pytest.mark.slow]
 
 
 def _params():

@@ -142,7 +142,6 @@ class _Warp:
         self.values: list = [None] * 32
 
 
-_warps: dict = {}
 _warps_lock = threading.Lock()
 
 
@@ -151,9 +150,9 @@ def _sim_exchange(v, source):
     value of lane `source(lane)`: what a shuffle does in hardware, in lockstep."""
     t = threading.current_thread()
     lane = t.thread_id % 32
-    key = (id(t._manager), tuple(t.blockIdx), t.thread_id // 32)
-    with _warps_lock:
-        w = _warps.setdefault(key, _Warp())
+    with _warps_lock:  # kept on the launch's block manager, so they go with it
+        warps = t._manager.__dict__.setdefault("xla_explorer_warps", {})
+        w = warps.setdefault((tuple(t.blockIdx), t.thread_id // 32), _Warp())
     w.values[lane] = v
     w.barrier.wait()
     src = source(lane)

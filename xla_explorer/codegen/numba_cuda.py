@@ -20,9 +20,15 @@ how the elements are shared out among threads:
            memory. One row (a full reduction) with nothing but scalars to write runs on many
            blocks: each block's partial goes to scratch space, and the last block to finish
            (an atomic counter) combines them in block order: deterministic, any reducer.
-  column   any other reduction (reduced dimensions leading or in the middle): one thread per
-           kept element, looping over the reduced ones; neighbouring threads read
-           neighbouring columns, so the loads of a warp coalesce.
+           Rows of a warp's width or less get a warp each, several rows to a block.
+  column   reductions over leading or middle dimensions: one thread per kept element,
+           looping over the reduced ones; neighbouring threads read neighbouring columns, so
+           the loads of a warp coalesce.
+  product  an output fusion: tiles of the result, one block each, the operands staged in
+           shared memory, the element-wise epilogue applied before the store.
+  one block  scatters, sorts, scans and the reductions the shapes above cannot take: phases
+           one after another in one block, barriers between them (the CPU emitter's phases
+           for scatter, sort and scan, shared out among the block's threads).
 
 Launch configuration (threads per block, blocks) is chosen per kernel from its shape and
 written as a header comment of the kernel's source, with the reason.

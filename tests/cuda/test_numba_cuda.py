@@ -92,6 +92,17 @@ def test_full_reduction_spreads_over_blocks_and_the_last_block_finishes(rng):
     assert ex.run(x, y, z)[0] == got
 
 
+def test_one_long_row_read_back_is_a_cooperative_grid(rng):
+    x = rng.standard_normal(3000).astype(np.float32)
+    ex, (mean, var, centred) = run_cuda(lambda a: (a.mean(), a.var(), a - a.max()), x)
+    np.testing.assert_allclose([mean, var], [x.mean(), x.var()], rtol=1e-6)
+    np.testing.assert_array_equal(centred, x - x.max())
+    (name, src), = ex.kernels.items()
+    assert src.startswith("# launch: one per multiprocessor (at most 12) x 256")
+    assert src.count("grid.sync()") == 3  # after each reduction's partials: sum, sum, max
+    assert f"{name}[cooperative_blocks(12), 256](" in ex.executable.program.source
+
+
 def test_float32_sums_are_as_accurate_as_numpys(rng):
     x = (rng.random(20000) + 1000).astype(np.float32)
     _, got = run_cuda(np.sum, x)

@@ -64,6 +64,9 @@ SHARED_BUDGET = 32 * 1024
 SERIAL_PHASES = ("scatter", "sort", "reduce-window")
 # A product's tile of the result (PRODUCT_TILE x PRODUCT_TILE elements, one block).
 PRODUCT_TILE = 16
+# Blocks a cooperative launch may have (one per multiprocessor; no GPU has more): the
+# scratch space holds a partial per block.
+COOPERATIVE_BLOCKS = 1024
 # Blocks a full reduction spreads over, at most: each adds a grid-stride partial.
 FULL_REDUCTION_BLOCKS = 1024
 
@@ -82,6 +85,7 @@ class CudaKernel:
     threads: int
     reason: str
     scratch: int = 0  # bytes of scratch space it takes as its last argument (`scratch`)
+    cooperative: bool = False  # launched with every block resident (a grid-wide barrier)
 
 
 def _round_up(n: int, k: int) -> int:
@@ -108,6 +112,7 @@ class CudaKernelEmitter(cpu.KernelEmitter):
         self.shared_bytes = 0
         self.declarations: list[str] = []  # shared arrays, declared at the kernel's top
         self.scalar_arrays: set[str] = set()  # one-element shared arrays standing for 0-d values
+        self.cooperative = False
 
     # -- where materialised values live: never np.empty inside a kernel ---------------------
 
@@ -142,7 +147,9 @@ class CudaKernelEmitter(cpu.KernelEmitter):
             shape = "column"
             self._emit_columns()
         scratch = ["scratch"] if self.scratch else []
-        header = [f"# launch: {self.blocks} x {self.threads} (blocks x threads), {shape} kernel: "
+        blocks = (f"one per multiprocessor (at most {self.blocks})" if self.cooperative
+                  else str(self.blocks))
+        header = [f"# launch: {blocks} x {self.threads} (blocks x threads), {shape} kernel: "
                   f"{self.reason}",
                   "@cuda.jit",
                   f"def {self.name}({', '.join(args + outs + scratch)}):"]
@@ -150,7 +157,8 @@ class CudaKernelEmitter(cpu.KernelEmitter):
         doc = f'    """{what} kernel, the fused computation {self.comp.name}."""'
         body = self.declarations + self.w.lines or ["    pass"]
         return CudaKernel(self.name, self.comp.name, "\n".join(header + [doc] + body) + "\n",
-                          self.blocks, self.threads, self.reason, self.scratch)
+                          self.blocks, self.threads, self.reason, self.scratch,
+                          self.cooperative)
 
     # -- loops over elements ----------------------------------------------------------------
 
@@ -328,6 +336,9 @@ class CudaKernelEmitter(cpu.KernelEmitter):
         if not lead and not full and self._independent(reduces) and per_row > ROW_THREADS:
             self._emit_full_reduction(trail, reduces)
             return
+        if not lead and per_row > ROW_THREADS:
+            self._emit_one_row_grid(trail, reduces, full, small)
+            return
         # Rows of a warp's width or less: a warp per row, several rows to a block, so that
         # blocks stay large enough to fill the GPU; the reductions are warp shuffles alone.
         self.warp_rows = per_row <= WARP and rows > 1
@@ -393,6 +404,78 @@ class CudaKernelEmitter(cpu.KernelEmitter):
                 self._store(self.out_names[id(o)], ridx + tidx, self.value(o, ridx + tidx))
             self._end_row_pass((0,))
         self.close(1)
+
+    def _emit_one_row_grid(self, trail, reduces, full, small):
+        """One long row whose reductions the rest of the kernel reads (`x - x.mean()`,
+        mean and variance): a cooperative launch of one block per multiprocessor (every
+        block resident at once), grid-stride passes over the row, and after each
+        reduction's block partials are written, a grid-wide barrier, then every thread
+        combines the partials in block order (so all hold the same value)."""
+        n = prod(trail)
+        self.threads = ROW_THREADS
+        self.blocks = -(-n // ROW_THREADS)  # at most; the launch takes one per multiprocessor
+        self.cooperative = True
+        self.reason = (f"one row of {n} elements whose reductions the rest of the kernel "
+                       f"reads: a cooperative launch of one block of {self.threads} threads "
+                       "per multiprocessor, a grid-wide barrier after each reduction's "
+                       "block partials")
+        offset = 8  # (past the counter a full reduction keeps at zero between its calls)
+        self.w.line("grid = cuda.cg.this_grid()")
+        self.w.line("tid = cuda.threadIdx.x")
+        self.w.line(f"lane = tid % {WARP}")
+        self.w.line(f"warp = tid // {WARP}")
+        self.w.line("start = cuda.blockIdx.x * cuda.blockDim.x + tid")
+        self.w.line("step = cuda.gridDim.x * cuda.blockDim.x")
+        for inst in reduces:
+            self.w.comment(inst)
+            operands, inits, reducer = self._reducer_parts(inst)
+            accs, late = self._identity_start(inst, inits, reducer)
+            j = self._strided(n, "start", "step")
+            tidx = self._unravel(j, trail)
+            self._step(inst, reducer, accs, [self.value(o, tidx) for o in operands])
+            self.close(1)
+            types = self._acc_types(inst, reducer)
+            self._block_reduce(inst, reducer, accs, types)
+            parts = []
+            for t in types:
+                var = self.w.fresh("partials")
+                self.w.line(f"{var} = scratch[{offset}:{offset + 8 * COOPERATIVE_BLOCKS}]"
+                            f".view({cpu.np_type(t)})")
+                offset += 8 * COOPERATIVE_BLOCKS
+                parts.append(var)
+            self.w.line("if tid == 0:")
+            for part, acc in zip(parts, accs):
+                self.w.line(f"    {part}[cuda.blockIdx.x] = {acc}")
+            self.w.line("grid.sync()  # every block's partial is written")
+            for part, acc in zip(parts, accs):
+                self.w.line(f"{acc} = {part}[0]")
+            b = self.w.fresh("b")
+            self.w.line(f"for {b} in range(1, cuda.gridDim.x):")
+            self.open()
+            self._step_plain(inst, reducer, accs, [f"{part}[{b}]" for part in parts])
+            self.close(1)
+            values = self._finish(inst, reducer, accs, late)
+            if inst.shape.is_tuple:
+                for k, v in enumerate(values):
+                    self.row_scalars[(id(inst), k)] = v
+            else:
+                self.row_scalars[id(inst)] = values[0]
+        self.scratch = offset
+        if small:
+            self.w.line("if start == 0:")
+            self.open()
+            for o in small:
+                self.w.comment(o)
+                idx = ("0",) * len(o.dims)
+                self._store(self.out_names[id(o)], idx, self.value(o, idx))
+            self.close(1)
+        if full:
+            j = self._strided(n, "start", "step")
+            tidx = self._unravel(j, trail)
+            for o in full:
+                self.w.comment(o)
+                self._store(self.out_names[id(o)], tidx, self.value(o, tidx))
+            self.close(1)
 
     def _independent(self, reduces) -> bool:
         """No reduce reads another's result (so each can be finished by the last block)."""
@@ -871,7 +954,8 @@ def generate_cuda_program(module: Module, assignment) -> CudaProgram:
         if k.scratch:
             scratch = max(scratch, k.scratch)
             extra = [f"arena[{scratch_at}:{scratch_at + k.scratch}]"]
-        driver.append(f"    {fname}[{k.blocks}, {k.threads}]({', '.join(ins + outs + extra)})")
+        blocks = f"cooperative_blocks({k.blocks})" if k.cooperative else str(k.blocks)
+        driver.append(f"    {fname}[{blocks}, {k.threads}]({', '.join(ins + outs + extra)})")
 
     outputs = []
     for key in flow.points_to[entry.root.name].values():

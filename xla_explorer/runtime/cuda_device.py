@@ -133,6 +133,8 @@ def _simulated_helpers() -> dict:
     out["shfl_down"] = _sim_shfl_down
     out["shfl_idx"] = _sim_shfl_idx
     out["kernel_numpy"] = np
+    # the simulator runs a cooperative grid (one with grid-wide barriers) as one block
+    out["cooperative_blocks"] = lambda most: 1
     return out
 
 
@@ -307,6 +309,14 @@ def _device_helpers(cuda) -> dict:
         return lambda v, src: back(cuda.shfl_sync(FULL_MASK, np.int32(v), src))
 
     out["shfl_down"], out["shfl_idx"] = shfl_down, shfl_idx
+
+    def cooperative_blocks(most: int) -> int:
+        """Blocks of a cooperative launch: one per multiprocessor, which are all resident
+        at once whatever the kernel's registers and shared memory (a grid-wide barrier
+        needs every block running)."""
+        return max(1, min(most, cuda.get_current_device().MULTIPROCESSOR_COUNT))
+
+    out["cooperative_blocks"] = cooperative_blocks
     return out
 
 

@@ -95,9 +95,28 @@ MIX = [k for new in STRATEGIES for k in ("float", "float", "float", "int", new)]
 
 def default_backends() -> list[str]:
     """Every backend xla_explorer offers: the one registry, in xla_explorer.backends."""
-    from xla_explorer.backends import BACKENDS
+    from xla_explorer.backends import BACKENDS, DEVICE_BACKENDS
 
-    return list(BACKENDS)
+    return list(BACKENDS) + [name for name in DEVICE_BACKENDS if _device_ready(name)]
+
+
+def _device_ready(name: str) -> bool:
+    """Whether a device backend can run here: cuda on a GPU, or under Numba's simulator when
+    NUMBA_ENABLE_CUDASIM=1 (`make fuzz` then runs it too, slowly)."""
+    if name != "cuda":
+        return False
+    if os.environ.get("NUMBA_ENABLE_CUDASIM", "0") not in ("", "0"):
+        return True  # the worker processes inherit it
+    from xla_explorer.errors import CompileError
+    from xla_explorer.runtime.cuda_device import cuda_module, simulated
+
+    if simulated():  # loaded by a test in this process only: workers would have no GPU
+        return False
+    try:
+        cuda_module()
+    except CompileError:
+        return False
+    return True
 
 
 @dataclass

@@ -160,6 +160,9 @@ def test_every_notebook_is_tested_and_paired():
     (`jupytext --sync notebooks/*.py` after editing either)."""
     jupytext = pytest.importorskip("jupytext")
     tested = {name[len("test_"):] for name in globals() if re.match(r"test_\d\d_", name)}
+    # ... or in a test file of its own beside this one (tests/test_notebook_gpu.py)
+    tested |= {m.group(1) for p in Path(__file__).parent.glob("test_notebook_*.py")
+               for m in re.finditer(r"^def test_(\d\d_\w+)\(", p.read_text(), re.M)}
     assert {p.stem for p in NOTEBOOKS} == tested
     for path in NOTEBOOKS:
         pair = path.with_suffix(".py")

@@ -281,6 +281,18 @@ class Exploration:
         return self.executable.kernel_of.get(instruction)
 
     @property
+    def traffic(self):
+        """Bytes moved to and from memory, COMPUTED from the program (never measured): each
+        op of the program before fusion run eagerly, against each kernel of the compiled
+        one (`runtime.traffic.Traffic`; `.to_dict()` is the viewers' "traffic" payload).
+        The same on every machine and backend."""
+        from .runtime.traffic import traffic
+
+        names = [s.name for s in self.stages]
+        before = names.index("fusion") - 1 if "fusion" in names else len(names) - 1
+        return traffic(self.stages[max(before, 0)].module, self.module)
+
+    @property
     def buffers(self) -> BufferAssignment | None:
         """The buffer assignment (None if the pipeline had no buffer-assignment pass)."""
         return compiler.assignment_of(self.stages)
@@ -436,6 +448,11 @@ class Exploration:
         from .runtime.bench import bench
 
         args = args or self.args
+        if self.backend == "cuda" and not self.autocluster:
+            from .runtime.cuda_bench import bench_cuda  # kernels by CUDA events, CuPy eager
+
+            self.last_bench = bench_cuda(self, args, repeat)
+            return self.last_bench
         a = self.buffers
         outputs = sum(b.size for b in a.buffers if b.category == OUTPUT) if a else 0
         exe = self.executable

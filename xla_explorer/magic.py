@@ -24,7 +24,7 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 
-from .backends import BACKENDS
+from .backends import BACKENDS, DEVICE_BACKENDS
 from .errors import CompileError, MismatchError
 from .ir.shape import hlo_type_name
 from .trace.captured import free_values
@@ -33,8 +33,7 @@ from .trace.cell import (LAST, NO_VALUE, CellError, CellPlan, analyse, cell_name
 
 FIRST_LINE = 2  # the cell's first line, under the %%xla line: errors count lines as the notebook
 # Backends planned but not registered yet: --backend names them, with what to use instead.
-NOT_BUILT = {"cuda": "the Numba CUDA backend is not built yet; use --backend cpu (Numba CPU "
-                     "kernels) or --backend interpreter (the HLO interpreter)"}
+NOT_BUILT: dict[str, str] = {}
 
 
 # -- the compile cache ----------------------------------------------------------------------------
@@ -495,9 +494,9 @@ class XlaMagics(Magics):
         self.last: CellRun | None = None
 
     @magic_arguments()
-    @argument("--backend", default="cpu", choices=sorted({*BACKENDS, *NOT_BUILT}),
+    @argument("--backend", default="cpu", choices=sorted({*BACKENDS, *DEVICE_BACKENDS, *NOT_BUILT}),
               help="what runs the compiled program: Numba CPU kernels (default), the HLO "
-                   "interpreter, or Numba CUDA kernels (not built yet)")
+                   "interpreter, or Numba CUDA kernels (a GPU, or NUMBA_ENABLE_CUDASIM=1)")
     @argument("--autocluster", action="store_true",
               help="run what cannot be compiled (np.unique...) eagerly between compiled "
                    "clusters, as TensorFlow's auto-clustering does")
@@ -517,7 +516,7 @@ class XlaMagics(Magics):
         arrays). If anything fails, no name changes. The Exploration is bound to `_xla`, and
         the value of a last line that is an expression is shown as a plain cell shows it."""
         args = parse_argstring(self.xla, line)
-        if args.backend not in BACKENDS:
+        if args.backend not in BACKENDS and args.backend not in DEVICE_BACKENDS:
             raise UsageError(f"--backend {args.backend}: {NOT_BUILT[args.backend]}")
         try:
             run = run_cell(cell, self.shell.user_ns, backend=args.backend,

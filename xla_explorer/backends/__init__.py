@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from .base import Backend, Executable
 from .cpu import CpuBackend
+from .cuda import CudaBackend
 from .interpreter import InterpreterBackend
 
 BACKENDS: dict[str, Backend] = {b.name: b for b in (
@@ -11,13 +12,20 @@ BACKENDS: dict[str, Backend] = {b.name: b for b in (
     CpuBackend(),
 )}
 
+# Backends that need a device (or its simulator): `get_backend`, `xe.jit`, `xe.explore` and
+# `%%xla --backend` take them like the others, but the tests parametrised over BACKENDS, which
+# every machine runs, do not; each has its own sweep (tests/cuda/ for cuda).
+DEVICE_BACKENDS: dict[str, Backend] = {b.name: b for b in (
+    CudaBackend(),
+)}
+
 
 def get_backend(name: str) -> Backend:
     try:
-        return BACKENDS[name]
+        return BACKENDS[name] if name in BACKENDS else DEVICE_BACKENDS[name]
     except KeyError:
         raise ValueError(f"backend {name!r} is not available; choose one of "
-                         f"{tuple(BACKENDS)}") from None
+                         f"{(*BACKENDS, *DEVICE_BACKENDS)}") from None
 
 
-__all__ = ["BACKENDS", "Backend", "Executable", "get_backend"]
+__all__ = ["BACKENDS", "DEVICE_BACKENDS", "Backend", "Executable", "get_backend"]

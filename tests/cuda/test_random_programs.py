@@ -1,0 +1,21 @@
+"""50 random programs from the fuzzer's generator (tests/programs.py) on backend="cuda",
+each output judged against eager NumPy as `make fuzz` judges it."""
+from __future__ import annotations
+
+import warnings
+
+import pytest
+
+from ..fuzz import draw_cases, run_case
+
+SEED = 27
+pytestmark = pytest.mark.slow  # fifty random programs compiled: `make test`, not test-fast
+
+
+@pytest.mark.parametrize("case", draw_cases(50, SEED, kinds=("float", "int")),
+                         ids=lambda c: f"program{c.index}-{c.kind}")
+def test_random_program_on_cuda(case):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        outcome = run_case(case, ["cuda"], SEED)
+    assert not outcome.findings, "\n\n".join(f.snippet for f in outcome.findings)

@@ -1,0 +1,24 @@
+"""The CUDA backend: each kernel generated as Numba CUDA source (`codegen/numba_cuda.py`)
+from the same fusions and buffer assignment as the CPU backend, run over one device arena
+(`runtime/cuda.py`). It needs a GPU, or Numba's simulator (NUMBA_ENABLE_CUDASIM=1).
+
+It compiles what the CPU backend compiles and inherits `unsupported` (custom-calls are NumPy
+run eagerly). What its code generator cannot lay out on the GPU yet (a scatter, sort or scan
+fused with a reduction, a reduction read at other elements in the same kernel) is a
+CompileError naming the op, raised when the program is compiled."""
+from __future__ import annotations
+
+from ..ir.module import Module
+from ..passes.buffer_assignment import BufferAssignment
+from .base import Backend, Executable
+
+
+class CudaBackend(Backend):
+    name = "cuda"
+    needs_assignment = True
+
+    def compile(self, module: Module, assignment: BufferAssignment | None) -> Executable:
+        # Imported here: numba.cuda is imported only when a program is compiled for it.
+        from ..runtime.cuda import CudaExecutable
+
+        return CudaExecutable(module, assignment)

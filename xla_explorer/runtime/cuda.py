@@ -1,0 +1,252 @@
+"""A module compiled for CUDA: the generated kernels, one device arena, and a call that takes
+NumPy arrays or device arrays and returns the same kind.
+
+The arena is one `cuda.device_array` of bytes per executable, laid out by the buffer
+assignment (temporaries are views of it at the assignment's offsets), followed by the
+kernels' scratch space (a full reduction's per-block partials and its counter). Inputs may be
+NumPy arrays (copied to the device: a transfer), Numba device arrays or anything with
+`__cuda_array_interface__` (CuPy, PyTorch: used where they lie). Outputs are device arrays
+allocated per call, handed back as NumPy arrays when the inputs were NumPy (a transfer), as
+CuPy arrays when an input was CuPy, else as Numba device arrays. The transfers of the last
+call are counted apart from its kernels (`last_call`).
+"""
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+
+from ..backends.base import Executable
+from ..codegen import cache
+from ..codegen.numba_cpu import identifier
+from ..codegen.numba_cuda import CudaProgram, generate_cuda_program
+from ..errors import CompileError
+from ..ir.module import Module
+from ..passes.buffer_assignment import OUTPUT, BufferAssignment
+from .cuda_device import cuda_module, simulated
+
+_F16 = np.dtype(np.float16)
+# Python's thread switch interval while the simulator runs a program (see CudaExecutable._run).
+SIMULATOR_SWITCH_INTERVAL = 1e-4
+
+
+@dataclass
+class CallRecord:
+    """What the last call moved between host and device, apart from its kernels."""
+
+    to_device_bytes: int = 0
+    to_host_bytes: int = 0
+    transfer_seconds: float = 0.0
+    kernel_seconds: float = 0.0  # wall time of the launches and the synchronize after them
+
+
+def _kind(a) -> str:
+    """'numpy', 'cupy' or 'numba' (any other __cuda_array_interface__ object)."""
+    if isinstance(a, np.ndarray):
+        return "numpy"
+    if hasattr(a, "copy_to_host"):  # a Numba device array (or the simulator's)
+        return "numba"
+    if not hasattr(a, "__cuda_array_interface__"):
+        return "numpy"
+    return "cupy" if type(a).__module__.split(".")[0] == "cupy" else "numba"
+
+
+class CudaExecutable(Executable):
+    """`module` compiled for CUDA with its buffer assignment."""
+
+    def __init__(self, module: Module, assignment: BufferAssignment):
+        if assignment.module is not module:
+            raise ValueError("the buffer assignment must be the module's own")
+        self.cuda = cuda_module()  # a CompileError naming what to install, before any work
+        self.module, self.assignment = module, assignment
+        start = time.perf_counter()
+        self.program: CudaProgram = generate_cuda_program(module, assignment)
+        self.path = cache.write_source(identifier(module.name) + "_cuda", self.program.source)
+        self._py = cache.load(self.path)
+        self.generate_seconds = time.perf_counter() - start
+        self.compile_seconds: float | None = None
+        self.simulated = simulated()
+        cuda = self.cuda
+        self.arena = cuda.device_array(max(self.program.arena_bytes, 1), np.uint8)
+        if self.program.scratch_bytes:  # a full reduction's counter starts at zero
+            at = self.program.scratch_offset
+            self.arena[at:at + self.program.scratch_bytes].copy_to_device(
+                np.zeros(self.program.scratch_bytes, np.uint8))
+        self.params = sorted(module.entry.parameters, key=lambda p: p.parameter_number)
+        self.output_shapes = [b.shape for b in assignment.buffers if b.category == OUTPUT]
+        self.constants = [np.array(c.literal.reshape(c.dims), order="C")
+                          for c in self.program.constants]
+        self._device_constants = [cuda.to_device(_bits(c)) for c in self.constants]
+        self.last_call = CallRecord()
+
+    @property
+    def arena_bytes(self) -> int:
+        return int(self.arena.size)
+
+    @property
+    def kernels(self) -> dict[str, str]:
+        return dict(self.program.kernels)
+
+    @property
+    def kernel_of(self) -> dict[str, str]:
+        return dict(self.program.kernel_of)
+
+    @property
+    def sources(self) -> dict[str, str]:
+        return {"": self.program.source}
+
+    # -- a call -----------------------------------------------------------------------------
+
+    def __call__(self, *args) -> list:
+        if len(args) != len(self.params):
+            raise TypeError(f"{self.module.name} takes {len(self.params)} arguments, got "
+                            f"{len(args)}")
+        return self.run_arrays(args)
+
+    def run_arrays(self, arrays: Sequence) -> list:
+        cuda = self.cuda
+        record = CallRecord()
+        kinds = [_kind(a) for a in arrays]
+        device_kind = next((k for k in kinds if k != "numpy"), None)
+        t0 = time.perf_counter()
+        dev_args = []
+        for n, (a, p) in enumerate(zip(arrays, self.params)):
+            dev_args.append(self._to_device(a, p, n, record))
+        record.transfer_seconds += time.perf_counter() - t0
+        outs = [cuda.device_array(s.dims, np.uint16 if s.dtype == _F16 else s.dtype)
+                for s in self.output_shapes]
+        t1 = time.perf_counter()
+        self._launch(dev_args, outs)
+        cuda.synchronize()
+        record.kernel_seconds = time.perf_counter() - t1
+        results = []
+        for where, k in self.program.outputs:
+            if where == "output":
+                value = outs[k]
+                if any(r is value for r in results):
+                    value = _device_copy(cuda, value)
+            elif where == "parameter":
+                value = _device_copy(cuda, dev_args[k])
+            else:
+                value = _device_copy(cuda, self._device_constants[k])
+            results.append(value)
+        t2 = time.perf_counter()
+        shapes = [self._result_dtype(where, k) for where, k in self.program.outputs]
+        final = [self._hand_back(v, dt, device_kind, record) for v, dt in zip(results, shapes)]
+        record.transfer_seconds += time.perf_counter() - t2
+        self.last_call = record
+        return final
+
+    def _result_dtype(self, where, k) -> np.dtype:
+        if where == "output":
+            return np.dtype(self.output_shapes[k].dtype)
+        if where == "parameter":
+            return np.dtype(self.params[k].dtype)
+        return self.constants[k].dtype
+
+    def _run(self, dev_args, outs) -> None:
+        if not self.simulated:
+            self._py.run(self.arena, *dev_args, *self._device_constants, *outs)
+            return
+        # The simulator runs a block as one Python thread per CUDA thread, which meet at
+        # every barrier and shuffle: switching between them often makes that several
+        # times faster than Python's default 5 ms switch interval.
+        before = sys.getswitchinterval()
+        sys.setswitchinterval(SIMULATOR_SWITCH_INTERVAL)
+        try:
+            self._py.run(self.arena, *dev_args, *self._device_constants, *outs)
+        finally:
+            sys.setswitchinterval(before)
+
+    def _launch(self, dev_args, outs) -> None:
+        if self.compile_seconds is not None:
+            self._run(dev_args, outs)
+            return
+        start = time.perf_counter()
+        try:
+            self._run(dev_args, outs)
+        except CompileError:
+            raise
+        except Exception as e:
+            if self.simulated:
+                raise
+            raise CompileError(f"Numba could not compile or launch {self.module.name}'s CUDA "
+                               f"kernels: {str(e).splitlines()[0] if str(e) else e!r}",
+                               op="numba-cuda", hint=f"the generated source is {self.path}"
+                               ) from e
+        # the first call compiles every kernel (the simulator compiles nothing)
+        self.compile_seconds = time.perf_counter() - start
+
+    def time_kernels(self, arrays: Sequence, repeat: int = 20) -> list[float]:
+        """Seconds of each of `repeat` launches of the whole program on `arrays` (moved to
+        the device first, untimed), timed by CUDA events around the launches, so neither
+        transfers nor Python's own time between calls count. The simulator's events keep no
+        time: there it is the wall time of the launches and a synchronize."""
+        cuda = self.cuda
+        dev = [self._to_device(a, p, n, CallRecord())
+               for n, (a, p) in enumerate(zip(arrays, self.params))]
+        outs = [cuda.device_array(s.dims, np.uint16 if s.dtype == _F16 else s.dtype)
+                for s in self.output_shapes]
+        self._launch(dev, outs)  # compiles, once
+        cuda.synchronize()
+        times = []
+        for _ in range(repeat):
+            if self.simulated:
+                t = time.perf_counter()
+                self._run(dev, outs)
+                cuda.synchronize()
+                times.append(time.perf_counter() - t)
+                continue
+            start, end = cuda.event(), cuda.event()
+            start.record()
+            self._py.run(self.arena, *dev, *self._device_constants, *outs)
+            end.record()
+            end.synchronize()
+            times.append(cuda.event_elapsed_time(start, end) / 1e3)
+        return times
+
+    def _to_device(self, a, p, n: int, record: CallRecord):
+        cuda = self.cuda
+        dtype = np.dtype(p.dtype)
+        if _kind(a) != "numpy":
+            dev = a if hasattr(a, "copy_to_host") else cuda.as_cuda_array(a)
+            if tuple(dev.shape) != tuple(p.dims) or np.dtype(dev.dtype) != dtype:
+                raise TypeError(f"argument {n} is a device array {dev.dtype}{list(dev.shape)}; "
+                                f"it was compiled for {p.shape}")
+            if not dev.is_c_contiguous():
+                raise TypeError(f"argument {n} is a device array that is not C-contiguous; "
+                                "pass a contiguous copy")
+            return dev.view(np.uint16) if dtype == _F16 else dev
+        arr = np.asarray(a)
+        if arr.shape != p.dims:
+            raise TypeError(f"argument {n} has shape {arr.shape}; it was compiled for {p.shape}")
+        arr = np.asarray(arr, dtype=dtype, order="C")  # (ascontiguousarray makes 0-d 1-d)
+        record.to_device_bytes += arr.nbytes
+        return cuda.to_device(_bits(arr))
+
+    def _hand_back(self, dev, dtype: np.dtype, kind: str | None, record: CallRecord):
+        if kind is None:  # NumPy in, NumPy out
+            host = dev.copy_to_host()
+            record.to_host_bytes += host.nbytes
+            return host.view(_F16) if dtype == _F16 else host
+        if dtype == _F16:
+            dev = dev.view(_F16)
+        if kind == "cupy":
+            import cupy
+
+            return cupy.asarray(dev)
+        return dev
+
+
+def _bits(a: np.ndarray) -> np.ndarray:
+    """A float16 array as the uint16 view kernels take (scalar.py's f16 helpers)."""
+    return a.view(np.uint16) if a.dtype == _F16 else a
+
+
+def _device_copy(cuda, dev):
+    out = cuda.device_array(dev.shape, dev.dtype)
+    out.copy_to_device(dev)
+    return out

@@ -145,7 +145,7 @@ ENTRY e {
   ROOT d = f32[4,8] divide(e, t)
 }
 """)
-    found = {i.name for i in numba_cpu._elementwise_closure([m.entry.root], (4, 8))}
+    found = {i.name for i in numba_cpu.elementwise_closure([m.entry.root], (4, 8))}
     assert found == {"d", "e", "sub", "t"}
 
 

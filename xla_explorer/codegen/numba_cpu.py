@@ -579,7 +579,7 @@ class KernelEmitter:
     def emit(self) -> KernelSource:
         args = [f"p{p.parameter_number}" for p in sorted(self.params, key=lambda p: p.parameter_number)]
         outs = [f"out{k}" for k in range(len(self.outputs))]
-        plan = _row_plan(self.comp, self.outputs)
+        plan = row_plan(self.comp, self.outputs)
         if plan is not None:
             self._emit_rows(*plan)
         else:
@@ -660,11 +660,11 @@ class KernelEmitter:
             return self.out_names[id(target)]
         shape = inst.shape if index is None else inst.shape.elements[index]
         var = self.w.fresh(inst.name if index is None else f"{inst.name}_{index}")
-        self.w.line(f"{var} = np.empty({_dims(shape.dims)}, dtype={np_type(shape.dtype)})")
+        self.w.line(f"{var} = np.empty({tuple_text(shape.dims)}, dtype={np_type(shape.dtype)})")
         return var
 
     def _emit_dot(self, inst: Instruction):
-        _refuse_float16(inst)
+        refuse_float16(inst)
         self.w.comment(inst)
         a, b = inst.operands
         if not (isinstance(a, Instruction) and a.opcode == "parameter"
@@ -803,7 +803,7 @@ class KernelEmitter:
     def _emit_reduce_general(self, inst: Instruction):
         """Fill the reduce's result array(s): accumulate in registers when the reduced
         dimensions are the trailing ones, else into the array in row-major order."""
-        _refuse_float16(inst)
+        refuse_float16(inst)
         self.w.comment(inst)
         n = len(inst.operands) // 2
         operands, inits = inst.operands[:n], inst.operands[n:]
@@ -857,14 +857,14 @@ class KernelEmitter:
         n = len(operands)
         if not _parallel_reducer(reducer, n):
             return []
-        return [(accs[0], _wide_accumulator(reducer, np.dtype(operands[0].dtype), n))]
+        return [(accs[0], wide_accumulator(reducer, np.dtype(operands[0].dtype), n))]
 
     def _init_accs(self, inst, inits, reducer) -> list[str]:
         accs = []
         for init in inits:
             acc = self.w.fresh("acc")
             dtype = np.dtype(init.dtype)
-            wide = _wide_accumulator(reducer, dtype, len(inits))
+            wide = wide_accumulator(reducer, dtype, len(inits))
             v = self.value(init, ())
             self.w.line(f"{acc} = {np_type(wide)}({v})" if wide != dtype else f"{acc} = {v}")
             accs.append(acc)
@@ -874,7 +874,7 @@ class KernelEmitter:
         vals = [self.value(o, idx) for o in operands]
         n = len(operands)
         dtype = np.dtype(operands[0].dtype)
-        wide = _wide_accumulator(reducer, dtype, n)
+        wide = wide_accumulator(reducer, dtype, n)
         if wide != dtype:
             vals = [f"{np_type(wide)}({v})" for v in vals]
         step = _reassociable_step(reducer, n, wide)
@@ -893,7 +893,7 @@ class KernelEmitter:
         reducer inlined instruction by instruction."""
         n = len(accs)
         root = reducer.root
-        if n == 1 and _simple_op(reducer):
+        if n == 1 and simple_op(reducer):
             expr = exprs.reducer_update(root.opcode, accs[0], vals[0], dtype or root.dtype)
             if expr is not None:
                 return [expr]
@@ -927,14 +927,14 @@ class KernelEmitter:
         if self._reduces() and lead and len(trail) == 1:
             self._prefetch_rows(lead, trail, ridx)
         for inst in self._reduces():
-            _refuse_float16(inst)
+            refuse_float16(inst)
             self.w.comment(inst)
             n = len(inst.operands) // 2
             operands, inits = inst.operands[:n], inst.operands[n:]
             reducer = self.module.computation(inst.attr("to_apply"))
             accs = self._init_accs(inst, inits, reducer)
             sums = self._parallel_sums(reducer, accs, operands) if inner_parallel else ()
-            wide = _wide_accumulator(reducer, np.dtype(operands[0].dtype), n)
+            wide = wide_accumulator(reducer, np.dtype(operands[0].dtype), n)
             # In rows, float32 blocks beat converting every element into the float64 sum
             # (docs/performance.md); a single long row (a full sum) runs fastest straight
             # into float64.
@@ -980,7 +980,7 @@ class KernelEmitter:
         full = lead + trail
         roots = [o for r in self._reduces() for o in r.operands[:len(r.operands) // 2]]
         roots += [o for o in self.outputs if o.dims == full]
-        at_element = roots + [o for e in _elementwise_closure(roots, full) for o in e.operands]
+        at_element = roots + [o for e in elementwise_closure(roots, full) for o in e.operands]
         reads = {i.parameter_number: i for i in at_element
                  if i.opcode == "parameter" and i.dims == full}
         writes = [o for o in self.outputs if o.dims == full]
@@ -1026,7 +1026,7 @@ class KernelEmitter:
         self.row_index, self.row_tail = ridx + tidx, tidx
         self.w.line(f"{part} = add_reassoc({part}, {self.value(operand, ridx + tidx)})")
         self.close(1)
-        wide = _wide_accumulator(reducer, dtype, 1)
+        wide = wide_accumulator(reducer, dtype, 1)
         self.w.line(f"{acc} += {np_type(wide)}({part})")
         self.close(1 if blocks else 0)
         self._end_row_pass(trail[:-1])
@@ -1053,7 +1053,7 @@ class KernelEmitter:
         passes.append([o for o in self.outputs if o.dims == full])
         seen: dict[int, int] = {}
         for roots in passes:
-            for i in _elementwise_closure(roots, full):
+            for i in elementwise_closure(roots, full):
                 seen[id(i)] = seen.get(id(i), 0) + 1
         return [i for i in self.comp.instructions
                 if seen.get(id(i), 0) > 1 and is_expensive(i)]
@@ -1064,7 +1064,7 @@ class KernelEmitter:
         def arrays():
             for inst in keep:
                 var = self.w.fresh(f"{inst.name}_row")
-                self.w.line(f"{var} = np.empty({_dims(trail)}, dtype={np_type(inst.dtype)})")
+                self.w.line(f"{var} = np.empty({tuple_text(trail)}, dtype={np_type(inst.dtype)})")
                 self.stash[id(inst)] = var
 
         if not keep:
@@ -1100,11 +1100,11 @@ def _operand(param: str, batch_dims, rows, cols, batch: int, r: int, c: int,
     if [*batch_dims, *cols, *rows] == sorted(order):
         view = f"np.ascontiguousarray({param})"
         return f"{view}.T" if plain else f"{view}.reshape(({batch}, {c}, {r})).transpose(0, 2, 1)"
-    return (f"np.ascontiguousarray(np.transpose({param}, {_dims(order)}))"
+    return (f"np.ascontiguousarray(np.transpose({param}, {tuple_text(order)}))"
             f".reshape(({batch}, {r}, {c}))")
 
 
-def _refuse_float16(inst: Instruction) -> None:
+def refuse_float16(inst: Instruction) -> None:
     """Reductions and products accumulate in their result type here, and a float16
     accumulator would round at every step: the tracer computes them in float32 (as NumPy
     does), and a module that has one in float16 must convert first."""
@@ -1121,7 +1121,8 @@ def _index(array: str, idx) -> str:
     return f"{array}[{', '.join(idx)}]" if idx else f"{array}[()]"
 
 
-def _dims(dims) -> str:
+def tuple_text(dims) -> str:
+    """dims as a Python tuple literal: `(3,)`, `(2, 4)`."""
     dims = list(dims)
     return "(" + ", ".join(map(str, dims)) + ("," if len(dims) == 1 else "") + ")"
 
@@ -1132,7 +1133,7 @@ def _affine(i: str, start: int, stride: int) -> str:
     return f"({start} + {i} * {stride})"
 
 
-def _elementwise_closure(roots, dims) -> list[Instruction]:
+def elementwise_closure(roots, dims) -> list[Instruction]:
     """The element-wise values of shape `dims` that computing `roots` at one element reads at
     that same element: reached from the roots through element-wise ops only."""
     found, stack, seen = [], list(roots), set()
@@ -1147,7 +1148,7 @@ def _elementwise_closure(roots, dims) -> list[Instruction]:
     return found
 
 
-def _simple_op(reducer: Computation) -> bool:
+def simple_op(reducer: Computation) -> bool:
     root = reducer.root
     params = set(map(id, reducer.parameters))
     return (len(reducer.instructions) == 3 and root.opcode != "tuple"
@@ -1155,7 +1156,7 @@ def _simple_op(reducer: Computation) -> bool:
 
 
 def _is_single_op(reducer: Computation, opcode: str) -> bool:
-    return _simple_op(reducer) and reducer.root.opcode == opcode
+    return simple_op(reducer) and reducer.root.opcode == opcode
 
 
 def _parallel_reducer(reducer: Computation, n: int) -> bool:
@@ -1176,14 +1177,14 @@ def _reassociable_step(reducer: Computation, n: int, dtype: np.dtype) -> str | N
     return None
 
 
-def _wide_accumulator(reducer: Computation, dtype: np.dtype, n: int) -> np.dtype:
+def wide_accumulator(reducer: Computation, dtype: np.dtype, n: int) -> np.dtype:
     """float32 sums accumulate in float64: at least as accurate as NumPy's pairwise sum."""
     if n == 1 and dtype == np.float32 and _is_single_op(reducer, "add"):
         return np.dtype(np.float64)
     return np.dtype(dtype)
 
 
-def _row_plan(comp: Computation, outputs) -> tuple[tuple, tuple] | None:
+def row_plan(comp: Computation, outputs) -> tuple[tuple, tuple] | None:
     """(leading dims, trailing dims) when every reduce reduces the same trailing dims of one
     loop space and every output is per-row or full; None otherwise (and for dots)."""
     reduces = [i for i in comp.instructions if i.opcode == "reduce"]
@@ -1416,7 +1417,7 @@ GEMM_IMPORT = ("from xla_explorer.codegen.gemm import (pack_b, pack_b_parallel, 
                "claims,\n    next_product_block, product_block, product_rows)\n")
 
 
-def _kernel_computation(module: Module, inst: Instruction) -> tuple[Computation, str, bool]:
+def kernel_computation(module: Module, inst: Instruction) -> tuple[Computation, str, bool]:
     """The computation a kernel runs: a fusion's own, or one op on parameters."""
     if inst.opcode == "fusion":
         comp = module.computation(inst.attr("calls"))
@@ -1485,7 +1486,7 @@ def generate_program(module: Module, assignment) -> Program:
     for inst in entry.instructions:
         if not is_kernel(inst):
             continue
-        comp, kind, row = _kernel_computation(module, inst)
+        comp, kind, row = kernel_computation(module, inst)
         fname = identifier(inst.name)
         while fname in names:
             fname += "_"
@@ -1508,7 +1509,7 @@ def generate_program(module: Module, assignment) -> Program:
                 offset = assignment.offset(b)
                 driver.append(f"    {expr} = arena[{offset}:{offset + b.size}]"
                               f".view({storage_type(b.shape.dtype)})"
-                              f".reshape({_dims(b.shape.dims)})")
+                              f".reshape({tuple_text(b.shape.dims)})")
             outs.append(expr)
         ins = []
         for o in inst.operands:

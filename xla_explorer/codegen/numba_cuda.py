@@ -122,7 +122,7 @@ class CudaKernelEmitter(cpu.KernelEmitter):
         params = sorted(self.params, key=lambda p: p.parameter_number)
         args = [f"p{p.parameter_number}" for p in params]
         outs = [f"out{k}" for k in range(len(self.outputs))]
-        plan = cpu._row_plan(self.comp, self.outputs)
+        plan = cpu.row_plan(self.comp, self.outputs)
         reduces = [i for i in self.comp.instructions if i.opcode == "reduce"]
         dots = [i for i in self.comp.instructions if i.opcode == "dot"]
         phases = [i for i in self.comp.instructions if i.opcode in SERIAL_PHASES]
@@ -213,11 +213,11 @@ class CudaKernelEmitter(cpu.KernelEmitter):
         it is not the reducer's identity (np.sum(x, initial=5)): every thread starts from
         the init, which HLO's contract says is the identity, so one that is not is applied
         once, by itself."""
-        wide = cpu._wide_accumulator(reducer, np.dtype(inits[0].dtype), len(inits))
+        wide = cpu.wide_accumulator(reducer, np.dtype(inits[0].dtype), len(inits))
         starts = [self.value(i, ()) for i in inits]
         late = None
         root = reducer.root
-        if len(inits) == 1 and cpu._simple_op(reducer) and root.opcode in _IDENTITY:
+        if len(inits) == 1 and cpu.simple_op(reducer) and root.opcode in _IDENTITY:
             init = inits[0]
             if init.opcode != "constant" or init.literal.reshape(-1)[0] != _IDENTITY[root.opcode]:
                 late = starts
@@ -231,7 +231,7 @@ class CudaKernelEmitter(cpu.KernelEmitter):
         return accs, late
 
     def _step(self, inst, reducer, accs, vals):
-        wide = cpu._wide_accumulator(reducer, np.dtype(inst.operands[0].dtype), len(accs))
+        wide = cpu.wide_accumulator(reducer, np.dtype(inst.operands[0].dtype), len(accs))
         if wide != np.dtype(inst.operands[0].dtype):
             vals = [f"{cpu.np_type(wide)}({v})" for v in vals]
         new = self._combine(reducer, accs, vals, inst, dtype=wide)
@@ -240,7 +240,7 @@ class CudaKernelEmitter(cpu.KernelEmitter):
 
     def _shared(self, base: str, count, dtype) -> str:
         var = self.w.fresh(base)
-        shape = count if isinstance(count, int) else cpu._dims(count)
+        shape = count if isinstance(count, int) else cpu.tuple_text(count)
         self.declarations.append(f"    {var} = cuda.shared.array({shape}, {cpu.np_type(dtype)})")
         self.shared_bytes += prod(count if not isinstance(count, int) else (count,)) \
             * np.dtype(dtype).itemsize
@@ -248,7 +248,7 @@ class CudaKernelEmitter(cpu.KernelEmitter):
 
     def _acc_types(self, inst, reducer):
         n = len(inst.operands) // 2
-        wide = cpu._wide_accumulator(reducer, np.dtype(inst.operands[0].dtype), n)
+        wide = cpu.wide_accumulator(reducer, np.dtype(inst.operands[0].dtype), n)
         return [wide] if n == 1 else [np.dtype(i.dtype) for i in inst.operands[n:]]
 
     def _block_reduce(self, inst, reducer, accs, types):
@@ -314,8 +314,8 @@ class CudaKernelEmitter(cpu.KernelEmitter):
         passes.append([o for o in self.outputs if o.dims == full])
         seen: dict[int, int] = {}
         for roots in passes:
-            for i in {id(x): x for x in cpu._elementwise_closure(roots, full)
-                      + [o for e in cpu._elementwise_closure(roots, full) for o in e.operands]
+            for i in {id(x): x for x in cpu.elementwise_closure(roots, full)
+                      + [o for e in cpu.elementwise_closure(roots, full) for o in e.operands]
                       + list(roots)}.values():
                 seen[id(i)] = seen.get(id(i), 0) + 1
         wanted = [i for i in self.comp.instructions if seen.get(id(i), 0) > 1 and i.dims == full
@@ -604,7 +604,7 @@ class CudaKernelEmitter(cpu.KernelEmitter):
     def _reduce_phase(self, inst):
         """A reduce as a phase: one thread per element of its result (block-stride), each
         accumulating what it reduces, into its output or a shared-memory array."""
-        cpu._refuse_float16(inst)
+        cpu.refuse_float16(inst)
         self.w.comment(inst)
         n = len(inst.operands) // 2
         if inst.shape.is_tuple:
@@ -692,7 +692,7 @@ class CudaKernelEmitter(cpu.KernelEmitter):
             raise UnsupportedOpError("the cuda backend compiles a product fused with "
                                      "element-wise ops only", op="dot")
         (dot,) = dots
-        cpu._refuse_float16(dot)
+        cpu.refuse_float16(dot)
         a, b = dot.operands
         lb, lc = dot.attr("lhs_batch_dims", ()), dot.attr("lhs_contracting_dims", ())
         rb, rc = dot.attr("rhs_batch_dims", ()), dot.attr("rhs_contracting_dims", ())
@@ -924,7 +924,7 @@ def generate_cuda_program(module: Module, assignment) -> CudaProgram:
     for inst in entry.instructions:
         if not is_kernel(inst):
             continue
-        comp, kind, row = cpu._kernel_computation(module, inst)
+        comp, kind, row = cpu.kernel_computation(module, inst)
         fname = cpu.identifier(inst.name)
         while fname in names:
             fname += "_"
@@ -944,7 +944,7 @@ def generate_cuda_program(module: Module, assignment) -> CudaProgram:
                 offset = assignment.offset(b)
                 driver.append(f"    {expr} = arena[{offset}:{offset + b.size}]"
                               f".view({cpu.storage_type(b.shape.dtype)})"
-                              f".reshape({cpu._dims(b.shape.dims) if b.shape.dims else '()'})")
+                              f".reshape({cpu.tuple_text(b.shape.dims) if b.shape.dims else '()'})")
             outs.append(expr)
         ins = []
         for o in inst.operands:

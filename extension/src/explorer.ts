@@ -7,7 +7,7 @@ import { el, svgEl } from './dom';
 import { DotNode } from './dot';
 import { formatBytes, formatSeconds, speedWords } from './format';
 import { GraphView } from './graphview';
-import { nodeFacts } from './info';
+import { kernelsInOrder, nodeFacts } from './info';
 import { Bundle, checkBundle, Decision, MIME_TYPE } from './model';
 import { Stepper, visibleStages } from './stepper';
 import { hloLines, tokenizeHlo, tokenizePython, Token } from './syntax';
@@ -30,6 +30,29 @@ function button(label: string, title: string, onClick: () => void, cls = 'xe-btn
 
 function pad(n: number): string {
   return String(n).padStart(2, '0');
+}
+
+/** Previous / label / next, built once and updated in place, so the button a reader clicked
+ * (or focused and pressed j on) keeps the keyboard focus inside the explorer. */
+class StepBar {
+  readonly node = el('div', { class: 'xe-stepper' });
+  readonly prev: HTMLButtonElement;
+  readonly next: HTMLButtonElement;
+  readonly label = el('span', { class: 'xe-step-label' });
+  readonly extra = el('span', { class: 'xe-step-extra' });
+
+  constructor(what: string, step: (delta: number) => void) {
+    this.prev = button('◀ prev', `Previous ${what} (k)`, () => step(-1), 'xe-btn xe-prev');
+    this.next = button('next ▶', `Next ${what} (j)`, () => step(1), 'xe-btn xe-next');
+    this.node.append(this.prev, this.label, this.next, this.extra);
+  }
+
+  update(text: string, data: { [key: string]: string }, atStart: boolean, atEnd: boolean): void {
+    this.label.textContent = text;
+    for (const [k, v] of Object.entries(data)) this.label.dataset[k] = v;
+    this.prev.disabled = atStart;
+    this.next.disabled = atEnd;
+  }
 }
 
 /** A graph with its HLO text beside it and the clicked instruction's facts below. */
@@ -190,43 +213,31 @@ export class ExplorerWidget extends Widget implements IRenderMime.IRenderer {
 
   // -- stages ---------------------------------------------------------------------------------
 
-  private stageBar = el('div', { class: 'xe-stepper' });
+  private stageBar = new StepBar('pass', d => void this.stepStage(d));
+  private stageChips = el('span', { class: 'xe-chips' });
   private stageNotes = el('div', { class: 'xe-notes' });
 
   private async drawStages(panel: HTMLElement): Promise<void> {
-    panel.append(this.stageBar, this.stagePane.node, this.stageNotes);
-    await this.showStage(false);
-  }
-
-  private async showStage(animate = true): Promise<void> {
-    const s = this.bundle.stages[this.stageOrder[this.stages.index]];
-    const bar = this.stageBar;
-    const prev = button('◀ prev', 'Previous pass (k)', () => void this.stepStage(-1));
-    const next = button('next ▶', 'Next pass (j)', () => void this.stepStage(1));
-    prev.classList.add('xe-prev');
-    next.classList.add('xe-next');
-    prev.disabled = this.stages.atStart;
-    next.disabled = this.stages.atEnd;
-    const chips = el('span', { class: 'xe-chips' });
-    this.stageOrder.forEach((idx, k) => {
-      const st = this.bundle.stages[idx];
-      const chip = button(`${pad(st.index)} ${st.name}`, st.changed ? 'changed the module' : 'changed nothing',
-        () => void this.goStage(k), 'xe-chip' + (k === this.stages.index ? ' xe-chip-on' : '') + (st.changed ? '' : ' xe-chip-same'));
-      chips.append(chip);
-    });
     const all = el('label', { class: 'xe-check' }, el('input', { type: 'checkbox' }), ' passes that changed nothing');
     const box = all.querySelector('input')!;
-    box.checked = this.showAll;
     box.addEventListener('change', () => {
       const current = this.stageOrder[this.stages.index];
       this.showAll = box.checked;
       this.stageOrder = visibleStages(this.bundle.stages, this.showAll);
       this.stages = new Stepper(this.stageOrder.length, Math.max(0, this.stageOrder.indexOf(current)));
+      this.drawChips();
       void this.showStage(false);
     });
-    bar.replaceChildren(prev,
-      el('span', { class: 'xe-step-label', 'data-stage': String(s.index) }, `${pad(s.index)} ${s.name}`),
-      next, chips, all);
+    this.stageBar.extra.append(this.stageChips, all);
+    this.drawChips();
+    panel.append(this.stageBar.node, this.stagePane.node, this.stageNotes);
+    await this.showStage(false);
+  }
+
+  private async showStage(animate = true): Promise<void> {
+    const s = this.bundle.stages[this.stageOrder[this.stages.index]];
+    this.stageBar.update(`${pad(s.index)} ${s.name}`, { stage: String(s.index) }, this.stages.atStart, this.stages.atEnd);
+    this.stageChips.querySelectorAll('.xe-chip').forEach((c, k) => c.classList.toggle('xe-chip-on', k === this.stages.index));
     const what = s.index === 0 ? 'the traced module' :
       s.changed ? `${s.added.length} added, ${s.rewritten.length} rewritten, ${s.removed.length} removed` : 'no change';
     this.stageNotes.replaceChildren(
@@ -239,6 +250,14 @@ export class ExplorerWidget extends Widget implements IRenderMime.IRenderer {
     await this.stagePane.graph.show(s.dot, { changed: s.changed_nodes, selected: this.stagePane.selected }, animate);
   }
 
+  private drawChips(): void {
+    this.stageChips.replaceChildren(...this.stageOrder.map((idx, k) => {
+      const st = this.bundle.stages[idx];
+      return button(`${pad(st.index)} ${st.name}`, st.changed ? 'changed the module' : 'changed nothing',
+        () => void this.goStage(k), 'xe-chip' + (st.changed ? '' : ' xe-chip-same'));
+    }));
+  }
+
   private async stepStage(d: number): Promise<void> {
     if (this.stages.step(d)) await this.showStage();
   }
@@ -249,7 +268,7 @@ export class ExplorerWidget extends Widget implements IRenderMime.IRenderer {
 
   // -- decisions ------------------------------------------------------------------------------
 
-  private decisionBar = el('div', { class: 'xe-stepper' });
+  private decisionBar = new StepBar('decision', d => void this.stepDecision(d));
   private decisionText = el('div', { class: 'xe-decision' });
   private decisionList = el('ol', { class: 'xe-decision-list', start: '0' });
   private decisionStage = -1;
@@ -264,23 +283,16 @@ export class ExplorerWidget extends Widget implements IRenderMime.IRenderer {
       li.addEventListener('click', () => void this.goDecision(k));
       this.decisionList.append(li);
     });
-    panel.append(this.decisionBar, this.decisionText, this.decisionPane.node,
+    this.decisionBar.extra.append(el('span', { class: 'xe-hint' }, 'j / k step · producer outlined orange, consumer magenta'));
+    panel.append(this.decisionBar.node, this.decisionText, this.decisionPane.node,
       el('details', { class: 'xe-all' }, el('summary', {}, `all ${this.bundle.decisions.length} decisions`), this.decisionList));
     await this.showDecision();
   }
 
   private async showDecision(): Promise<void> {
     const d: Decision = this.bundle.decisions[this.decisions.index];
-    const prev = button('◀ prev', 'Previous decision (k)', () => void this.stepDecision(-1));
-    const next = button('next ▶', 'Next decision (j)', () => void this.stepDecision(1));
-    prev.classList.add('xe-prev');
-    next.classList.add('xe-next');
-    prev.disabled = this.decisions.atStart;
-    next.disabled = this.decisions.atEnd;
-    this.decisionBar.replaceChildren(prev,
-      el('span', { class: 'xe-step-label', 'data-decision': String(d.index) },
-        `decision ${d.index + 1} of ${this.bundle.decisions.length}`),
-      next, el('span', { class: 'xe-hint' }, 'j / k step · producer outlined orange, consumer magenta'));
+    this.decisionBar.update(`decision ${d.index + 1} of ${this.bundle.decisions.length}`, { decision: String(d.index) },
+      this.decisions.atStart, this.decisions.atEnd);
     this.decisionText.replaceChildren(
       el('span', { class: 'xe-badge ' + (d.fused ? 'xe-fused' : 'xe-refused') }, d.fused ? 'fused' : 'refused'),
       ' ', el('span', { class: 'xe-reason' }, d.reason),
@@ -369,7 +381,7 @@ export class ExplorerWidget extends Widget implements IRenderMime.IRenderer {
   // -- kernels --------------------------------------------------------------------------------
 
   private drawKernels(panel: HTMLElement): void {
-    const names = Object.keys(this.bundle.kernels);
+    const names = kernelsInOrder(this.bundle);
     if (!names.length) {
       panel.append(el('div', { class: 'xe-hint' },
         this.bundle.backend === 'interpreter' ? 'The interpreter backend evaluates HLO directly: no kernels are generated.' : 'No generated kernels.'));

@@ -156,8 +156,16 @@ export class GraphView {
       // Graphviz wraps each shape in <a xlink:title>, which browsers show as a second tooltip.
       e.querySelectorAll('a').forEach(a => a.removeAttribute('xlink:title'));
     });
-    const bg = svg.querySelector('g.graph > polygon');
-    bg?.setAttribute('class', 'xe-graph-bg');
+    // The page background and the graph's title (Graphviz wraps them in <g><a> for the
+    // tooltip): themed by CSS instead of Graphviz's white and black.
+    const top = svg.querySelector('g.graph');
+    for (const part of Array.from(top?.children ?? [])) {
+      if (/\b(node|cluster|edge)\b/.test(part.getAttribute('class') ?? '')) continue;
+      part.querySelectorAll('polygon').forEach(p => p.setAttribute('class', 'xe-graph-bg'));
+      part.querySelectorAll('text').forEach(t => t.setAttribute('class', 'xe-graph-title'));
+      if (part.tagName === 'polygon') part.setAttribute('class', 'xe-graph-bg');
+      if (part.tagName === 'text') part.setAttribute('class', 'xe-graph-title');
+    }
   }
 
   private applyHighlight(): void {

@@ -20,6 +20,18 @@ export function kernelKey(bundle: Bundle, fusionName: string): string | null {
   return null;
 }
 
+/** Kernel names in schedule order (the order of `fusions`): a saved notebook's JSON may have
+ * its keys sorted (nbformat writes them so), which is not the order kernels run in. */
+export function kernelsInOrder(bundle: Bundle): string[] {
+  const keys = Object.keys(bundle.kernels);
+  const out: string[] = [];
+  for (const f of bundle.fusions) {
+    const k = kernelKey(bundle, f.name);
+    if (k !== null && !out.includes(k)) out.push(k);
+  }
+  return [...out, ...keys.filter(k => !out.includes(k))];
+}
+
 export function fusionOf(bundle: Bundle, name: string): Fusion | null {
   const o = origin(name);
   return bundle.fusions.find(f => f.name === name) ??

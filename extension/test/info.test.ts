@@ -1,4 +1,4 @@
-import { kernelKey, nodeFacts } from '../src/info';
+import { kernelKey, kernelsInOrder, nodeFacts } from '../src/info';
 import type { Bundle } from '../src/model';
 
 const bundle = {
@@ -42,5 +42,16 @@ describe('nodeFacts', () => {
     expect(f.fusion).toBe('none: not computed by a kernel of the final program');
     expect(f.kernel).toBe('none');
     expect(kernelKey(bundle, 'fusion.1')).toBeNull();
+  });
+});
+
+describe('kernelsInOrder', () => {
+  it('lists kernels in schedule order whatever the key order, extra keys last', () => {
+    const b = {
+      ...bundle,
+      fusions: [{ name: 'dot.30' }, { name: 'row_fusion.31' }, { name: 'dot.28' }],
+      kernels: { 'dot_28': '', 'dot_30': '', 'helper': '', 'row_fusion_31': '' }
+    } as unknown as Bundle;
+    expect(kernelsInOrder(b)).toEqual(['dot_30', 'row_fusion_31', 'dot_28', 'helper']);
   });
 });

@@ -33,7 +33,7 @@ def saved_notebook(path: Path, payloads: dict, *, widget: bool = True) -> Path:
         # A model id of a kernel that no longer exists, as a saved %%xla output holds.
         cell.outputs = [output(payload, f"{k:032x}" if widget else None)]
         cells.append(cell)
-    nb = new_notebook(cells=cells, metadata={"language_info": {"name": "python"}})
+    nb = new_notebook(cells=cells, metadata={})
     nbformat.write(nb, path)
     return path
 

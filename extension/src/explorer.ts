@@ -119,6 +119,7 @@ class GraphPane {
     const table = el('table', { class: 'xe-facts' });
     for (const [k, v] of facts.rows) table.append(el('tr', {}, el('th', {}, k), el('td', {}, v)));
     this.info.replaceChildren(el('div', { class: 'xe-info-title' }, name), table);
+    this.graph.select(name);
     this.markLine();
     this.onSelect(name);
   }

@@ -126,6 +126,11 @@ export class GraphView {
     this.applyHighlight();
   }
 
+  /** Outline the instruction `name` (its clones and its fusion's cluster too). */
+  select(name: string): void {
+    this.setHighlight({ ...this.highlight, selected: name });
+  }
+
   get dotGraph(): DotGraph | null {
     return this.graph;
   }

@@ -119,7 +119,7 @@ def lab():
         live_notebook(root / "live.ipynb")
         shots = ROOT / "docs" if os.environ.get("XLA_EXPLORER_DOCS_SCREENSHOTS") else tmp
         with S.jupyter_lab(root, tmp) as (url, token), \
-                S.chromium_page(tmp, chromium, width=1280, height=1000) as page:
+                S.chromium_page(tmp, chromium, width=1280, height=1500) as page:
             page.set_default_timeout(TIMEOUT)
             yield Lab(page, url, token, data, shots)
 
@@ -172,13 +172,20 @@ def check_saved_notebook_with_no_kernel_shows_the_whole_explorer(lab):
     assert ex.locator(".xe-panel[data-tab=Performance] rect.xe-bar").count() == 5
 
     lab.tab(ex, "Stages")
-    ex.scroll_into_view_if_needed()
-    ex.screenshot(path=str(lab.shots / "renderer-light.png"))
+    ex.locator(f".xe-panel[data-tab=Stages] g.node[data-name='{inner_node(payload, stage)[1]}']").click()
+    shoot(lab, ex, "renderer-light.png")
 
 
 def last_shown(payload) -> dict:
     """The last stage the stepper shows: passes that changed nothing are hidden by default."""
     return [s for s in payload["stages"] if s["changed"] or s["index"] == 0][-1]
+
+
+def shoot(lab, ex, name: str) -> None:
+    """A screenshot of the explorer once the stage morph has finished (450 ms, 150 ms delay)."""
+    lab.page.wait_for_timeout(800)
+    ex.scroll_into_view_if_needed()
+    ex.screenshot(path=str(lab.shots / name))
 
 
 def stage_step(lab, ex, button: str = ".xe-next", key: str | None = None) -> dict:
@@ -268,18 +275,23 @@ def check_decisions_step_by_buttons_and_keys_with_producer_and_consumer_outlined
     lab.tab(ex, "Stages")
 
 
+def inner_node(payload: dict, stage: dict) -> tuple[dict, str]:
+    """The biggest fusion and an instruction inside it that is not its output (it never
+    reaches memory), one the stage's graph draws as a node: a tooltip starts with its name.
+    (Scalar constants and their broadcasts are folded into their users' labels.)"""
+    fusion = max(payload["fusions"], key=lambda f: len(f["instructions"]))
+    inner = next(i for i in fusion["instructions"]
+                 if i not in fusion["outputs"] and f'tooltip="{i}\\n' in stage["dot"])
+    return fusion, inner
+
+
 def check_clicking_a_node_names_its_shape_fusion_buffer_and_kernel(lab):
     payload = lab.data["issue"]["attention"]
     ex = lab.explorer("attention")
     last = last_shown(payload)
     ex.locator(".xe-chip").last.click()
     ex.locator(f".xe-step-label[data-stage='{last['index']}']").wait_for()
-    # An instruction inside the biggest fusion that is not its output: it never reaches memory.
-    fusion = max(payload["fusions"], key=lambda f: len(f["instructions"]))
-    # (One the graph draws as a node: a tooltip starts with its name. Scalar constants and
-    # their broadcasts are folded into their users' labels.)
-    inner = next(i for i in fusion["instructions"]
-                 if i not in fusion["outputs"] and f'tooltip="{i}\\n' in last["dot"])
+    fusion, inner = inner_node(payload, last)
     hlo_line = next(ln for ln in last["hlo"].splitlines() if ln.strip().startswith(f"{inner} ="))
     shape = hlo_line.split("=", 1)[1].split()[0]
     ex.locator(f".xe-panel[data-tab=Stages] g.node[data-name='{inner}']").click()
@@ -292,7 +304,9 @@ def check_clicking_a_node_names_its_shape_fusion_buffer_and_kernel(lab):
     assert facts["buffer"] == f"none: stays inside {fusion['name']}, never written to memory"
     assert facts["kernel"] == re.sub(r"\W", "_", fusion["name"])
     assert facts["kernel"] in payload["kernels"]
-    # The HLO pane marks the same instruction's line.
+    # The graph outlines it, and the HLO pane marks the same instruction's line.
+    assert ex.locator(".xe-panel[data-tab=Stages] g.node.xe-selected").evaluate_all(
+        "gs => gs.map(g => g.dataset.name)") == [inner]
     selected = ex.locator(".xe-panel[data-tab=Stages] .xe-line-selected")
     assert selected.count() == 1 and selected.get_attribute("data-name") == inner
 
@@ -342,8 +356,11 @@ def check_dark_theme_is_readable_and_screenshotted(lab):
     page.wait_for_selector("body[data-jp-theme-light='false']", state="attached")
     page.wait_for_timeout(500)
     ex = lab.explorer("attention")
-    ex.locator(".xe-chip", has_text="fusion").first.click()
-    ex.locator(".xe-panel[data-tab=Stages] g.node[data-name='exponential.18']").click()
+    payload = lab.data["issue"]["attention"]
+    stage = next(s for s in payload["stages"] if s["name"] == "fusion")
+    ex.locator(".xe-chip", has_text=re.compile(r"^\d+ fusion$")).click()
+    ex.locator(f".xe-step-label[data-stage='{stage['index']}']").wait_for()
+    ex.locator(f".xe-panel[data-tab=Stages] g.node[data-name='{inner_node(payload, stage)[1]}']").click()
     colours = ex.evaluate("""root => {
         const c = sel => getComputedStyle(root.querySelector(sel));
         return {bg: c('.xe-panel[data-tab=Stages] .xe-graph-canvas').backgroundColor,
@@ -357,8 +374,7 @@ def check_dark_theme_is_readable_and_screenshotted(lab):
     for fg, bg in (("title", "root_bg"), ("text", "root_bg"), ("code", "code_bg"),
                    ("graph_title", "bg")):
         assert contrast(colours[fg], colours[bg]) >= 4.5, (fg, bg, colours)
-    ex.scroll_into_view_if_needed()
-    ex.screenshot(path=str(lab.shots / "renderer-dark.png"))
+    shoot(lab, ex, "renderer-dark.png")
     page.evaluate("window.jupyterapp.commands.execute('apputils:change-theme', "
                   "{theme: 'JupyterLab Light'})")
     page.wait_for_selector("body[data-jp-theme-light='true']", state="attached")

@@ -30,6 +30,18 @@ def attention(q, k, v):
     return p @ v
 
 
+def long_chain(x):
+    """35 element-wise steps: one fusion of about 90 instructions, a graph of about 90 nodes,
+    past the renderer's folding threshold."""
+    for i in range(35):
+        x = np.tanh(x * 1.01 + 0.5) if i % 2 else x * x - 0.25
+    return x
+
+
+def large_program() -> dict:
+    return {"long_chain": xe.explore(long_chain, np.ones(64, np.float32), backend="cpu")}
+
+
 def issue_programs() -> dict:
     """The two programs whose stage-step redraw time the browser test reports."""
     rng = np.random.default_rng(0)

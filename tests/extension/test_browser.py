@@ -29,7 +29,7 @@ import pytest
 
 from xla_explorer.viz import mime
 
-from .bundles import corpus, issue_programs, payloads
+from .bundles import corpus, issue_programs, large_program, payloads
 from .notebooks import live_notebook, saved_notebook
 
 pytestmark = pytest.mark.slow
@@ -109,12 +109,15 @@ def lab():
     issue = issue_programs()
     bench = {name: ex.bench(repeat=3) for name, ex in issue.items()}
     data = {"corpus": payloads(explorations), "issue": payloads(issue, bench),
-            "explorations": {**explorations, **issue}}
+            "large": payloads(large_program())}
+    # The contract's optional "traffic" key (bytes moved, computed), on one bundle: made-up
+    # numbers the Performance tab must show as given.
+    data["issue"]["adam_step"]["traffic"] = TRAFFIC
     with tempfile.TemporaryDirectory(prefix="xla-ext-browser-") as t:
         tmp = Path(t)
         root = tmp / "notebooks"
         root.mkdir()
-        saved_notebook(root / "saved.ipynb", data["issue"])
+        saved_notebook(root / "saved.ipynb", {**data["issue"], **data["large"]})
         saved_notebook(root / "corpus.ipynb", data["corpus"], widget=False)
         live_notebook(root / "live.ipynb")
         shots = ROOT / "docs" if os.environ.get("XLA_EXPLORER_DOCS_SCREENSHOTS") else tmp
@@ -126,6 +129,13 @@ def lab():
 
 # -- a saved notebook, no kernel ---------------------------------------------------------------
 
+TRAFFIC = {"computed": True,
+           "eager": {"read_bytes": 3 * 1024, "write_bytes": 2 * 1024,
+                     "ops": [{"name": "multiply.1", "read_bytes": 3 * 1024,
+                              "write_bytes": 2 * 1024}]},
+           "fused": {"read_bytes": 1024, "write_bytes": 512,
+                     "kernels": [{"name": "fusion.2", "read_bytes": 1024, "write_bytes": 512}]}}
+
 MODEL_NOT_FOUND = re.compile(r"Error displaying widget|model not found", re.I)
 
 
@@ -133,9 +143,9 @@ def check_saved_notebook_with_no_kernel_shows_the_whole_explorer(lab):
     lab.open("saved.ipynb", no_kernel=True)
     page = lab.page
     page.get_by_text(re.compile(r"No Kernel \| Idle|No Kernel")).first.wait_for()
-    for name in ("attention", "adam_step"):
+    for name in ("attention", "adam_step", "long_chain"):
         lab.explorer(name).locator(".xe-graph svg g.node").first.wait_for()
-    assert page.locator(".xe-explorer").count() == 2
+    assert page.locator(".xe-explorer").count() == 3
     assert page.locator(".jp-OutputArea-output .jupyter-widgets").count() == 0
     assert not MODEL_NOT_FOUND.search(lab.notebook_text())
     assert page.evaluate("window.jupyterapp.shell.currentWidget.sessionContext.session") is None
@@ -338,6 +348,42 @@ def check_the_svg_draws_every_fusion_the_bundle_names(lab):
         assert drawn_fusions_missing(ex, payload) == []
 
 
+def check_traffic_is_charted_as_computed(lab):
+    ex = lab.explorer("adam_step")
+    lab.tab(ex, "Performance")
+    panel = ex.locator(".xe-panel[data-tab=Performance]")
+    box = panel.locator(".xe-chart-box", has_text="Bytes moved")
+    assert box.locator(".xe-chart-title").inner_text() == "Bytes moved (computed, not measured)"
+    assert box.locator(".xe-value").all_text_contents() == ["3.00 KiB", "2.00 KiB", "1.00 KiB",
+                                                             "512 B"]
+    assert panel.locator(".xe-chart-title", has_text="(measured)").count() == 1
+    lab.tab(ex, "Stages")
+
+
+def check_a_large_graph_folds_its_fusion_and_a_click_unfolds_it(lab):
+    payload = lab.data["large"]["long_chain"]
+    (fusion,) = payload["fusions"]
+    ex = lab.explorer("long_chain")
+    ex.locator(".xe-chip").last.click()
+    ex.locator(f".xe-step-label[data-stage='{last_shown(payload)['index']}']").wait_for()
+    canvas = ex.locator(".xe-panel[data-tab=Stages] .xe-graph-canvas")
+    folded = canvas.locator("g.node[data-id^='x_']")
+    assert folded.evaluate_all("gs => gs.map(g => g.dataset.name)") == [fusion["name"]]
+    assert canvas.locator("g.node").count() < 10
+    # Zoom in, then fit: the view box shrinks, then is the whole drawing again.
+    svg = canvas.locator("svg")
+    whole = svg.get_attribute("viewBox")
+    ex.locator(".xe-panel[data-tab=Stages] .xe-graph-bar button", has_text="+").click()
+    zoomed = [float(v) for v in svg.get_attribute("viewBox").split()]
+    assert zoomed[2] == pytest.approx(0.8 * float(whole.split()[2]), rel=1e-3)
+    ex.locator(".xe-panel[data-tab=Stages] .xe-graph-bar button", has_text="fit").click()
+    assert svg.get_attribute("viewBox") == whole
+    folded.click()
+    canvas.locator(f"g.cluster[data-name='{fusion['name']}']").wait_for()
+    drawn = canvas.locator("g.node").count()
+    assert drawn > 60, drawn
+
+
 def luminance(rgb: str) -> float:
     r, g, b = (int(v) / 255 for v in re.findall(r"\d+", rgb)[:3])
     lin = [c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4 for c in (r, g, b)]
@@ -483,6 +529,8 @@ CHECKS = [check_saved_notebook_with_no_kernel_shows_the_whole_explorer,
           check_decisions_step_by_buttons_and_keys_with_producer_and_consumer_outlined,
           check_clicking_a_node_names_its_shape_fusion_buffer_and_kernel,
           check_the_svg_draws_every_fusion_the_bundle_names,
+          check_traffic_is_charted_as_computed,
+          check_a_large_graph_folds_its_fusion_and_a_click_unfolds_it,
           check_dark_theme_is_readable_and_screenshotted,
           check_every_corpus_bundle_validates_and_renders_without_a_console_error,
           check_live_kernel_shows_the_widget_and_after_a_restart_the_renderer]

@@ -418,6 +418,12 @@ export class ExplorerWidget extends Widget implements IRenderMime.IRenderer {
         { label: 'compiled (measured)', value: bench.compiled.peak_bytes, cls: 'compiled' },
         { label: 'predicted by buffer assignment', value: bench.predicted_peak_bytes, cls: 'computed' }
       ], formatBytes, 'measured with tracemalloc; the prediction is the arena plus outputs'));
+      const slower = bench.speedup !== null && bench.speedup < 0.95;
+      if (slower && bench.eager.median < 1e-4) {
+        panel.append(el('div', { class: 'xe-note' },
+          `A call takes only ${formatSeconds(bench.eager.median)} in NumPy: at this size the fixed cost of ` +
+          'calling the compiled kernels outweighs the memory traffic fusion saves. Larger arrays are where compiling pays.'));
+      }
       if (bench.compile_seconds !== null) {
         panel.append(el('div', { class: 'xe-hint' }, `compiling took ${formatSeconds(bench.compile_seconds)}`));
       }

@@ -4,7 +4,7 @@
 // (a FLIP animation) while what is new fades in, so a fusion visibly takes in its producers.
 
 import { collapseClusters, DotGraph, DotNode, Highlight, highlightClasses, largeFusions, parseDot } from './dot';
-import { el, svgEl } from './dom';
+import { el } from './dom';
 
 type GraphvizInstance = { dot(src: string, format?: string): string };
 let graphvizPromise: Promise<GraphvizInstance> | null = null;
@@ -71,7 +71,6 @@ export class GraphView {
   private view: Box = { x: 0, y: 0, w: 1, h: 1 };
   private highlight: Highlight = {};
   private expanded = new Set<string>();   // cluster titles the reader unfolded
-  private folded = new Set<string>();     // cluster titles the reader folded
   private renders = 0;
   private token = 0;
 
@@ -139,7 +138,6 @@ export class GraphView {
     const auto = g.nodes.size > FOLD_ABOVE_NODES ? largeFusions(g, FOLD_SIZE) : [];
     const out = new Set<string>();
     for (const id of auto) if (!this.expanded.has(g.clusters.get(id)!.title)) out.add(id);
-    for (const c of g.clusters.values()) if (c.fusion && this.folded.has(c.title)) out.add(c.id);
     return [...out];
   }
 
@@ -310,7 +308,6 @@ export class GraphView {
         const title = nodeEl.getAttribute('data-name') ?? '';
         const name = this.graph.nodes.get(id)?.name ?? title;
         this.expanded.add(name);
-        this.folded.delete(name);
         void this.show(this.dot, this.highlight, false);
         return;
       }
@@ -324,18 +321,6 @@ export class GraphView {
       if (c?.fusion) this.events.nodeClicked(null, c.title);
     }
   }
-
-  /** Fold (or unfold) a fusion cluster by its name. */
-  setFolded(name: string, folded: boolean): void {
-    if (folded) {
-      this.folded.add(name);
-      this.expanded.delete(name);
-    } else {
-      this.folded.delete(name);
-      this.expanded.add(name);
-    }
-    void this.show(this.dot, this.highlight, false);
-  }
 }
 
 function button(label: string, title: string, onClick: () => void): HTMLButtonElement {
@@ -343,5 +328,3 @@ function button(label: string, title: string, onClick: () => void): HTMLButtonEl
   b.addEventListener('click', onClick);
   return b;
 }
-
-export { svgEl };

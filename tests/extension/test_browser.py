@@ -518,6 +518,21 @@ def check_live_kernel_shows_the_widget_and_after_a_restart_the_renderer(lab):
     assert page.evaluate("window.jupyterapp.shell.currentWidget.content.model.cells.get(0).trusted")
     assert page.locator(".xe-host .jupyter-widgets").count() == 0
     assert not MODEL_NOT_FOUND.search(lab.notebook_text())
+    # The same trusted notebook reopened with no kernel at all (its kernelspec removed, so
+    # JupyterLab asks, and the reader answers "No Kernel").
+    page.evaluate("""async () => {
+        const panel = window.jupyterapp.shell.currentWidget;
+        panel.context.model.deleteMetadata('kernelspec');
+        panel.context.model.deleteMetadata('language_info');
+        await panel.context.save();
+        await panel.sessionContext.shutdown();
+    }""")
+    lab.open("live.ipynb", no_kernel=True)
+    page.locator(".xe-host[data-shown=renderer] .xe-explorer .xe-graph svg g.node").first.wait_for()
+    assert page.evaluate("window.jupyterapp.shell.currentWidget.sessionContext.session") is None
+    assert page.evaluate("window.jupyterapp.shell.currentWidget.content.model.cells.get(0).trusted")
+    assert page.locator(".xe-host .jupyter-widgets").count() == 0
+    assert not MODEL_NOT_FOUND.search(lab.notebook_text())
 
 
 # -- the test ----------------------------------------------------------------------------------

@@ -67,7 +67,7 @@ class GraphPane {
   private changed: string[] = [];
   selected = '';
 
-  constructor(private bundle: Bundle, private onSelect: (name: string) => void) {
+  constructor(private bundle: Bundle) {
     this.graph = new GraphView({ nodeClicked: (n, name) => this.select(name, n) });
     const meta = el('label', { class: 'xe-check' }, el('input', { type: 'checkbox' }), ' metadata');
     meta.querySelector('input')!.addEventListener('change', e => {
@@ -121,7 +121,6 @@ class GraphPane {
     this.info.replaceChildren(el('div', { class: 'xe-info-title' }, name), table);
     this.graph.select(name);
     this.markLine();
-    this.onSelect(name);
   }
 
   private markLine(): void {
@@ -174,8 +173,8 @@ export class ExplorerWidget extends Widget implements IRenderMime.IRenderer {
     const fusionAt = this.stageOrder.findIndex(i => b.stages[i].name === 'fusion');
     this.stages = new Stepper(this.stageOrder.length, fusionAt >= 0 ? fusionAt : 0);
     this.decisions = new Stepper(b.decisions.length);
-    this.stagePane = new GraphPane(b, () => undefined);
-    this.decisionPane = new GraphPane(b, () => undefined);
+    this.stagePane = new GraphPane(b);
+    this.decisionPane = new GraphPane(b);
     const nKernels = Object.keys(b.kernels).length;
     const header = el('div', { class: 'xe-header' },
       el('span', { class: 'xe-title' }, b.module),

@@ -95,10 +95,10 @@ export class GraphView {
     this.highlight = highlight;
     const g = parseDot(dot);
     const fold = this.foldedClusters(g);
-    const text = await layout(collapseClusters(dot, g, fold));
+    const drawn = collapseClusters(dot, g, fold);
+    const text = await layout(drawn);
     if (token !== this.token) return;  // a newer show() started while this one laid out
-    const graph = fold.length ? parseDot(collapseClusters(dot, g, fold)) : g;
-    // Nodes outside any folded cluster keep their info; folded ones get the cluster's.
+    const graph = fold.length ? parseDot(drawn) : g;
     const svg = sanitizeSvg(text);
     const before = animate ? this.positions() : new Map<string, DOMRect>();
     svg.removeAttribute('width');
@@ -276,7 +276,6 @@ export class GraphView {
 
   private onPointerDown(e: PointerEvent): void {
     if (!this.svg || e.button !== 0) return;
-    const start = this.toUser(e.clientX, e.clientY);
     const v0 = { ...this.view };
     const x0 = e.clientX, y0 = e.clientY;
     this.dragged = false;
@@ -292,7 +291,6 @@ export class GraphView {
       window.removeEventListener('pointermove', move);
       window.removeEventListener('pointerup', up);
     };
-    void start;
     window.addEventListener('pointermove', move);
     window.addEventListener('pointerup', up);
   }

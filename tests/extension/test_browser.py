@@ -243,6 +243,13 @@ def check_stages_step_by_buttons_and_keys_and_redraw_time(lab):
         assert back["stage"] == shown[-2]
         again = stage_step(lab, ex, key="j")
         assert again["stage"] == shown[-1]
+        # The same with the real keyboard, after a click on the explorer (not a button).
+        label = ex.locator(".xe-panel[data-tab=Stages] .xe-step-label")
+        label.click()
+        lab.page.keyboard.press("k")
+        ex.locator(f".xe-panel[data-tab=Stages] .xe-step-label[data-stage='{shown[-2]}']").wait_for()
+        lab.page.keyboard.press("j")
+        ex.locator(f".xe-panel[data-tab=Stages] .xe-step-label[data-stage='{shown[-1]}']").wait_for()
         assert lab.page.evaluate(
             "window.jupyterapp.shell.currentWidget.content.activeCellIndex") == active
         # first visit: Graphviz lays the stage out; revisit: the layout is cached.

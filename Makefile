@@ -23,7 +23,7 @@ $(STAMP): pyproject.toml
 EXT_NAME  := xla-explorer-extension
 EXT_BUILD := xla_explorer/labextension/package.json
 EXT_SRC   := $(wildcard extension/src/*.ts extension/style/*) extension/package.json \
-             extension/package-lock.json extension/tsconfig.json
+             extension/package-lock.json extension/tsconfig.json extension/webpack.config.js
 EXT_LINK  := $(VENV)/share/jupyter/labextensions/$(EXT_NAME)
 
 # A link, not the copy an editable install may leave there, so a rebuild is what JupyterLab loads.

@@ -184,6 +184,7 @@ def check_saved_notebook_with_no_kernel_shows_the_whole_explorer(lab):
     lab.tab(ex, "Stages")
     ex.locator(f".xe-panel[data-tab=Stages] g.node[data-name='{inner_node(payload, stage)[1]}']").click()
     shoot(lab, ex, "renderer-light.png")
+    assert lab.errors == []
 
 
 def last_shown(payload) -> dict:
@@ -326,6 +327,12 @@ def check_clicking_a_node_names_its_shape_fusion_buffer_and_kernel(lab):
         "gs => gs.map(g => g.dataset.name)") == [inner]
     selected = ex.locator(".xe-panel[data-tab=Stages] .xe-line-selected")
     assert selected.count() == 1 and selected.get_attribute("data-name") == inner
+    # And the reverse: an HLO line selects its node.
+    ex.locator(f".xe-panel[data-tab=Stages] .xe-line[data-name='{fusion['outputs'][0]}']").click()
+    assert ex.locator(".xe-panel[data-tab=Stages] g.node.xe-selected").evaluate_all(
+        "gs => gs.map(g => g.dataset.name)") == [fusion["outputs"][0]]
+    assert ex.locator(".xe-panel[data-tab=Stages] .xe-info-title").inner_text() == \
+        fusion["outputs"][0]
 
 
 def drawn_fusions_missing(ex, payload) -> list[str]:

@@ -308,6 +308,8 @@ export class ExplorerWidget extends Widget implements IRenderMime.IRenderer {
     } else {
       this.decisionPane.graph.setHighlight(h);
     }
+    // The pair in view, with their neighbourhood; "fit" shows the whole graph.
+    this.decisionPane.graph.focus([d.producer, d.consumer]);
   }
 
   private async stepDecision(d: number): Promise<void> {

@@ -3,7 +3,7 @@
 // and morphed between stages: nodes that stay slide from their old place to their new one
 // (a FLIP animation) while what is new fades in, so a fusion visibly takes in its producers.
 
-import { collapseClusters, DotGraph, DotNode, Highlight, highlightClasses, largeFusions, parseDot } from './dot';
+import { collapseClusters, DotGraph, DotNode, Highlight, highlightClasses, largeFusions, origin, parseDot } from './dot';
 import { el } from './dom';
 
 type GraphvizInstance = { dot(src: string, format?: string): string };
@@ -60,6 +60,8 @@ export interface GraphEvents {
 /** Above this many nodes the view folds fusions that hold more than FOLD_SIZE instructions. */
 export const FOLD_ABOVE_NODES = 60;
 export const FOLD_SIZE = 12;
+/** Screen pixels per Graphviz point at most, when fitting. */
+const MAX_SCALE = 1.3;
 
 export class GraphView {
   readonly node: HTMLDivElement;
@@ -80,7 +82,7 @@ export class GraphView {
       button('fit', 'Fit the whole graph in view', () => this.fit()),
       button('+', 'Zoom in', () => this.zoom(0.8)),
       button('−', 'Zoom out', () => this.zoom(1.25)),
-      el('span', { class: 'xe-hint' }, 'drag to pan, wheel to zoom, click a node'));
+      el('span', { class: 'xe-hint' }, 'drag to pan, Ctrl+wheel or pinch to zoom, click a node'));
     this.node = el('div', { class: 'xe-graph' }, bar, this.canvas);
     this.canvas.addEventListener('wheel', e => this.onWheel(e), { passive: false });
     this.canvas.addEventListener('pointerdown', e => this.onPointerDown(e));
@@ -238,7 +240,43 @@ export class GraphView {
   fit(): void {
     // A drag of the resize handle is the reader's choice: keep it.
     if (this.canvasHeight && Math.abs(this.canvas.clientHeight - this.canvasHeight) > 2) this.userSized = true;
-    this.view = { ...this.full };
+    this.view = this.around(this.full.x + this.full.w / 2, this.full.y + this.full.h / 2, this.full.w, this.full.h);
+    this.applyView();
+  }
+
+  /** A view box centred on (cx, cy) showing at least w x h user units, never magnified past
+   * MAX_SCALE (a three-node graph stays at reading size instead of filling the pane). */
+  private around(cx: number, cy: number, w: number, h: number): Box {
+    const cw = this.canvas.clientWidth, ch = this.canvas.clientHeight;
+    if (cw > 0 && ch > 0) {
+      const scale = Math.min(MAX_SCALE, cw / w, ch / h);
+      w = cw / scale;
+      h = ch / scale;
+    }
+    return { x: cx - w / 2, y: cy - h / 2, w, h };
+  }
+
+  /** Centre the view on the instructions named (a decision's producer and consumer), with
+   * room around them; nothing happens when none is drawn. */
+  focus(names: string[]): void {
+    if (!this.svg || !this.graph) return;
+    const ctm = this.svg.getScreenCTM();
+    if (!ctm) return;
+    const inv = ctm.inverse();
+    let box: { x0: number; y0: number; x1: number; y1: number } | null = null;
+    for (const e of Array.from(this.svg.querySelectorAll<SVGGElement>('g.node'))) {
+      const name = e.getAttribute('data-name') ?? '';
+      if (!names.some(n => n && (name === n || origin(name) === n))) continue;
+      const r = e.getBoundingClientRect();
+      const a = new DOMPoint(r.left, r.top).matrixTransform(inv);
+      const b = new DOMPoint(r.right, r.bottom).matrixTransform(inv);
+      box = box ? { x0: Math.min(box.x0, a.x), y0: Math.min(box.y0, a.y), x1: Math.max(box.x1, b.x), y1: Math.max(box.y1, b.y) }
+        : { x0: a.x, y0: a.y, x1: b.x, y1: b.y };
+    }
+    if (!box) return;
+    const w = Math.max((box.x1 - box.x0) * 2.5, this.full.w / 3);
+    const h = Math.max((box.y1 - box.y0) * 2.5, this.full.h / 3);
+    this.view = this.around((box.x0 + box.x1) / 2, (box.y0 + box.y1) / 2, Math.min(w, this.full.w), Math.min(h, this.full.h));
     this.applyView();
   }
 
@@ -266,10 +304,12 @@ export class GraphView {
   }
 
   private onWheel(e: WheelEvent): void {
-    if (!this.svg) return;
+    // A plain wheel scrolls the notebook; Ctrl (or Cmd) + wheel, and a trackpad pinch, which
+    // browsers report as a wheel with ctrlKey, zoom the graph.
+    if (!this.svg || !(e.ctrlKey || e.metaKey)) return;
     e.preventDefault();
     const p = this.toUser(e.clientX, e.clientY);
-    this.zoom(Math.exp(e.deltaY * 0.0015), p.x, p.y);
+    this.zoom(Math.exp(Math.max(-50, Math.min(50, e.deltaY)) * 0.01), p.x, p.y);
   }
 
   private dragged = false;

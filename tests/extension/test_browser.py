@@ -392,6 +392,18 @@ def check_a_large_graph_folds_its_fusion_and_a_click_unfolds_it(lab):
     assert zoomed[2] == pytest.approx(0.8 * float(whole.split()[2]), rel=1e-3)
     ex.locator(".xe-panel[data-tab=Stages] .xe-graph-bar button", has_text="fit").click()
     assert svg.get_attribute("viewBox") == whole
+    # A plain wheel scrolls the notebook, Ctrl + wheel zooms.
+    box = canvas.bounding_box()
+    lab.page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    lab.page.mouse.wheel(0, -40)
+    assert svg.get_attribute("viewBox") == whole
+    lab.page.keyboard.down("Control")
+    lab.page.mouse.wheel(0, -40)
+    lab.page.keyboard.up("Control")
+    lab.page.wait_for_function("([e, w]) => e.getAttribute('viewBox') !== w",
+                               arg=[svg.element_handle(), whole])
+    assert float(svg.get_attribute("viewBox").split()[2]) < float(whole.split()[2])
+    ex.locator(".xe-panel[data-tab=Stages] .xe-graph-bar button", has_text="fit").click()
     folded.click()
     canvas.locator(f"g.cluster[data-name='{fusion['name']}']").wait_for()
     drawn = canvas.locator("g.node").count()

@@ -2,8 +2,9 @@
 
 The corpus is tests/test_fusion_programs.PROGRAMS (the programs fusion exists for), the viewer
 tests' programs (tests/viz/test_mime.explorations: interpreter, auto-clustering, escaping) and
-the issue's attention block and Adam step. Notebooks are written with nbformat, their outputs
-made here with `display(..., raw=True)`, so the tests do not depend on what `%%xla` emits.
+the issue's attention block and Adam step; and one graph large enough to fold. The notebooks
+holding them (notebooks.py) are written with nbformat, so the tests do not depend on what
+`%%xla` emits.
 """
 from __future__ import annotations
 

@@ -7,7 +7,6 @@ the kernel and displays it with its bundle, as the contract's display bundle doe
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import nbformat
@@ -62,7 +61,3 @@ def live_notebook(path: Path) -> Path:
                        "language": "python"}})
     nbformat.write(nb, path)
     return path
-
-
-def dump(path: Path, obj) -> None:
-    path.write_text(json.dumps(obj))

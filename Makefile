@@ -5,9 +5,9 @@ STAMP  := $(VENV)/.installed
 # pytest-xdist workers: the machines here have 2 cores.
 JOBS   ?= 2
 
-.PHONY: setup test test-fast lint lab clean graphviz chromium fuzz screenshot
+.PHONY: setup test test-fast lint lab clean graphviz chromium fuzz screenshot extension
 
-setup: $(STAMP) graphviz chromium
+setup: $(STAMP) extension graphviz chromium
 
 # Reinstall only when the package metadata changes; `make setup` is cheap when nothing did.
 $(STAMP): pyproject.toml
@@ -15,6 +15,28 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[test,lint]'
 	touch $(STAMP)
+
+# The JupyterLab extension (extension/, docs/extension.md), rebuilt when its sources change:
+# npm installs from the committed lock file, `npm run build` compiles the TypeScript and bundles
+# it with jupyter-builder into xla_explorer/labextension, which the venv's JupyterLab loads
+# through a link (a wheel ships it in share/jupyter/labextensions instead).
+EXT_NAME  := xla-explorer-extension
+EXT_BUILD := xla_explorer/labextension/package.json
+EXT_SRC   := $(wildcard extension/src/*.ts extension/style/*) extension/package.json \
+             extension/package-lock.json extension/tsconfig.json extension/webpack.config.js
+EXT_LINK  := $(VENV)/share/jupyter/labextensions/$(EXT_NAME)
+
+# A link, not the copy an editable install may leave there, so a rebuild is what JupyterLab loads.
+extension: $(EXT_BUILD)
+	@test -L $(EXT_LINK) || { rm -rf $(EXT_LINK) && mkdir -p $(dir $(EXT_LINK)) && \
+	  ln -s $(abspath xla_explorer/labextension) $(EXT_LINK); }
+
+extension/node_modules/.package-lock.json: extension/package-lock.json extension/package.json
+	cd extension && npm ci --no-audit --no-fund --loglevel=error
+
+$(EXT_BUILD): $(EXT_SRC) extension/node_modules/.package-lock.json | $(STAMP)
+	cd extension && PATH="$(abspath $(VENV))/bin:$$PATH" npm run --silent build
+	touch $(EXT_BUILD)
 
 # The graph views need the real Graphviz `dot`, not a Python stand-in.
 graphviz:
@@ -81,3 +103,4 @@ screenshot: setup
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis .ruff_cache .mypy_cache
+	rm -rf extension/node_modules extension/lib extension/tsconfig.tsbuildinfo xla_explorer/labextension

@@ -74,22 +74,22 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def write_settings(settings_dir: Path) -> None:
-    for plugin, values in SETTINGS.items():
+def write_settings(settings_dir: Path, extra: dict | None = None) -> None:
+    for plugin, values in {**SETTINGS, **(extra or {})}.items():
         path = settings_dir / f"{plugin}.jupyterlab-settings"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(values))
 
 
 @contextmanager
-def jupyter_lab(root: Path, tmp: Path, timeout: float = 90):
+def jupyter_lab(root: Path, tmp: Path, timeout: float = 90, settings: dict | None = None):
     """A JupyterLab server on `root`, isolated from the user's own configuration; yields
-    (base URL, token)."""
+    (base URL, token). `settings` adds user settings (plugin id -> values)."""
     port, token = free_port(), secrets.token_hex(16)
     dirs = {name: tmp / name for name in ("config", "runtime", "settings", "workspaces")}
     for d in dirs.values():
         d.mkdir()
-    write_settings(dirs["settings"])
+    write_settings(dirs["settings"], settings)
     env = dict(os.environ, JUPYTER_CONFIG_DIR=str(dirs["config"]),
                JUPYTER_RUNTIME_DIR=str(dirs["runtime"]),
                JUPYTERLAB_SETTINGS_DIR=str(dirs["settings"]),
@@ -130,6 +130,27 @@ def jupyter_lab(root: Path, tmp: Path, timeout: float = 90):
             proc.kill()
             proc.wait()
         log.close()
+
+
+@contextmanager
+def chromium_page(tmp: Path, chromium: str, *, width: int = 1400, height: int = 1100):
+    """One headless Chromium page (Playwright, the Debian binary, the flags above); yields the
+    page. Shared with the extension's browser tests (tests/extension/test_browser.py)."""
+    from playwright.sync_api import Error as PlaywrightError
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        try:
+            context = pw.chromium.launch_persistent_context(
+                str(tmp / "profile"), executable_path=chromium, headless=True,
+                args=CHROMIUM_FLAGS, viewport={"width": width, "height": height},
+                device_scale_factor=1)
+        except PlaywrightError as e:
+            raise Missing(f"Chromium at {chromium} did not start: {e}") from None
+        try:
+            yield context.pages[0] if context.pages else context.new_page()
+        finally:
+            context.close()
 
 
 def page_facts(page) -> dict:

@@ -1,0 +1,592 @@
+"""The extension in a real JupyterLab and headless Chromium (Python Playwright, the Debian
+binary): one server, one page, one test running the checks below in order (each a function,
+all run even when one fails).
+
+- a notebook saved with outputs, opened with no kernel, shows the whole explorer (stages,
+  decisions, buffers, kernels, charts), and no ipywidgets error;
+- stages and decisions step by buttons and by j/k; a clicked node's panel names its fusion,
+  buffer and kernel; the SVG draws every fusion the bundle names;
+- every bundle of the test corpus validates against the schema and renders with no console
+  error;
+- the dark theme is readable (contrast measured) and screenshotted;
+- precedence: with a live kernel the output shows the ipywidgets explorer; after the kernel
+  restarts and the page reloads, the same (trusted, saved) output shows the renderer.
+
+The stage-step redraw time of the attention block and the Adam step is measured and printed
+(`-s` shows it), not asserted. XLA_EXPLORER_DOCS_SCREENSHOTS=1 writes docs/renderer-light.png
+and docs/renderer-dark.png; otherwise the screenshots go to a temporary directory.
+"""
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import re
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from xla_explorer.viz import mime
+
+from .bundles import corpus, issue_programs, large_program, payloads
+from .notebooks import live_notebook, saved_notebook
+
+pytestmark = pytest.mark.slow
+ROOT = Path(__file__).resolve().parents[2]
+TIMEOUT = 30_000
+CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
+
+
+def load_screenshot():
+    spec = importlib.util.spec_from_file_location("screenshot", ROOT / "scripts" / "screenshot.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+S = load_screenshot()
+
+
+def needs_browser() -> str:
+    try:
+        chromium = S.find_chromium(None)
+        import playwright  # noqa: F401
+    except (S.Missing, ImportError) as e:
+        if CI:
+            pytest.fail(f"the browser tests need Chromium and Playwright under CI: {e}")
+        pytest.skip(f"no browser here: {e}")
+    built = ROOT / "xla_explorer" / "labextension" / "package.json"
+    if not built.exists():
+        pytest.fail("the extension is not built: run `make setup`")
+    return chromium
+
+
+# -- the module's one JupyterLab and page ------------------------------------------------------
+
+
+class Lab:
+    def __init__(self, page, url, token, data, shots):
+        self.page, self.url, self.token, self.data, self.shots = page, url, token, data, shots
+        self.errors: list[str] = []
+        page.on("console", lambda m: self.errors.append(m.text) if m.type == "error" else None)
+        page.on("pageerror", lambda e: self.errors.append(f"page error: {e}"))
+
+    def open(self, name: str, *, no_kernel: bool = False) -> None:
+        page = self.page
+        page.goto(f"{self.url}/lab/tree/{name}?token={self.token}&reset", timeout=TIMEOUT)
+        page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=TIMEOUT)
+        if no_kernel:
+            # No kernelspec in the notebook: JupyterLab asks which kernel; a person reopening a
+            # notebook to read it can answer "No Kernel".
+            dialog = page.locator(".jp-Dialog", has_text="Select Kernel")
+            dialog.get_by_role("button", name="No Kernel", exact=True).click()
+            dialog.wait_for(state="detached")
+        page.evaluate("""async () => {
+            const app = window.jupyterapp;
+            if (app.shell.leftCollapsed === false) await app.commands.execute('application:toggle-left-area');
+        }""")
+
+    def explorer(self, program: str):
+        """The explorer in the output of the cell `# <program>`."""
+        cell = self.page.locator(".jp-CodeCell").filter(
+            has=self.page.locator(".jp-InputArea-editor",
+                                  has_text=re.compile(rf"^\s*# {re.escape(program)}\s*$")))
+        return cell.locator(".xe-explorer")
+
+    def tab(self, ex, name: str) -> None:
+        ex.locator(f".xe-tab[data-tab={name}]").click()
+        ex.locator(f".xe-panel[data-tab={name}]").wait_for(state="visible")
+
+    def notebook_text(self) -> str:
+        return self.page.evaluate("document.querySelector('.jp-Notebook')?.innerText ?? ''")
+
+
+@pytest.fixture(scope="module")
+def lab():
+    chromium = needs_browser()
+    explorations = corpus()
+    issue = issue_programs()
+    bench = {name: ex.bench(repeat=3) for name, ex in issue.items()}
+    data = {"corpus": payloads(explorations), "issue": payloads(issue, bench),
+            "large": payloads(large_program())}
+    # The contract's optional "traffic" key (bytes moved, computed), on one bundle: made-up
+    # numbers the Performance tab must show as given.
+    data["issue"]["adam_step"]["traffic"] = TRAFFIC
+    with tempfile.TemporaryDirectory(prefix="xla-ext-browser-") as t:
+        tmp = Path(t)
+        root = tmp / "notebooks"
+        root.mkdir()
+        saved_notebook(root / "saved.ipynb", {**data["issue"], **data["large"]})
+        saved_notebook(root / "corpus.ipynb", data["corpus"], widget=False)
+        live_notebook(root / "live.ipynb")
+        shots = ROOT / "docs" if os.environ.get("XLA_EXPLORER_DOCS_SCREENSHOTS") else tmp
+        with S.jupyter_lab(root, tmp) as (url, token), \
+                S.chromium_page(tmp, chromium, width=1280, height=1500) as page:
+            page.set_default_timeout(TIMEOUT)
+            yield Lab(page, url, token, data, shots)
+
+
+# -- a saved notebook, no kernel ---------------------------------------------------------------
+
+TRAFFIC = {"computed": True,
+           "eager": {"read_bytes": 3 * 1024, "write_bytes": 2 * 1024,
+                     "ops": [{"name": "multiply.1", "read_bytes": 3 * 1024,
+                              "write_bytes": 2 * 1024}]},
+           "fused": {"read_bytes": 1024, "write_bytes": 512,
+                     "kernels": [{"name": "fusion.2", "read_bytes": 1024, "write_bytes": 512}]}}
+
+MODEL_NOT_FOUND = re.compile(r"Error displaying widget|model not found", re.I)
+
+
+def check_saved_notebook_with_no_kernel_shows_the_whole_explorer(lab):
+    lab.open("saved.ipynb", no_kernel=True)
+    page = lab.page
+    page.get_by_text(re.compile(r"No Kernel \| Idle|No Kernel")).first.wait_for()
+    for name in ("attention", "adam_step", "long_chain"):
+        lab.explorer(name).locator(".xe-graph svg g.node").first.wait_for()
+    assert page.locator(".xe-explorer").count() == 3
+    assert page.locator(".jp-OutputArea-output .jupyter-widgets").count() == 0
+    assert not MODEL_NOT_FOUND.search(lab.notebook_text())
+    assert page.evaluate("window.jupyterapp.shell.currentWidget.sessionContext.session") is None
+
+    payload = lab.data["issue"]["attention"]
+    ex = lab.explorer("attention")
+    # Stages: the first view is the fusion stage, its HLO with the changed lines marked.
+    stage = next(s for s in payload["stages"] if s["name"] == "fusion")
+    assert ex.get_attribute("data-stage") == str(stage["index"])
+    marked = ex.locator(".xe-panel[data-tab=Stages] .xe-line-changed").evaluate_all(
+        "rows => rows.map(r => r.dataset.name)")
+    assert set(marked) == set(stage["changed_nodes"])
+
+    lab.tab(ex, "Buffers")
+    allocations = payload["buffers"]["allocations"]
+    slots = ex.locator("rect.xe-slot")
+    assert slots.count() == len(allocations)
+    slots.nth(len(allocations) - 1).hover()
+    assert allocations[-1]["values"][0] in ex.locator(".xe-tip").inner_text()
+
+    lab.tab(ex, "Kernels")
+    # In schedule order (the fusions' order), not the saved JSON's sorted key order.
+    in_order = [re.sub(r"\W", "_", f["name"]) for f in payload["fusions"]]
+    assert sorted(in_order) == sorted(payload["kernels"])
+    assert ex.locator(".xe-kernel-box summary").all_inner_texts() == in_order
+    assert ex.locator(".xe-kernel .xe-tok-kw").count() > 0  # coloured, as text nodes
+
+    lab.tab(ex, "Performance")
+    bench = payload["bench"]
+    ratio = bench["eager"]["median"] / bench["compiled"]["median"]
+    words = ex.locator(".xe-panel[data-tab=Performance]").inner_text()
+    assert ("faster" in words) == (ratio >= 1.05) and ("slower" in words) == (ratio <= 0.95)
+    assert "Time per call (measured)" in words and "Peak memory per call" in words
+    assert ex.locator(".xe-panel[data-tab=Performance] rect.xe-bar").count() == 5
+
+    lab.tab(ex, "Stages")
+    ex.locator(f".xe-panel[data-tab=Stages] g.node[data-name='{inner_node(payload, stage)[1]}']").click()
+    shoot(lab, ex, "renderer-light.png")
+    assert lab.errors == []
+
+
+def last_shown(payload) -> dict:
+    """The last stage the stepper shows: passes that changed nothing are hidden by default."""
+    return [s for s in payload["stages"] if s["changed"] or s["index"] == 0][-1]
+
+
+def shoot(lab, ex, name: str) -> None:
+    """A screenshot of the explorer once the stage morph has finished (450 ms, 150 ms delay)."""
+    lab.page.wait_for_timeout(800)
+    ex.scroll_into_view_if_needed()
+    ex.screenshot(path=str(lab.shots / name))
+
+
+def stage_step(lab, ex, button: str = ".xe-next", key: str | None = None) -> dict:
+    """Step the Stages panel (a button or a key) and time it: from the click to the new SVG in
+    the page (Graphviz layout included), in the page's own clock."""
+    return ex.evaluate("""async (root, [button, key]) => {
+        const g = root.querySelector('.xe-panel[data-tab=Stages] .xe-graph');
+        const before = g.dataset.renders;
+        const t0 = performance.now();
+        const done = new Promise(resolve => {
+            const o = new MutationObserver(() => {
+                if (g.dataset.renders !== before) { o.disconnect(); resolve(performance.now() - t0); }
+            });
+            o.observe(g, {attributes: true});
+        });
+        if (key) root.dispatchEvent(new KeyboardEvent('keydown', {key, bubbles: true}));
+        else root.querySelector('.xe-panel[data-tab=Stages] ' + button).click();
+        const ms = await done;
+        const moved = g.querySelectorAll('g.node[style*="translate"]').length;
+        return {ms, layout_ms: +g.dataset.renderMs, stage: +root.dataset.stage, moved};
+    }""", [button, key])
+
+
+def check_stages_step_by_buttons_and_keys_and_redraw_time(lab):
+    report = {}
+    for name in ("attention", "adam_step"):
+        payload = lab.data["issue"][name]
+        shown = [s["index"] for s in payload["stages"] if s["changed"] or s["index"] == 0]
+        ex = lab.explorer(name)
+        ex.locator(".xe-chip").first.click()  # back to the traced module
+        ex.locator(".xe-prev[disabled]").wait_for()
+        assert ex.get_attribute("data-stage") == "0"
+        steps = []
+        for want in shown[1:]:
+            r = stage_step(lab, ex)
+            assert r["stage"] == want
+            steps.append(r)
+        assert ex.locator(".xe-panel[data-tab=Stages] .xe-next").is_disabled()
+        # The step into the fusion stage moves the surviving nodes into their kernels.
+        fusion = next(r for r in steps if payload["stages"][r["stage"]]["name"] == "fusion")
+        assert fusion["moved"] > 0
+        # Keys: k back, j forward; the notebook's own j/k (next cell) does not fire.
+        active = lab.page.evaluate("window.jupyterapp.shell.currentWidget.content.activeCellIndex")
+        back = stage_step(lab, ex, key="k")
+        assert back["stage"] == shown[-2]
+        again = stage_step(lab, ex, key="j")
+        assert again["stage"] == shown[-1]
+        # The same with the real keyboard, after a click on the explorer (not a button).
+        label = ex.locator(".xe-panel[data-tab=Stages] .xe-step-label")
+        label.click()
+        lab.page.keyboard.press("k")
+        ex.locator(f".xe-panel[data-tab=Stages] .xe-step-label[data-stage='{shown[-2]}']").wait_for()
+        lab.page.keyboard.press("j")
+        ex.locator(f".xe-panel[data-tab=Stages] .xe-step-label[data-stage='{shown[-1]}']").wait_for()
+        assert lab.page.evaluate(
+            "window.jupyterapp.shell.currentWidget.content.activeCellIndex") == active
+        # first visit: Graphviz lays the stage out; revisit: the layout is cached.
+        report[name] = {"stages": [payload["stages"][r["stage"]]["name"] for r in steps],
+                        "first_visit_ms": [round(r["ms"], 1) for r in steps],
+                        "of_which_in_show_ms": [round(r["layout_ms"], 1) for r in steps],
+                        "revisit_ms": [round(back["ms"], 1), round(again["ms"], 1)]}
+    print("\nstage-step redraw (click to new SVG, ms):", json.dumps(report))
+
+
+def outlined(ex, cls: str) -> set[str]:
+    return set(ex.locator(f".xe-panel[data-tab=Decisions] g.node.{cls}").evaluate_all(
+        "gs => gs.map(g => g.dataset.name.replace(/(\\.clone(\\.\\d+)?)+$/, ''))"))
+
+
+def check_decisions_step_by_buttons_and_keys_with_producer_and_consumer_outlined(lab):
+    payload = lab.data["issue"]["attention"]
+    decisions = payload["decisions"]
+    ex = lab.explorer("attention")
+    lab.tab(ex, "Decisions")
+    ex.locator(".xe-panel[data-tab=Decisions] svg g.node").first.wait_for()
+
+    def check(k: int) -> None:
+        ex.locator(f".xe-step-label[data-decision='{k}']").wait_for()
+        d = decisions[k]
+        assert d["reason"] in ex.locator(".xe-decision").inner_text()
+        assert outlined(ex, "xe-producer") == {d["producer"]}
+        if d["consumer"]:
+            assert outlined(ex, "xe-consumer") == {d["consumer"]}
+
+    check(0)
+    assert ex.locator(".xe-panel[data-tab=Decisions] .xe-prev").is_disabled()
+    ex.locator(".xe-panel[data-tab=Decisions] .xe-next").click()
+    check(1)
+    ex.locator(".xe-panel[data-tab=Decisions] .xe-next").focus()
+    lab.page.keyboard.press("j")
+    check(2)
+    lab.page.keyboard.press("k")
+    check(1)
+    lab.tab(ex, "Stages")
+
+
+def inner_node(payload: dict, stage: dict) -> tuple[dict, str]:
+    """The biggest fusion and an instruction inside it that is not its output (it never
+    reaches memory), one the stage's graph draws as a node: a tooltip starts with its name.
+    (Scalar constants and their broadcasts are folded into their users' labels.)"""
+    fusion = max(payload["fusions"], key=lambda f: len(f["instructions"]))
+    inner = next(i for i in fusion["instructions"]
+                 if i not in fusion["outputs"] and f'tooltip="{i}\\n' in stage["dot"])
+    return fusion, inner
+
+
+def check_clicking_a_node_names_its_shape_fusion_buffer_and_kernel(lab):
+    payload = lab.data["issue"]["attention"]
+    ex = lab.explorer("attention")
+    last = last_shown(payload)
+    ex.locator(".xe-chip").last.click()
+    ex.locator(f".xe-step-label[data-stage='{last['index']}']").wait_for()
+    fusion, inner = inner_node(payload, last)
+    hlo_line = next(ln for ln in last["hlo"].splitlines() if ln.strip().startswith(f"{inner} ="))
+    shape = hlo_line.split("=", 1)[1].split()[0]
+    ex.locator(f".xe-panel[data-tab=Stages] g.node[data-name='{inner}']").click()
+    facts = dict(zip(ex.locator(".xe-panel[data-tab=Stages] .xe-facts th").all_inner_texts(),
+                     ex.locator(".xe-panel[data-tab=Stages] .xe-facts td").all_inner_texts()))
+    assert facts["shape"] == shape
+    assert facts["dtype"] == {"f32": "float32", "f64": "float64"}[shape[:3]]
+    assert facts["source line"].endswith(":" + re.search(r"source_line=(\d+)", hlo_line)[1])
+    assert facts["fusion"].startswith(fusion["name"] + " (")
+    assert facts["buffer"] == f"none: stays inside {fusion['name']}, never written to memory"
+    assert facts["kernel"] == re.sub(r"\W", "_", fusion["name"])
+    assert facts["kernel"] in payload["kernels"]
+    # The graph outlines it, and the HLO pane marks the same instruction's line.
+    assert ex.locator(".xe-panel[data-tab=Stages] g.node.xe-selected").evaluate_all(
+        "gs => gs.map(g => g.dataset.name)") == [inner]
+    selected = ex.locator(".xe-panel[data-tab=Stages] .xe-line-selected")
+    assert selected.count() == 1 and selected.get_attribute("data-name") == inner
+    # And the reverse: an HLO line selects its node.
+    ex.locator(f".xe-panel[data-tab=Stages] .xe-line[data-name='{fusion['outputs'][0]}']").click()
+    assert ex.locator(".xe-panel[data-tab=Stages] g.node.xe-selected").evaluate_all(
+        "gs => gs.map(g => g.dataset.name)") == [fusion["outputs"][0]]
+    assert ex.locator(".xe-panel[data-tab=Stages] .xe-info-title").inner_text() == \
+        fusion["outputs"][0]
+
+
+def drawn_fusions_missing(ex, payload) -> list[str]:
+    """The bundle's fusions the final stage's SVG does not draw: a fusion of several
+    instructions is a cluster (or a folded node) named after it, a fusion of one its node."""
+    clusters = set(ex.locator(".xe-panel[data-tab=Stages] g.cluster").evaluate_all(
+        "gs => gs.map(g => g.dataset.name)"))
+    nodes = set(ex.locator(".xe-panel[data-tab=Stages] g.node").evaluate_all(
+        "gs => gs.map(g => g.dataset.name)"))
+    missing = []
+    for f in payload["fusions"]:
+        if len(f["instructions"]) > 1:
+            if f["name"] not in clusters | nodes:
+                missing.append(f["name"])
+        elif not {f["name"], *f["instructions"]} & nodes:
+            missing.append(f["name"])
+    return missing
+
+
+def check_the_svg_draws_every_fusion_the_bundle_names(lab):
+    for name in ("attention", "adam_step"):
+        ex = lab.explorer(name)
+        payload = lab.data["issue"][name]
+        ex.locator(".xe-chip").last.click()
+        ex.locator(f".xe-step-label[data-stage='{last_shown(payload)['index']}']").wait_for()
+        assert any(len(f["instructions"]) > 1 for f in payload["fusions"])
+        assert drawn_fusions_missing(ex, payload) == []
+
+
+def check_traffic_is_charted_as_computed(lab):
+    ex = lab.explorer("adam_step")
+    lab.tab(ex, "Performance")
+    panel = ex.locator(".xe-panel[data-tab=Performance]")
+    box = panel.locator(".xe-chart-box", has_text="Bytes moved")
+    assert box.locator(".xe-chart-title").inner_text() == "Bytes moved (computed, not measured)"
+    assert box.locator(".xe-value").all_text_contents() == ["3.00 KiB", "2.00 KiB", "1.00 KiB",
+                                                             "512 B"]
+    assert panel.locator(".xe-chart-title", has_text="(measured)").count() == 1
+    lab.tab(ex, "Stages")
+
+
+def check_a_large_graph_folds_its_fusion_and_a_click_unfolds_it(lab):
+    payload = lab.data["large"]["long_chain"]
+    (fusion,) = payload["fusions"]
+    ex = lab.explorer("long_chain")
+    ex.locator(".xe-chip").last.click()
+    ex.locator(f".xe-step-label[data-stage='{last_shown(payload)['index']}']").wait_for()
+    canvas = ex.locator(".xe-panel[data-tab=Stages] .xe-graph-canvas")
+    folded = canvas.locator("g.node[data-id^='x_']")
+    assert folded.evaluate_all("gs => gs.map(g => g.dataset.name)") == [fusion["name"]]
+    assert canvas.locator("g.node").count() < 10
+    # Zoom in, then fit: the view box shrinks, then is the whole drawing again.
+    svg = canvas.locator("svg")
+    whole = svg.get_attribute("viewBox")
+    ex.locator(".xe-panel[data-tab=Stages] .xe-graph-bar button", has_text="+").click()
+    zoomed = [float(v) for v in svg.get_attribute("viewBox").split()]
+    assert zoomed[2] == pytest.approx(0.8 * float(whole.split()[2]), rel=1e-3)
+    ex.locator(".xe-panel[data-tab=Stages] .xe-graph-bar button", has_text="fit").click()
+    assert svg.get_attribute("viewBox") == whole
+    # A plain wheel scrolls the notebook, Ctrl + wheel zooms.
+    box = canvas.bounding_box()
+    lab.page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    lab.page.mouse.wheel(0, -40)
+    assert svg.get_attribute("viewBox") == whole
+    lab.page.keyboard.down("Control")
+    lab.page.mouse.wheel(0, -40)
+    lab.page.keyboard.up("Control")
+    lab.page.wait_for_function("([e, w]) => e.getAttribute('viewBox') !== w",
+                               arg=[svg.element_handle(), whole])
+    assert float(svg.get_attribute("viewBox").split()[2]) < float(whole.split()[2])
+    ex.locator(".xe-panel[data-tab=Stages] .xe-graph-bar button", has_text="fit").click()
+    folded.click()
+    canvas.locator(f"g.cluster[data-name='{fusion['name']}']").wait_for()
+    drawn = canvas.locator("g.node").count()
+    assert drawn > 60, drawn
+
+
+def luminance(rgb: str) -> float:
+    r, g, b = (int(v) / 255 for v in re.findall(r"\d+", rgb)[:3])
+    lin = [c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4 for c in (r, g, b)]
+    return 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2]
+
+
+def contrast(a: str, b: str) -> float:
+    hi, lo = sorted((luminance(a), luminance(b)), reverse=True)
+    return (hi + 0.05) / (lo + 0.05)
+
+
+def check_dark_theme_is_readable_and_screenshotted(lab):
+    page = lab.page
+    page.evaluate("window.jupyterapp.commands.execute('apputils:change-theme', "
+                  "{theme: 'JupyterLab Dark'})")
+    page.wait_for_selector("body[data-jp-theme-light='false']", state="attached")
+    page.wait_for_timeout(500)
+    ex = lab.explorer("attention")
+    payload = lab.data["issue"]["attention"]
+    stage = next(s for s in payload["stages"] if s["name"] == "fusion")
+    ex.locator(".xe-chip", has_text=re.compile(r"^\d+ fusion$")).click()
+    ex.locator(f".xe-step-label[data-stage='{stage['index']}']").wait_for()
+    ex.locator(f".xe-panel[data-tab=Stages] g.node[data-name='{inner_node(payload, stage)[1]}']").click()
+    colours = ex.evaluate("""root => {
+        const c = sel => getComputedStyle(root.querySelector(sel));
+        return {bg: c('.xe-panel[data-tab=Stages] .xe-graph-canvas').backgroundColor,
+                root_bg: getComputedStyle(root).backgroundColor,
+                title: c('.xe-title').color, text: getComputedStyle(root).color,
+                code: c('.xe-panel[data-tab=Stages] .xe-code').color,
+                code_bg: c('.xe-panel[data-tab=Stages] .xe-hlo').backgroundColor,
+                graph_title: c('.xe-panel[data-tab=Stages] .xe-graph-title').fill};
+    }""")
+    assert luminance(colours["root_bg"]) < 0.1, colours  # the theme's dark background
+    for fg, bg in (("title", "root_bg"), ("text", "root_bg"), ("code", "code_bg"),
+                   ("graph_title", "bg")):
+        assert contrast(colours[fg], colours[bg]) >= 4.5, (fg, bg, colours)
+    shoot(lab, ex, "renderer-dark.png")
+    page.evaluate("window.jupyterapp.commands.execute('apputils:change-theme', "
+                  "{theme: 'JupyterLab Light'})")
+    page.wait_for_selector("body[data-jp-theme-light='true']", state="attached")
+
+
+# -- the corpus --------------------------------------------------------------------------------
+
+
+def check_every_corpus_bundle_validates_and_renders_without_a_console_error(lab):
+    bundles = lab.data["corpus"]
+    for payload in bundles.values():
+        mime.validate(json.loads(json.dumps(payload)))  # as saved: JSON, then the schema
+    lab.errors.clear()
+    lab.open("corpus.ipynb", no_kernel=True)
+    page = lab.page
+    page.wait_for_function(
+        "n => document.querySelectorAll('.xe-panel[data-tab=Stages] .xe-graph svg').length === n",
+        arg=len(bundles))
+    # Every explorer stepped to its last stage and through every tab, in the page (one round
+    # trip, not a hundred); what the final SVG draws comes back by program.
+    drawn = page.evaluate("""async () => {
+        const out = {};
+        for (const root of document.querySelectorAll('.xe-explorer')) {
+            const cell = root.closest('.jp-CodeCell');
+            const name = cell.querySelector('.jp-InputArea-editor').innerText.trim().replace(/^# /, '');
+            const g = root.querySelector('.xe-panel[data-tab=Stages] .xe-graph');
+            const chips = root.querySelectorAll('.xe-chip');
+            const before = g.dataset.renders;
+            chips[chips.length - 1].click();
+            if (chips.length > 1 && !chips[chips.length - 1].classList.contains('xe-chip-on')) {
+                out[name] = {error: 'the last chip did not select'};
+                continue;
+            }
+            for (let i = 0; i < 200 && g.dataset.renders === before && chips.length > 1; i++) {
+                await new Promise(r => setTimeout(r, 10));
+            }
+            for (const tab of ['Decisions', 'Buffers', 'Kernels', 'Performance', 'Stages']) {
+                root.querySelector(`.xe-tab[data-tab=${tab}]`).click();
+            }
+            await new Promise(r => setTimeout(r, 0));
+            const names = sel => Array.from(root.querySelectorAll(sel)).map(e => e.dataset.name);
+            out[name] = {stage: root.dataset.stage,
+                         clusters: names('.xe-panel[data-tab=Stages] g.cluster'),
+                         nodes: names('.xe-panel[data-tab=Stages] g.node'),
+                         decisions_drawn: root.querySelectorAll('.xe-panel[data-tab=Decisions] svg').length,
+                         slots: root.querySelectorAll('rect.xe-slot').length};
+        }
+        return out;
+    }""")
+    assert set(drawn) == set(bundles)
+    problems = {}
+    for name, payload in bundles.items():
+        d = drawn[name]
+        wrong = []
+        if d.get("stage") != str(last_shown(payload)["index"]):
+            wrong.append(f"stage {d.get('stage')}")
+        clusters, nodes = set(d.get("clusters", [])), set(d.get("nodes", []))
+        for f in payload["fusions"]:
+            shown = f["name"] in clusters | nodes if len(f["instructions"]) > 1 else \
+                bool({f["name"], *f["instructions"]} & nodes)
+            if not shown:
+                wrong.append(f"fusion {f['name']} not drawn")
+        if payload["decisions"] and d.get("decisions_drawn") != 1:
+            wrong.append("no decision graph")
+        if d.get("slots") != len((payload["buffers"] or {}).get("allocations", [])):
+            wrong.append(f"{d.get('slots')} timeline slots")
+        if wrong:
+            problems[name] = wrong
+    assert problems == {}
+    assert page.locator(".xe-error").count() == 0
+    assert lab.errors == []
+
+
+# -- precedence: live widget, then the renderer ------------------------------------------------
+
+
+def check_live_kernel_shows_the_widget_and_after_a_restart_the_renderer(lab):
+    page = lab.page
+    S.run_notebook(page, lab.url, lab.token, "live.ipynb", TIMEOUT)
+    host = page.locator(".xe-host")
+    host.wait_for()
+    page.wait_for_function("document.querySelector('.xe-host').dataset.shown === 'widget'")
+    assert page.locator(".xe-host .jupyter-widgets.widget-tab").count() == 1
+    assert page.locator(".xe-explorer").count() == 0
+    # Saved by JupyterLab (so trusted on reopening), then the kernel restarts: its widget
+    # models are gone, as after a day away.
+    page.evaluate("""async () => {
+        const panel = window.jupyterapp.shell.currentWidget;
+        await panel.context.save();
+        await panel.sessionContext.session.kernel.restart();
+    }""")
+    page.goto(f"{lab.url}/lab/tree/live.ipynb?token={lab.token}&reset")
+    page.get_by_text(S.KERNEL_IDLE).first.wait_for()
+    page.locator(".xe-host[data-shown=renderer] .xe-explorer .xe-graph svg g.node").first.wait_for()
+    assert page.evaluate("window.jupyterapp.shell.currentWidget.content.model.cells.get(0).trusted")
+    assert page.locator(".xe-host .jupyter-widgets").count() == 0
+    assert not MODEL_NOT_FOUND.search(lab.notebook_text())
+    # The same trusted notebook reopened with no kernel at all (its kernelspec removed, so
+    # JupyterLab asks, and the reader answers "No Kernel").
+    page.evaluate("""async () => {
+        const panel = window.jupyterapp.shell.currentWidget;
+        panel.context.model.deleteMetadata('kernelspec');
+        panel.context.model.deleteMetadata('language_info');
+        await panel.context.save();
+        await panel.sessionContext.shutdown();
+    }""")
+    lab.open("live.ipynb", no_kernel=True)
+    page.locator(".xe-host[data-shown=renderer] .xe-explorer .xe-graph svg g.node").first.wait_for()
+    assert page.evaluate("window.jupyterapp.shell.currentWidget.sessionContext.session") is None
+    assert page.evaluate("window.jupyterapp.shell.currentWidget.content.model.cells.get(0).trusted")
+    assert page.locator(".xe-host .jupyter-widgets").count() == 0
+    assert not MODEL_NOT_FOUND.search(lab.notebook_text())
+
+
+# -- the test ----------------------------------------------------------------------------------
+
+# One test, so that pytest-xdist (make test runs -n 2) never splits the module over two
+# JupyterLabs; every check runs, and the test fails listing each check that failed.
+CHECKS = [check_saved_notebook_with_no_kernel_shows_the_whole_explorer,
+          check_stages_step_by_buttons_and_keys_and_redraw_time,
+          check_decisions_step_by_buttons_and_keys_with_producer_and_consumer_outlined,
+          check_clicking_a_node_names_its_shape_fusion_buffer_and_kernel,
+          check_the_svg_draws_every_fusion_the_bundle_names,
+          check_traffic_is_charted_as_computed,
+          check_a_large_graph_folds_its_fusion_and_a_click_unfolds_it,
+          check_dark_theme_is_readable_and_screenshotted,
+          check_every_corpus_bundle_validates_and_renders_without_a_console_error,
+          check_live_kernel_shows_the_widget_and_after_a_restart_the_renderer]
+
+
+def test_the_extension_in_a_real_jupyterlab(lab, tmp_path):
+    from playwright.sync_api import Error as PlaywrightError
+
+    failures = []
+    for check in CHECKS:
+        try:
+            check(lab)
+        except (AssertionError, PlaywrightError) as e:
+            shot = tmp_path / f"{check.__name__}.png"
+            lab.page.screenshot(path=str(shot))
+            failures.append(f"{check.__name__}: {type(e).__name__}: {str(e)[:1500]}\n"
+                            f"(screenshot: {shot})")
+    assert not failures, "\n\n".join(failures)

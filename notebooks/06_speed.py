@@ -25,6 +25,7 @@
 # Timings are of *your* machine, now: another run, or another machine, gives other numbers.
 
 # %%
+# %matplotlib inline
 import time
 
 import matplotlib.pyplot as plt

@@ -24,6 +24,7 @@
 # and that it learns.
 
 # %%
+# %matplotlib inline
 # %load_ext xla_explorer
 import tracemalloc
 

@@ -7,7 +7,10 @@ explains (computed again here from the inputs where they can be), the explorer's
 its widget state saved in the notebook's metadata. They assert on values and key facts, not
 on the exact layout of the `%%xla` summary or on timings, which vary by machine.
 """
+import os
 import re
+import shutil
+import subprocess
 from pathlib import Path
 
 import nbformat
@@ -368,3 +371,35 @@ def test_notebooks_readme_lists_every_notebook():
     text = (ROOT / "notebooks" / "README.md").read_text()
     for path in NOTEBOOKS:
         assert path.name in text, path.name
+
+
+@pytest.mark.slow  # runs make
+def test_make_lab_works_on_a_copy_that_git_ignores():
+    """`make lab` opens JupyterLab on a copy of the notebooks (LAB_DIR): a learner's runs,
+    saves and new notebooks there leave notebooks/ as the tests want it, and a second
+    `make lab` keeps the learner's copy."""
+    lab = ROOT / f"lab-test-{os.getpid()}"
+    make = ["make", "-s", "lab", f"LAB_DIR={lab.name}", "LAB_ARGS=--version"]
+    try:
+        subprocess.run(make, cwd=ROOT, check=True, capture_output=True, timeout=300)
+        copies = sorted(lab.glob("*.ipynb"))
+        assert [p.name for p in copies] == [p.name for p in NOTEBOOKS]
+        assert (lab / "README.md").exists()  # the page that says how to use them
+        assert all(c.read_bytes() == (ROOT / "notebooks" / c.name).read_bytes() for c in copies)
+        ignored = subprocess.run(["git", "check-ignore", "-q", str(copies[0])], cwd=ROOT)
+        assert ignored.returncode == 0, "git would see the learner's copy"
+        # jupytext's configuration nearest the copies pairs nothing with them.
+        from jupytext.config import find_jupytext_configuration_file, load_jupytext_config
+
+        config = load_jupytext_config(find_jupytext_configuration_file(str(lab)))
+        assert config.formats == "ipynb"
+        # A learner's session: outputs saved, a new notebook; then make lab again.
+        nb = nbformat.read(copies[0], as_version=4)
+        nb.cells[1].outputs = [nbformat.v4.new_output("stream", text="ran\n")]
+        nbformat.write(nb, copies[0])
+        nbformat.write(nbformat.v4.new_notebook(), lab / "Untitled.ipynb")
+        subprocess.run(make, cwd=ROOT, check=True, capture_output=True, timeout=300)
+        assert nbformat.read(copies[0], as_version=4).cells[1].outputs  # kept
+        test_every_notebook_is_tested_and_paired()  # notebooks/ is as it was
+    finally:
+        shutil.rmtree(lab, ignore_errors=True)

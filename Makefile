@@ -5,7 +5,7 @@ STAMP  := $(VENV)/.installed
 # pytest-xdist workers: the machines here have 2 cores.
 JOBS   ?= 2
 
-.PHONY: setup test test-fast lint lab clean graphviz chromium fuzz screenshot
+.PHONY: setup test test-fast lint lab lab-copy clean graphviz chromium fuzz screenshot
 
 setup: $(STAMP) graphviz chromium
 
@@ -76,7 +76,11 @@ LAB_ARGS ?=
 # its jupytext.toml turns off the .py pairing that notebooks/ uses.
 LAB_DIR ?= lab
 
-lab: setup
+lab: setup lab-copy
+	@echo "JupyterLab on $(LAB_DIR)/, your copy of notebooks/ (see notebooks/README.md)"
+	$(VENV)/bin/jupyter lab --ip=127.0.0.1 --no-browser --notebook-dir=$(LAB_DIR) $(ROOT_FLAG) $(LAB_ARGS)
+
+lab-copy:
 	@mkdir -p $(LAB_DIR)
 	@for f in notebooks/*.ipynb notebooks/README.md; do \
 	  [ -e "$(LAB_DIR)/$${f##*/}" ] || cp "$$f" "$(LAB_DIR)/"; \
@@ -84,8 +88,6 @@ lab: setup
 	@printf '*\n' > $(LAB_DIR)/.gitignore
 	@printf '# Written by make lab: no .py pairs in your copy of the notebooks.\nformats = "ipynb"\n' \
 	  > $(LAB_DIR)/jupytext.toml
-	@echo "JupyterLab on $(LAB_DIR)/, your copy of notebooks/ (see notebooks/README.md)"
-	$(VENV)/bin/jupyter lab --ip=127.0.0.1 --no-browser --notebook-dir=$(LAB_DIR) $(ROOT_FLAG) $(LAB_ARGS)
 
 # docs/explorer.png: notebooks/01_first_cell.ipynb run in a real JupyterLab in headless
 # Chromium. SCREENSHOT_ARGS passes more options (scripts/screenshot.py --help).

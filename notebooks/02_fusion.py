@@ -46,7 +46,8 @@ def show_fusions(ex):
     """One line per kernel: its name, kind and instructions."""
     print(len(ex.fusions), "kernel(s)")
     for f in ex.fusions:
-        print("  ", f)
+        kind = "row fusion" if f.row else f.kind
+        print(f"   {f.name} ({kind}): {', '.join(f.instructions)}")
 
 
 # %% [markdown]
@@ -246,13 +247,15 @@ refusals("an expensive value under a gather", lambda v: np.exp(v)[[0, 0, 1]], v)
 #
 # This cell scales `x` before multiplying by `w`. It compiles to two kernels: the scaling is
 # refused by the product. Edit the cell so it computes the same `y` in **one** kernel, run
-# it, then run the check below it. (One answer is further down.)
+# it, then run the check below it. (One answer is further down.) The exercises run on
+# `--backend interpreter`: the same passes and the same kernels, executed by the HLO
+# interpreter instead of compiled by Numba, so each try is immediate.
 
 # %%
 w = rng.standard_normal((8, 3)).astype(np.float32)
 
 # %%
-# %%xla --quiet
+# %%xla --backend interpreter --quiet
 y = (x * 0.5) @ w
 
 
@@ -271,7 +274,7 @@ check_exercise(_xla, (x * 0.5) @ w, y)
 # rounding). The multiply is now an epilogue of the product: output fusion.
 
 # %% jupyter={"source_hidden": true}
-# %%xla --quiet
+# %%xla --backend interpreter --quiet
 y = (x @ w) * 0.5
 
 # %%
@@ -284,14 +287,14 @@ check_exercise(_xla, (x * 0.5) @ w, y)
 # a scan, which is a kernel of its own. Make it one kernel with the same `last`.
 
 # %%
-# %%xla --quiet
+# %%xla --backend interpreter --quiet
 last = np.cumsum(x, axis=1)[:, -1] * 2
 
 # %%
 print(len(_xla.fusions), "kernel(s)")
 
 # %% jupyter={"source_hidden": true}
-# %%xla --quiet
+# %%xla --backend interpreter --quiet
 last = x.sum(axis=1) * 2
 
 # %%

@@ -25,7 +25,6 @@
 # this compiler fits, in a fixed memory budget, for a transformer-style block.
 
 # %%
-# %load_ext xla_explorer
 import tracemalloc
 
 import matplotlib.pyplot as plt
@@ -38,26 +37,28 @@ rng = np.random.default_rng(0)
 # ## Live ranges and the arena
 #
 # Three layers, then a sum. Each product and the `tanh` after it are one kernel (output
-# fusion); what one kernel hands to the next lives in the arena. (Only values inside the cell
-# are temporaries: every array the cell assigns is an output, an array of its own that is
-# returned to you, so the layers are nested in one expression.)
+# fusion); what one kernel hands to the next lives in the arena. The buffer assignment is made
+# by the passes, before any kernel is compiled, so `xe.explore` on the HLO interpreter (its
+# default) shows it at once. (In a `%%xla` cell, every array the cell assigns is an output, an
+# array of its own returned to you; a function's intermediate values are temporaries.)
 
 # %%
 x = rng.standard_normal((64, 32)).astype(np.float32)
 w1, w2, w3 = (rng.standard_normal((32, 32)).astype(np.float32) * 0.2 for _ in range(3))
 
-# %%
-# %%xla --quiet
-out = np.tanh(np.tanh(np.tanh(x @ w1) @ w2) @ w3).sum()
+
+def three_layers(x, w1, w2, w3):
+    return np.tanh(np.tanh(np.tanh(x @ w1) @ w2) @ w3).sum()
+
 
 # %% [markdown]
-# `_xla.buffers.csv()` has one row per temporary: its offset in the arena, its size, the
+# `buffers.csv()` has one row per temporary: its offset in the arena, its size, the
 # schedule steps where it is defined and last used. `peak_bytes` is the arena's size;
 # `lower_bound_bytes` the most bytes alive at any one step (each rounded up to 64 bytes),
 # which no packing can beat; `temporary_bytes` what the temporaries would take with no reuse.
 
 # %%
-bufs = _xla.buffers
+bufs = xe.explore(three_layers, x, w1, w2, w3).buffers
 print(bufs.csv())
 print("arena", bufs.peak_bytes, "bytes; lower bound", bufs.lower_bound_bytes,
       "bytes; with no reuse", bufs.temporary_bytes, "bytes")

@@ -149,7 +149,7 @@ def largest_batch(bytes_of, budget):
     return lo
 
 
-budget = 2 * 2**20  # 2 MiB
+budget = 2**19  # 512 KiB
 n_eager = largest_batch(eager_bytes, budget)
 n_compiled = largest_batch(compiled_bytes, budget)
 print(f"budget {budget} bytes: eager fits {n_eager} sequences "

@@ -78,9 +78,10 @@ def build_venv(venv: Path, log: Path) -> None:
     env = dict(os.environ, PATH=f"{venv / 'bin'}{os.pathsep}{os.environ['PATH']}",
                VIRTUAL_ENV=str(venv))
     env.pop("PYTHONPATH", None)
-    # --no-compile: bytecode is written on first import instead (a third of the install time).
-    _run([venv / "bin" / "python", "-m", "pip", "install", "-q", "--no-compile",
-          "-r", "binder/requirements.txt"], log, cwd=ROOT, env=env)
+    # With its bytecode compiled here, as repo2docker's pip does: otherwise the first kernels
+    # would each compile it, at once, two notebooks running side by side.
+    _run([venv / "bin" / "python", "-m", "pip", "install", "-q", "-r", "binder/requirements.txt"],
+         log, cwd=ROOT, env=env)
     _run(["bash", "binder/postBuild"], log, cwd=ROOT, env=env)
 
 

@@ -244,7 +244,7 @@ def test_05_memory(rehearsal):
     m = re.search(r"budget (\d+) bytes: eager fits (\d+) sequences \((\d+) bytes\), compiled "
                   r"(\d+) \((\d+) bytes\)", search)
     budget, n_eager, eager_b, n_comp, comp_b = map(int, m.groups())
-    assert budget == 2 * 2**20 and eager_b <= budget and comp_b <= budget
+    assert budget == 2**19 and eager_b <= budget and comp_b <= budget
     assert n_comp > n_eager > 0
     measured = text_of(find(nb, "xc = "))
     m = re.search(r"measured (\d+) bytes: per call (\d+), arena (\d+) \(of which scratch "

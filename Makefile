@@ -83,7 +83,10 @@ lab: setup lab-copy
 lab-copy:
 	@mkdir -p $(LAB_DIR)
 	@for f in notebooks/*.ipynb notebooks/README.md; do \
-	  [ -e "$(LAB_DIR)/$${f##*/}" ] || cp "$$f" "$(LAB_DIR)/"; \
+	  c="$(LAB_DIR)/$${f##*/}"; \
+	  if [ ! -e "$$c" ]; then cp "$$f" "$$c"; \
+	  elif [ "$$f" -nt "$$c" ] && ! cmp -s "$$f" "$$c"; then \
+	    echo "note: $$f is newer than your copy $$c; delete your copy to get it"; fi; \
 	done
 	@printf '*\n' > $(LAB_DIR)/.gitignore
 	@printf '# Written by make lab: no .py pairs in your copy of the notebooks.\nformats = "ipynb"\n' \

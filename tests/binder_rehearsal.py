@@ -73,14 +73,23 @@ def _run(cmd, log, **kw) -> None:
         raise RuntimeError(f"{' '.join(map(str, cmd))} exited {result.returncode}:\n{tail}")
 
 
+def _environment(venv: Path) -> dict:
+    """The venv first on PATH, and none of the settings a developer's shell may carry that
+    Binder's would not: another PYTHONPATH, a matplotlib backend (the kernel's inline plots,
+    as in a lab), or no bytecode written (each kernel would compile every module again)."""
+    env = dict(os.environ, PATH=f"{venv / 'bin'}{os.pathsep}{os.environ['PATH']}",
+               VIRTUAL_ENV=str(venv))
+    for name in ("PYTHONPATH", "MPLBACKEND", "PYTHONDONTWRITEBYTECODE"):
+        env.pop(name, None)
+    return env
+
+
 def build_venv(venv: Path, log: Path) -> None:
     """What repo2docker does with binder/, in a venv: requirements, then postBuild."""
     _run([sys.executable, "-m", "venv", str(venv)], log)
-    env = dict(os.environ, PATH=f"{venv / 'bin'}{os.pathsep}{os.environ['PATH']}",
-               VIRTUAL_ENV=str(venv))
-    env.pop("PYTHONPATH", None)
+    env = _environment(venv)
     # Without bytecode (pip's --no-compile; PIP_NO_COMPILE=0 is how its environment says so):
-    # the first kernel compiles only the modules the notebooks import, a third of the CPU
+    # the first kernel writes it for the modules the notebooks import, a fraction of the CPU
     # time of compiling everything. What is installed is the same.
     env["PIP_NO_COMPILE"] = "0"
     _run([venv / "bin" / "python", "-m", "pip", "install", "-q", "-r", "binder/requirements.txt"],
@@ -94,10 +103,7 @@ def execute_all(venv: Path, out: Path, log: Path) -> dict:
     work = out / "notebooks"  # Binder's notebooks/ directory: the kernels' working directory
     shutil.copytree(NOTEBOOKS, work, ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
     paths = sorted(work.glob("*.ipynb"))
-    env = dict(os.environ, PATH=f"{venv / 'bin'}{os.pathsep}{os.environ['PATH']}",
-               VIRTUAL_ENV=str(venv))
-    for name in ("PYTHONPATH", "MPLBACKEND"):  # the kernel's own inline plots, as in a lab
-        env.pop(name, None)
+    env = _environment(venv)
 
     def one(path: Path):
         result = subprocess.run([venv / "bin" / "python", __file__, str(out), str(path)],

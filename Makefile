@@ -5,7 +5,7 @@ STAMP  := $(VENV)/.installed
 # pytest-xdist workers: the machines here have 2 cores.
 JOBS   ?= 2
 
-.PHONY: setup test test-fast lint lab clean graphviz chromium fuzz screenshot extension
+.PHONY: setup test test-fast lint lab lab-copy clean graphviz chromium fuzz screenshot extension
 
 setup: $(STAMP) extension graphviz chromium
 
@@ -91,8 +91,28 @@ ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root)
 # Extra options for jupyter lab, e.g. LAB_ARGS="--port=9999" (the tests use it).
 LAB_ARGS ?=
 
-lab: setup
-	$(VENV)/bin/jupyter lab --ip=127.0.0.1 --no-browser --notebook-dir=notebooks $(ROOT_FLAG) $(LAB_ARGS)
+# The lab opens on LAB_DIR, your own copy of the notebooks: what you run, save or create there
+# never changes notebooks/, which the tests check (saved without outputs, paired with .py
+# files). A notebook is copied only when your copy lacks it, so your work survives the next
+# `make lab`; delete a file there to get the original back. LAB_DIR ignores itself in git, and
+# its jupytext.toml turns off the .py pairing that notebooks/ uses.
+LAB_DIR ?= lab
+
+lab: setup lab-copy
+	@echo "JupyterLab on $(LAB_DIR)/, your copy of notebooks/ (see notebooks/README.md)"
+	$(VENV)/bin/jupyter lab --ip=127.0.0.1 --no-browser --notebook-dir=$(LAB_DIR) $(ROOT_FLAG) $(LAB_ARGS)
+
+lab-copy:
+	@mkdir -p $(LAB_DIR)
+	@for f in notebooks/*.ipynb notebooks/README.md; do \
+	  c="$(LAB_DIR)/$${f##*/}"; \
+	  if [ ! -e "$$c" ]; then cp "$$f" "$$c"; \
+	  elif [ "$$f" -nt "$$c" ] && ! cmp -s "$$f" "$$c"; then \
+	    echo "note: $$f is newer than your copy $$c; delete your copy to get it"; fi; \
+	done
+	@printf '*\n' > $(LAB_DIR)/.gitignore
+	@printf '# Written by make lab: no .py pairs in your copy of the notebooks.\nformats = "ipynb"\n' \
+	  > $(LAB_DIR)/jupytext.toml
 
 # docs/explorer.png: notebooks/01_first_cell.ipynb run in a real JupyterLab in headless
 # Chromium. SCREENSHOT_ARGS passes more options (scripts/screenshot.py --help).

@@ -13,92 +13,147 @@
 # ---
 
 # %% [markdown]
-# # 01: a first `%%xla` cell
+# # 01: one fused kernel instead of three operations
 #
-# `%%xla` takes an ordinary cell of NumPy code, traces it into an XLA-style HLO program,
-# runs the compiler's passes over it (simplification, fusion, scheduling, buffer assignment),
-# compiles what is left into Numba CPU kernels, runs them, and checks the answer against
-# eager NumPy. This notebook runs one small cell and looks at what came out.
+# **What this notebook teaches.** XLA's documentation opens with a three-operation function,
+# `model_fn(x, y, z) = reduce_sum(x + y * z)`. Run eagerly, NumPy launches three operations
+# (a multiply, an add, a sum) and writes the two intermediate arrays to memory. Compiled, it
+# is **one** kernel: each product and sum is used the moment it is computed and never stored.
+# Memory bandwidth is what accelerators (and CPUs) run short of first, so the bytes that are
+# never written are the point of fusion.
+#
+# Here you compile that function from a `%%xla` cell and see it three ways: the graph before
+# and after the passes, the generated kernel's source, and the bytes each version moves.
+# Every cell is yours to edit: change the code and run the cells below it again.
 
 # %%
 # %load_ext xla_explorer
 import numpy as np
 
 # %% [markdown]
-# Small inputs keep every cell fast: the first compile of a cell takes a second or so
-# (Numba), and re-running it with the same shapes is a cache hit.
+# The inputs: three float32 vectors. Small sizes keep the cells fast; the first compile of a
+# cell takes about a second (Numba), and running it again with the same shapes is a cache hit.
 
 # %%
-x = np.linspace(-2, 2, 12, dtype=np.float32).reshape(3, 4)
-b = np.arange(4, dtype=np.float32)
+n = 1000
+rng = np.random.default_rng(0)
+x = rng.standard_normal(n).astype(np.float32)
+y = rng.standard_normal(n).astype(np.float32)
+z = rng.standard_normal(n).astype(np.float32)
 
 # %% [markdown]
-# The cell's **inputs** are the names it reads that hold arrays or numbers (`x`, `b`); its
-# **outputs** are the array names it assigns (`y`, `total`), written back to the notebook
-# after the compiled run.
-#
-# The summary printed under the cell says:
-#
-# - `inputs` / `outputs`: names with HLO types (`f32[3,4]` is a float32 array of shape (3, 4));
-# - `check against eager NumPy`: the same cell run by NumPy, compared output by output;
-# - `fusions`: the kernels the program compiled to, each with its kind and the HLO
-#   instructions inside it;
-# - `buffers`: the arena that holds the temporaries between kernels (0 B here: with one
-#   kernel nothing waits between kernels).
-#
-# Below the summary is the explorer widget (the same one `ex.show()` returns, below).
+# `%%xla` turns the cell into a function: its **inputs** are the names it reads that hold
+# arrays or numbers (`x`, `y`, `z`), its **outputs** the names it assigns (`total`). The cell
+# is traced into HLO (XLA's program format), optimised, compiled to a Numba CPU kernel, run,
+# and checked against eager NumPy. Under the cell: a summary (inputs, outputs, the check,
+# the kernels, the buffers) and the explorer, whose tabs step through every pass.
 
 # %%
 # %%xla
-y = np.tanh(x) * 2 + b
-total = y.sum()
+total = np.sum(x + y * z)
 
 # %% [markdown]
-# The outputs are ordinary NumPy arrays now:
+# `total` is an ordinary NumPy value now, and the last compilation is `_xla`. Before any
+# pass, the program is what NumPy would run: three operations, a `multiply`, an `add` and a
+# `reduce` (`hlo(0)` is the first stage: the trace).
 
 # %%
-print(y.dtype, y.shape, float(total))
-
-# %% [markdown]
-# The last compilation is bound to `_xla`, an `Exploration`. `hlo()` prints the optimised
-# program in XLA's HLO text; with `metadata=True` every instruction carries the line of the cell
-# it came from in `metadata={... source_line=N}` (line 1 is the `%%xla` line). `b` is broadcast along the
-# rows (`broadcast ... dimensions={1}`), as NumPy broadcasts it.
-
-# %%
-print(_xla.hlo(metadata=True))
-
-# %% [markdown]
-# Every pass is one recorded stage; `hlo(0)` is the program as traced, before any pass.
-
-# %%
-print([s.name for s in _xla.stages])
+print(float(total), float(np.sum(x + y * z)))
 print(_xla.hlo(0))
 
+# %%
+ops = [i.opcode for i in _xla.stage(0).module.entry.instructions
+       if i.opcode not in ("parameter", "constant", "tuple")]
+print("eager operations:", ops)
+print("compiled kernels:", [f"{f.name} ({f.kind})" for f in _xla.fusions])
+
 # %% [markdown]
-# `fusions` lists one entry per kernel. Here everything became **one** kernel: the
-# element-wise work (`tanh`, `multiply`, `add`) and the sum share one loop, and `y` and
-# `total` both come out of it (a multi-output fusion). Each fusion keeps the reasons behind
-# it; a refused decision starts with "not fused".
+# After the passes, the three are one `fusion` of kind `kInput` (a reduction with the
+# element-wise work that feeds it). Each fusion keeps the decisions that made it:
 
 # %%
+print(_xla.hlo())
 for f in _xla.fusions:
-    print(f)
     for reason in f.reasons:
-        print("   ", reason)
+        print(reason)
 
 # %% [markdown]
-# `check` runs the compiled program and eager NumPy on the same inputs and reports the
-# largest absolute and relative error of each output. A float32 sum may differ from NumPy's
-# in the last bits: the order of the additions differs.
+# The graphs, as XLA's graph dumper draws HLO: the trace, then the final program, where the
+# fusion is a labelled box.
 
 # %%
-print(_xla.check(x, b))
+_xla.graph(0)
+
+# %%
+_xla.graph()
 
 # %% [markdown]
-# `show()` returns the explorer: step through the stages (what each pass changed is
-# highlighted), read every fusion decision, the buffer timeline and the generated kernels.
+# The kernel the CPU backend generated is plain Python for Numba, with the HLO it came from
+# as comments. Look for the loop: the product and the sum are local variables inside it, so
+# no array holds `y * z` or `x + y * z`.
 
 # %%
-ex = _xla
-ex.show()
+for name, source in _xla.kernels.items():
+    print(source)
+
+# %% [markdown]
+# ## Bytes moved
+#
+# The cost of each version in memory traffic, **computed** from the programs (not
+# measured): an eager operation reads each of its operands from memory and writes its
+# result; a fused kernel reads its inputs and writes only its outputs. The function below
+# counts both from the HLO of the first stage and of the last.
+
+# %%
+def bytes_moved(module):
+    """(read, written) bytes of each instruction that runs as its own operation or kernel."""
+    rows = []
+    for inst in module.entry.instructions:
+        if inst.opcode in ("parameter", "constant", "tuple"):
+            continue
+        read = sum(o.shape.nbytes for o in inst.operands if o.opcode != "constant")
+        rows.append((inst.name, read, inst.shape.nbytes))
+    return rows
+
+
+eager = bytes_moved(_xla.stage(0).module)
+fused = bytes_moved(_xla.module)
+for title, rows in (("eager NumPy", eager), ("compiled", fused)):
+    print(title)
+    for name, read, written in rows:
+        print(f"  {name:24} reads {read:6} B, writes {written:5} B")
+eager_total = sum(r + w for _, r, w in eager)
+fused_total = sum(r + w for _, r, w in fused)
+print(f"eager moves {eager_total} bytes, compiled {fused_total}: "
+      f"{eager_total / fused_total:.2f}x fewer")
+
+# %% [markdown]
+# The three inputs are read once either way; what fusion removed is writing the two
+# intermediates and reading them back. Since the sum is a single number, the compiled
+# version moves little more than the inputs. Notebook 06 turns bytes into time.
+#
+# `check` compares the compiled program with eager NumPy on the same inputs. A float32 sum
+# may differ from NumPy's in the last bits (the additions happen in another order):
+
+# %%
+print(_xla.check(x, y, z))
+
+# %% [markdown]
+# The explorer under the `%%xla` cell is also what `show()` returns for any Exploration
+# (`xe.explore(f, *args)` gives one for a plain function): step through the stages, read the
+# decisions, the buffers and the kernel, and time it on the Performance tab.
+
+# %%
+_xla.show()
+
+# %% [markdown]
+# ## What to try next
+#
+# - Add work to the cell (`np.sum(np.exp(x) + y * z)`, or `np.max` instead of `np.sum`) and
+#   rerun it and the cells below: it stays one kernel, and the bytes moved barely change.
+# - Return the intermediate too (`t = x + y * z` on a line of its own, then
+#   `total = np.sum(t)`): `t` becomes an output, so it is written after all. How many
+#   kernels now, and how many bytes?
+# - Change `n`: a new shape compiles again (notebook 04 is about that).
+# - Next: `02_fusion.ipynb`, where fusion meets softmax, layer normalisation, Adam and
+#   attention, and where it refuses.

@@ -13,14 +13,26 @@
 # ---
 
 # %% [markdown]
-# # 02: fusion, and where the bytes live
+# # 02: fusion, its kinds, and its refusals
 #
-# Eager NumPy writes every intermediate to memory and reads it back. A compiler **fuses**
-# operations into one kernel so intermediates stay in registers. This notebook compiles four
-# small programs from machine learning and asks the compiler what it fused, what it refused,
-# and why (`_xla.decisions`), and where the remaining values live (`_xla.buffers`).
+# **What this notebook teaches.** Eager NumPy writes every intermediate to memory and reads it
+# back; a compiler **fuses** operations into one kernel so intermediates stay in registers.
+# Not everything fuses, and the reasons are the interesting part. On four programs from
+# machine learning (softmax, layer normalisation, an Adam step, attention) you will see the
+# kinds of fused kernel this compiler makes, as XLA names them:
 #
-# `--quiet` turns off the summary and widget under each cell; we print what we need.
+# - **loop fusion** (`kLoop`): element-wise work and data movement, one loop over the output;
+# - **input fusion** (`kInput`): a reduction with the element-wise work that feeds it;
+# - **output fusion** (`kOutput`): a matrix product with element-wise work after it;
+# - **row fusion**: reductions over a row and their broadcasts back, one kernel per row
+#   (softmax, layernorm; this compiler's, beyond classic XLA fusion);
+# - **multi-output fusion**: kernels that read the same inputs joined, with several results;
+#
+# then every kind of refusal, and two exercises whose answers are checked in a cell.
+# `_xla.decisions` holds every decision, taken or refused, as a sentence; `_xla.buffers`
+# where the values that live between kernels are kept.
+#
+# `--quiet` turns off the summary and explorer under each cell; we print what we need.
 
 # %%
 # %load_ext xla_explorer
@@ -34,7 +46,8 @@ def show_fusions(ex):
     """One line per kernel: its name, kind and instructions."""
     print(len(ex.fusions), "kernel(s)")
     for f in ex.fusions:
-        print("  ", f)
+        kind = "row fusion" if f.row else f.kind
+        print(f"   {f.name} ({kind}): {', '.join(f.instructions)}")
 
 
 # %% [markdown]
@@ -191,3 +204,110 @@ print(bufs.csv())
 
 # %%
 print(bufs.report())
+
+# %% [markdown]
+# ## Every kind of refusal
+#
+# `refusals` compiles a function with `xe.explore` (on the HLO interpreter: the passes are
+# the same, and nothing is compiled by Numba, so it is quick) and prints its kernels and
+# every refused decision. Each program below meets one reason a kernel boundary exists:
+
+# %%
+import xla_explorer as xe
+
+
+def refusals(title, f, *args):
+    ex = xe.explore(f, *args)
+    print(f"{title}: {len(ex.fusions)} kernel(s):",
+          ", ".join(f"{k.name} ({k.kind})" for k in ex.fusions))
+    for d in ex.decisions:
+        if not d.fused:
+            print("   ", d.message)
+
+
+v = rng.standard_normal(8).astype(np.float32)
+refusals("a reduction before its broadcast", lambda x: x - x.mean(axis=0), x)
+refusals("an expensive value with two readers", lambda x: np.exp(x) / np.exp(x).sum(), x)
+refusals("work before a product", lambda x, w: (x * 2) @ w, x, w1[:8].T)
+refusals("a scan", lambda x: np.cumsum(x, axis=1)[:, -1], x)
+refusals("a sort", lambda x: np.sort(x * 2, axis=1), x)
+refusals("a scatter", lambda v: np.add.at(v, [0, 1, 1], 1.0) or v, v)
+refusals("an expensive value under a gather", lambda v: np.exp(v)[[0, 0, 1]], v)
+
+# %% [markdown]
+# A reduction needs all its inputs before its result exists, so what reads the result waits
+# (unless row fusion joins them, as it did twice above: one kernel each). An expensive value
+# read twice is computed once rather than copied into both readers. A product (BLAS-like)
+# reads its operands from memory, so work before it stays outside; work after it fuses
+# (output fusion). Scans, sorts and scatters visit elements in an order of their own. A
+# gather may read one element many times, so an expensive producer is computed once. (What
+# cannot be compiled at all runs eagerly between kernels: notebook 03.)
+#
+# ## Exercise 1: make this one kernel
+#
+# This cell scales `x` before multiplying by `w`. It compiles to two kernels: the scaling is
+# refused by the product. Edit the cell so it computes the same `y` in **one** kernel, run
+# it, then run the check below it. (One answer is further down.) The exercises run on
+# `--backend interpreter`: the same passes and the same kernels, executed by the HLO
+# interpreter instead of compiled by Numba, so each try is immediate.
+
+# %%
+w = rng.standard_normal((8, 3)).astype(np.float32)
+
+# %%
+# %%xla --backend interpreter --quiet
+y = (x * 0.5) @ w
+
+
+# %%
+def check_exercise(ex, want, got):
+    same = np.allclose(got, want, rtol=1e-5, atol=1e-5)
+    n = len(ex.fusions)
+    verdict = "solved" if n == 1 and same else "not yet"
+    print(f"{verdict}: {n} kernel(s), same result as (x * 0.5) @ w: {same}")
+
+
+check_exercise(_xla, (x * 0.5) @ w, y)
+
+# %% [markdown]
+# One answer: scale the product instead (`(x @ w) * 0.5` is the same number up to
+# rounding). The multiply is now an epilogue of the product: output fusion.
+
+# %% jupyter={"source_hidden": true}
+# %%xla --backend interpreter --quiet
+y = (x @ w) * 0.5
+
+# %%
+check_exercise(_xla, (x * 0.5) @ w, y)
+
+# %% [markdown]
+# ## Exercise 2: a scan where a reduction would do
+#
+# The last element of each row's cumulative sum is the row's sum; this cell computes it with
+# a scan, which is a kernel of its own. Make it one kernel with the same `last`.
+
+# %%
+# %%xla --backend interpreter --quiet
+last = np.cumsum(x, axis=1)[:, -1] * 2
+
+# %%
+print(len(_xla.fusions), "kernel(s)")
+
+# %% jupyter={"source_hidden": true}
+# %%xla --backend interpreter --quiet
+last = x.sum(axis=1) * 2
+
+# %%
+print(len(_xla.fusions), "kernel(s); same result:",
+      np.allclose(last, np.cumsum(x, axis=1)[:, -1] * 2, rtol=1e-5))
+
+# %% [markdown]
+# ## What to try next
+#
+# - In the softmax cell, compute `np.exp` twice on purpose (`np.exp(s) / np.exp(s).sum(...)`):
+#   what do `cse` and fusion make of it? (`_xla.hlo("cse")` shows the program after CSE.)
+# - Make the attention block bigger (`q`, `k` of 64 rows): does the arena grow as
+#   `6 x 6 x 4` bytes did, with the square of the rows?
+# - Open the explorer (`_xla.show()`) on the attention cell and step through the Decisions
+#   tab: each decision is drawn on the graph.
+# - Next: `03_must_compile_and_autocluster.ipynb`, for code that cannot be compiled whole.

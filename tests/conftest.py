@@ -37,6 +37,15 @@ def pytest_unconfigure(config):
         shutil.rmtree(CACHE_ROOT, ignore_errors=True)
 
 
+@pytest.fixture(scope="session")
+def rehearsal():
+    """The Binder rehearsal (tests/binder_rehearsal.py): every notebook executed once per test
+    session in a venv made from binder/ alone; the notebook tests read its executed copies."""
+    from tests.binder_rehearsal import rehearse
+
+    return rehearse()
+
+
 @pytest.fixture
 def rng():
     return np.random.default_rng(0)

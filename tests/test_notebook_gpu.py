@@ -1,17 +1,17 @@
-"""notebooks/09_gpu runs on a fresh kernel (on the GPU where there is one, else under Numba's
-CUDA simulator, which its first cell turns on) and shows what its text says it shows."""
+"""notebooks/09_gpu, as the Binder rehearsal ran it: on the GPU where there is one, else under
+Numba's CUDA simulator, which its first cell turns on; it shows what its text says it shows."""
 from __future__ import annotations
 
 import re
 
 import pytest
 
-from .test_notebooks import ROOT, check_common, execute, find, text_of
+from .test_notebooks import check_common, find, text_of
 
 
-@pytest.mark.slow  # runs the notebook in a Jupyter kernel
-def test_09_gpu():
-    nb = execute(ROOT / "notebooks" / "09_gpu.ipynb")
+@pytest.mark.slow  # the Binder rehearsal runs the notebooks
+def test_09_gpu(rehearsal):
+    nb = rehearsal.notebook("09_gpu")
     check_common(nb)
     first = text_of(find(nb, "import ctypes.util"))
     assert "simulator" in first or "kernels run on the GPU" in first

@@ -1,0 +1,156 @@
+# ---
+# jupyter:
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 04: shapes are part of the program: recompilation
+#
+# **What this notebook teaches.** A compiled XLA program is specialised on the shapes of its
+# inputs: the loop bounds, the buffer sizes and the layout are constants in it. Call the same
+# jit-compiled function on a `[1, 10]` input and then on a `[1, 100]` one, and it is compiled
+# twice (TensorFlow's documentation calls this `recompiled_on_launch`); a shape seen before is
+# a hit in the compilation cache. You will count the compiles, time one, see where the shape
+# sits in the generated kernel, and try the usual cure for many shapes: padding to a few
+# bucket sizes.
+
+# %%
+import time
+
+import numpy as np
+import xla_explorer as xe
+
+
+def model(x):
+    return np.maximum(x * 2.0 - 1.0, 0.0).sum(axis=1)
+
+
+f = xe.jit(model)
+
+# %% [markdown]
+# ## One compile per shape
+#
+# `cache_info()` counts hits (a program for this signature existed) and misses (it had to
+# be traced and compiled). Each call is timed: a miss includes the compile.
+
+# %%
+rng = np.random.default_rng(0)
+calls = []
+for shape in [(1, 10), (1, 100), (1, 10), (1, 100), (1, 10)]:
+    x = rng.random(shape, dtype=np.float32)
+    before = f.cache_info().misses
+    start = time.perf_counter()
+    out = f(x)
+    seconds = time.perf_counter() - start
+    compiled = f.cache_info().misses > before
+    calls.append((shape, seconds, compiled))
+    print(f"{str(shape):10} {seconds * 1e3:9.3f} ms  {'compiled' if compiled else 'cache hit'}")
+info = f.cache_info()
+print(f"hits {info.hits}, misses {info.misses}, signatures {info.signatures}")
+
+# %% [markdown]
+# Where did the time of a compiling call go? The Exploration of each signature records the
+# seconds of each pass, and its executable the seconds Numba held its compiler (making
+# machine code). The rest is tracing, generating the kernel's source and, in the first
+# call of the process only, starting Numba up.
+
+# %%
+hit_ms = min(s for _, s, c in calls if not c) * 1e3
+for shape, seconds, compiled in calls:
+    if not compiled:
+        continue
+    ex = f.explore(np.zeros(shape, np.float32))  # a hit: the Exploration behind that program
+    passes = sum(s.seconds for s in ex.stages)
+    numba = ex.executable.compile_seconds
+    print(f"{str(shape):10} call {seconds * 1e3:7.1f} ms = trace and passes {passes * 1e3:5.1f} ms"
+          f" + Numba {numba * 1e3:6.1f} ms + the rest {(seconds - passes - numba) * 1e3:6.1f} ms")
+compile_ms = calls[1][1] * 1e3  # the second shape's compile: no start-up in it
+print(f"a cached call: {hit_ms:.3f} ms; compiling (1, 100) cost as much as "
+      f"{compile_ms / hit_ms:,.0f} cached calls")
+
+# %% [markdown]
+# (A second session is quicker: the generated kernels are files, and Numba caches their
+# machine code on disk. The passes run again; the Numba column shrinks.)
+#
+# ## Where the shape lives
+#
+# The kernel's loop bounds are numbers written into its source. That is what makes it fast
+# (the compiler knows the trip count) and what ties it to one shape:
+
+# %%
+ex10 = f.explore(np.zeros((1, 10), np.float32))
+for name, source in ex10.kernels.items():
+    print("\n".join(line for line in source.splitlines() if "range(" in line))
+ex100 = f.explore(np.zeros((1, 100), np.float32))
+for name, source in ex100.kernels.items():
+    print("\n".join(line for line in source.splitlines() if "range(" in line))
+
+# %% [markdown]
+# A **shape-polymorphic** program would take those bounds as arguments: its HLO would need
+# symbolic dimensions (XLA has *bounded* dynamic shapes for this, an array with a maximum
+# size and a run-time size), its buffer assignment sizes that are formulas rather than
+# numbers, and its kernels loops over a length read at run time, giving up some of what a
+# known trip count buys. This compiler, like XLA by default, compiles per shape instead.
+#
+# ## Many shapes: padding to buckets
+#
+# Sequences of every length from 1 to 20 would compile 20 programs. Padding each input to
+# the next power of two (with a value that does not change the answer: here 0, since
+# `max(0 * 2 - 1, 0)` is 0) needs one program per bucket.
+
+# %%
+lengths = [3, 5, 6, 7, 9, 12, 17, 20]
+exact, padded = xe.jit(model), xe.jit(model)
+timeline = []
+for n in lengths:
+    x = rng.random((1, n), dtype=np.float32)
+    bucket = 1 << (n - 1).bit_length()  # the next power of two
+    xp = np.zeros((1, bucket), np.float32)
+    xp[:, :n] = x
+    for name, fn, arg in (("exact shapes", exact, x), ("padded to buckets", padded, xp)):
+        start = time.perf_counter()
+        got = fn(arg)
+        timeline.append((name, n, time.perf_counter() - start))
+        assert np.allclose(got, model(x), rtol=1e-5)
+print("exact shapes:", exact.cache_info().misses, "compiles for", len(lengths), "lengths")
+print("padded:      ", padded.cache_info().misses, "compiles, buckets",
+      sorted(sig[0][0][1] for sig in padded.cache_info().signatures))
+
+# %%
+import matplotlib.pyplot as plt
+
+fig, ax = plt.subplots(figsize=(7, 3.2))
+for name, marker in (("exact shapes", "o"), ("padded to buckets", "s")):
+    ns = [n for k, n, _ in timeline if k == name]
+    ms = [t * 1e3 for k, _, t in timeline if k == name]
+    ax.plot(ns, ms, marker=marker, label=name)
+ax.set_yscale("log")
+ax.set_xlabel("input length (elements in the row)")
+ax.set_ylabel("first call, ms (log scale)")
+ax.set_title("A call that compiles costs milliseconds; a cached one microseconds")
+ax.legend()
+plt.show()
+
+# %% [markdown]
+# Padding trades compiles for wasted work (up to twice the elements here). XLA users make the
+# same trade: bucketing sequence lengths, or fixing the batch size and padding the last
+# batch.
+
+# %% [markdown]
+# ## What to try next
+#
+# - Call `f` on a `float64` array of a shape it has seen: the element type is part of the
+#   signature too (`f.cache_info().signatures`).
+# - In a `%%xla` cell, change the shape of an input and run the cell again: its summary
+#   says `compile cache: miss`, and `%xla_cache` lists every signature compiled.
+# - Make the buckets coarser (powers of four) and count compiles and wasted elements.
+# - Next: `05_memory.ipynb`: where the compiled program keeps its arrays.

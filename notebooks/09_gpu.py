@@ -15,8 +15,10 @@
 # %% [markdown]
 # # 09: the same fusions on a GPU
 #
-# The CUDA backend compiles the same HLO, the same fusions and the same buffer assignment as
-# the CPU backend: only the last step differs. A CPU kernel is a loop a few threads share; a
+# **What this notebook teaches.** XLA's high-level optimiser works on the program,
+# independent of the target; the target is a parameter of the last step. The CUDA backend
+# compiles the same HLO, the same fusions and the same buffer assignment as the CPU backend:
+# only the last step differs. A CPU kernel is a loop a few threads share; a
 # CUDA kernel is one function that thousands of threads run at once, each on its own
 # elements, so the code generator's job is to decide **which thread computes what**. This
 # notebook compiles one program for both, reads the CUDA kernels and their launch
@@ -146,3 +148,13 @@ y = np.tanh(x) * 2 + 1
 
 # %%
 print(y.dtype, y.shape, np.allclose(y, np.tanh(x) * 2 + 1))
+
+# %% [markdown]
+# ## What to try next
+#
+# - Give `softmax` rows of 20 elements, then of 2000: the launch comment says when a row gets
+#   a warp, a block, or (one long row read back) the whole grid.
+# - Add a second output (`x.sum(axis=1)`) and see the row kernel write both: a multi-output
+#   fusion, and `on_gpu.traffic` still reads `x` once.
+# - On a machine with a GPU (`pip install '.[cuda]'`), run `benchmarks/gpu.py` for kernel
+#   times against eager CuPy and `jax.jit`.

@@ -92,7 +92,7 @@ import traceback
 
 import numpy as np
 import xla_explorer as xe
-from xla_explorer.errors import CompileError, TraceError
+from xla_explorer.errors import CompileError, TraceError, VerifyError
 
 FINDINGS = []  # (status, message) for each call where the compiled one is not NumPy's
 ULPS = 8  # any finite float may be off by this many ulps of its precision, however small
@@ -193,7 +193,9 @@ def check(what, compiled, numpy, precision=None, rtol=None, accepted=(), refusal
     got, got_error = attempt(compiled)
     said = (f"{what}\\n    NumPy:    {shown(want, want_error)}"
             f"\\n    compiled: {shown(got, got_error)}")
-    if got_error is not None and not isinstance(got_error, CLEAR + accepted + refusals):
+    # The verifier rejecting the explorer's own program is a bug here, never a refusal.
+    if got_error is not None and (isinstance(got_error, VerifyError)
+                                  or not isinstance(got_error, CLEAR + accepted + refusals)):
         where = traceback.format_tb(got_error.__traceback__)[-1].rstrip()
         FINDINGS.append(("error", f"{said}\\n{where}"))
     elif want_error is not None:

@@ -7,6 +7,7 @@ import os
 import re
 import subprocess
 import sys
+import types
 from contextlib import redirect_stdout
 from pathlib import Path
 
@@ -397,8 +398,11 @@ def test_a_scenario_script_runs_on_its_own_and_agrees_with_the_fuzzer(tmp_path):
     assert done.stdout.count(": call ") == len(findings), done.stdout
 
 
-def test_a_crashing_case_is_reported_and_the_run_goes_on():
+def test_a_crashing_case_is_reported_and_the_run_goes_on(monkeypatch):
     """A worker killed in compiled code (here: it exits) fails only the case it was running."""
+    # An IPython shell made by an earlier test in this worker leaves its user namespace as
+    # `__main__`, a module without `__spec__`, which multiprocessing's spawn cannot read.
+    monkeypatch.setitem(sys.modules, "__main__", types.ModuleType("__main__"))
     fine = Scenario("retype", "fine", 'check("1 + 1", lambda: 2, lambda: 1 + 1)\n')
     dies = Scenario("retype", "dies", "import os\nos._exit(70)\n")
     cases = [fuzz.Case(i, "retype", [], [], None, s) for i, s in enumerate([fine, dies, fine])]

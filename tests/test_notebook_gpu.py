@@ -29,7 +29,7 @@ def test_09_gpu(rehearsal):
     assert "product kernel" in shapes
     traffic = text_of(find(nb, "t = on_gpu.traffic"))
     # f32[6,40] is 960 B: the fused kernel reads it once and writes the result once
-    assert "fused 1,920 B in 1 kernels" in traffic
+    assert "fused 1,920 B in 1 kernel" in traffic
     assert re.search(r"eager moves \d+\.\dx the bytes", traffic)
     bench = text_of(find(nb, "print(on_gpu.bench("))
     assert "compiled kernels" in bench and "transfers (host<->device)" in bench

@@ -94,7 +94,11 @@ def compare(name: str, got, want, precision=None) -> OutputCheck:
             diff = np.where(exact, 0.0, np.abs(got.astype(np.float64) - want.astype(np.float64)))
             diff = np.where(np.isnan(diff), np.inf, diff)
             rel = diff / np.maximum(np.abs(want.astype(np.float64)), np.finfo(want.dtype).tiny)
-        ok = bool(np.all(diff <= atol + rtol * np.abs(np.where(exact, 0, want.astype(np.float64)))))
+            rel = np.where(exact, 0.0, np.where(np.isnan(rel), np.inf, rel))
+        # The relative part scales with finite values only: an infinite `want` met by
+        # anything but the same infinity is a mismatch (inf <= rtol * inf would pass it).
+        scale = np.where(np.isfinite(want), np.abs(want.astype(np.float64)), 0.0)
+        ok = bool(np.all(diff <= atol + rtol * scale))
         return OutputCheck(name, want.dtype, want.shape, float(diff.max()), float(rel.max()), ok)
     equal = got == want
     err = float(np.max(np.abs(got.astype(np.float64) - want.astype(np.float64))))

@@ -135,7 +135,8 @@ def dump_exploration(ex, directory, pass_re: str | None = None) -> list[Path]:
         _write(directory / f"{prefix}.{after}-buffer-assignment.txt", buffers.report(), written)
         _write(directory / f"{prefix}.{after}-memory-usage-report.txt",
                buffers.memory_usage_report(), written)
-    if cpu and ex.executable is not None:
+    # Every compiling backend's generated source (the interpreter generates none).
+    if ex.executable is not None and getattr(ex.executable, "sources", None):
         for part, source in ex.executable.sources.items():
             _write(directory / f"{prefix}.{part + '.' if part else ''}kernels.py", source,
                    written)

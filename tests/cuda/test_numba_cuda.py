@@ -174,6 +174,45 @@ def test_device_arrays_in_give_device_arrays_out_and_transfers_are_counted(x):
     np.testing.assert_array_equal(out.copy_to_host(), host)
 
 
+@pytest.mark.parametrize("f", [
+    lambda x: x * 2, lambda x: x.sum(), lambda x: x.sum(axis=0), lambda x: x.sum(axis=1),
+    lambda x: x.mean(axis=0), lambda x: np.exp(x - x.max(axis=1, keepdims=True)),
+    lambda x: x.T @ x, lambda x: np.cumsum(x, axis=0)],
+    ids=["loop", "sum", "column", "row", "mean", "softmax-part", "product", "cumsum"])
+def test_arrays_with_no_elements_give_numpys_results(f):
+    """No kernel can be laid out over zero threads: a program with an empty array is computed
+    on the host, and a device array in still gives a device array out."""
+    from numba import cuda
+
+    x = np.zeros((0, 3), np.float32)
+    with np.errstate(all="ignore"):
+        want = f(x)
+        got = xe.jit(f, backend="cuda")(x)
+        on_device = xe.explore(f, x, backend="cuda").run(cuda.to_device(x))
+    assert np.shape(got) == np.shape(want) and np.asarray(got).dtype == want.dtype
+    np.testing.assert_array_equal(got, want)
+    if want.ndim:
+        np.testing.assert_array_equal(on_device.copy_to_host(), want)
+
+
+def test_a_dump_holds_the_cuda_kernels(x, tmp_path):
+    written = xe.explore(softmax, x, backend="cuda").dump(tmp_path)
+    kernels = [p for p in written if p.name.endswith(".kernels.py")]
+    assert len(kernels) == 1, [p.name for p in written]
+    assert "# launch: " in kernels[0].read_text() and "cuda.jit" in kernels[0].read_text()
+
+
+def test_wrap_around_is_silent_as_on_a_gpu():
+    import warnings
+
+    x = np.array([250, 3], np.uint8)
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        got = xe.jit(lambda x: x + np.uint8(10), backend="cuda")(x)
+    np.testing.assert_array_equal(got, np.array([4, 13], np.uint8))
+    assert not [w for w in seen if issubclass(w.category, RuntimeWarning)], seen
+
+
 def test_jit_on_cuda(x):
     f = xe.jit(lambda a: a * 2 + 1, backend="cuda")
     np.testing.assert_array_equal(f(x), x * 2 + 1)

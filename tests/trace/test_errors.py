@@ -741,3 +741,22 @@ def test_numpys_refusals_on_unsigned_arrays_are_numpys(f, cls):
     with pytest.raises(cls) as e:
         xe.jit(f)(u.copy())
     assert isinstance(e.value, xe.TraceError)
+
+
+def _add_float(x):
+    x += 1.5
+    return x
+
+
+def _floor_divide_float(x):
+    x //= 0.5
+    return x
+
+
+@pytest.mark.parametrize("f,hint", [(_add_float, "Write x = x + ... to make a new array"),
+                                    (_floor_divide_float, "Write x = x // ... to make")])
+def test_an_in_place_cast_numpy_refuses_says_how_to_write_it(f, hint):
+    with pytest.raises(xe.TraceError) as e:
+        xe.jit(f)(np.arange(3))
+    assert "cannot cast float64 to int64 in place" in str(e.value)
+    assert hint in str(e.value)

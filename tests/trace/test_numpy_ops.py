@@ -509,8 +509,10 @@ def test_integer_edge_values(record, dtype):
     lambda x: np.clip(x, x[:1], 2),
     lambda x: np.clip(x, min=-2),
     lambda x: np.clip(x, max=x.T[:1].T),
+    lambda x: np.clip(x, True, True),  # bool bounds: a bool array has no HLO clamp
 ], ids=["where-scalar", "where-float", "where-nonbool", "where-true", "clip-scalars",
-        "clip-none-lo", "clip-none-hi", "clip-array-lo", "clip-min-kw", "clip-max-kw"])
+        "clip-none-lo", "clip-none-hi", "clip-array-lo", "clip-min-kw", "clip-max-kw",
+        "clip-bools"])
 def test_where_and_clip_with_scalars(f, dtype):
     rng = np.random.default_rng(4)
     x = BY_NAME["np.add"].make_args(rng, [(3, 4)], dtype)[0]

@@ -331,8 +331,14 @@ def test_the_bench_numbers_and_speedup_are_the_bench_results(benched):
     assert int(values["arena_bytes"]) == b.arena_bytes
 
 
-def test_no_bench_no_performance_section(pages):
-    assert 'id="xe-performance"' not in pages["softmax-cpu"]
+def test_without_a_bench_the_performance_section_is_the_bytes_moved(programs, pages):
+    """Bytes moved are computed, so every page has them; times only once ex.bench ran."""
+    t = programs["softmax-cpu"].traffic
+    section = pages["softmax-cpu"].split('id="xe-performance"', 1)[1].split("</section>")[0]
+    assert "computed from the kernels' reads and writes, not measured" in section
+    assert f"eager moves {t.eager_bytes / t.fused_bytes:.1f}x the bytes" in section
+    assert f"{len(t.eager)} ops" in section and "1 kernel<" in section
+    assert "faster" not in section and "slower" not in section and "median" not in section
 
 
 # -- the file, and the compact form -----------------------------------------------------------

@@ -19,6 +19,8 @@ class CudaBackend(Backend):
 
     def compile(self, module: Module, assignment: BufferAssignment | None) -> Executable:
         # Imported here: numba.cuda is imported only when a program is compiled for it.
-        from ..runtime.cuda import CudaExecutable
+        from ..runtime.cuda import CudaExecutable, EmptyArrayExecutable, has_empty_array
 
+        if has_empty_array(module):
+            return EmptyArrayExecutable(module, assignment)
         return CudaExecutable(module, assignment)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import sys
 import time
+import warnings
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -26,6 +27,7 @@ from ..codegen.numba_cuda import CudaProgram, generate_cuda_program
 from ..errors import CompileError
 from ..ir.module import Module
 from ..passes.buffer_assignment import OUTPUT, BufferAssignment
+from .arena import run_in_arena
 from .cuda_device import cuda_module, simulated
 
 _F16 = np.dtype(np.float16)
@@ -154,10 +156,14 @@ class CudaExecutable(Executable):
         # The simulator runs a block as one Python thread per CUDA thread, which meet at
         # every barrier and shuffle: switching between them often makes that several
         # times faster than Python's default 5 ms switch interval.
+        # Its threads compute with NumPy scalars, which warn on the wrap-around and overflow
+        # that a GPU (and HLO) does silently; np.errstate would not reach those threads.
         before = sys.getswitchinterval()
         sys.setswitchinterval(SIMULATOR_SWITCH_INTERVAL)
         try:
-            self._py.run(self.arena, *dev_args, *self._device_constants, *outs)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)
+                self._py.run(self.arena, *dev_args, *self._device_constants, *outs)
         finally:
             sys.setswitchinterval(before)
 
@@ -239,6 +245,51 @@ class CudaExecutable(Executable):
 
             return cupy.asarray(dev)
         return dev
+
+
+def has_empty_array(module: Module) -> bool:
+    """Whether any value of the program has no elements (a dimension of size 0)."""
+    def empty(shape) -> bool:
+        return any(map(empty, shape.elements)) if shape.is_tuple else shape.size == 0
+    return any(empty(i.shape) for c in module.all_computations for i in c.instructions)
+
+
+class EmptyArrayExecutable(Executable):
+    """A program with an array of no elements: a kernel cannot be laid out over zero threads
+    or zero blocks, and there is nothing for the GPU to do, so the reference interpreter
+    computes the results (empty arrays, or reductions of nothing such as sum's zeros) on the
+    host and they are handed back as the inputs' kind, as CudaExecutable does."""
+
+    def __init__(self, module: Module, assignment: BufferAssignment):
+        self.cuda = cuda_module()
+        self.module, self.assignment = module, assignment
+        self.compile_seconds: float | None = 0.0
+        self.arena_bytes = 0
+        self.kernels: dict[str, str] = {}
+        self.kernel_of: dict[str, str] = {}
+        self.sources = {"": "# no CUDA kernel: an array of this program has no elements, so "
+                            "the host computes it\n"}
+        self.last_call = CallRecord()
+
+    def __call__(self, *args) -> list:
+        return self.run_arrays(args)
+
+    def run_arrays(self, arrays: Sequence) -> list:
+        kinds = [_kind(a) for a in arrays]
+        device_kind = next((k for k in kinds if k != "numpy"), None)
+        host = [np.asarray(a) if k == "numpy" else
+                (a.copy_to_host() if hasattr(a, "copy_to_host")
+                 else self.cuda.as_cuda_array(a).copy_to_host())
+                for a, k in zip(arrays, kinds)]
+        results = run_in_arena(self.module, self.assignment, host)
+        if device_kind is None:
+            return results
+        device = [self.cuda.to_device(np.ascontiguousarray(r)) for r in results]
+        if device_kind == "cupy":
+            import cupy
+
+            return [cupy.asarray(d) for d in device]
+        return device
 
 
 def _bits(a: np.ndarray) -> np.ndarray:

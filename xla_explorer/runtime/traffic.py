@@ -24,7 +24,7 @@ from ..passes.dataflow import is_kernel
 
 # Ops NumPy evaluates as views of their operand: no bytes move when they run.
 VIEW_OPS = frozenset(["reshape", "bitcast", "broadcast", "transpose", "slice", "reverse",
-                      "get-tuple-element", "tuple", "copy"])
+                      "get-tuple-element", "tuple"])
 
 
 @dataclass(frozen=True)
@@ -65,8 +65,12 @@ class Traffic:
                 "fused": side(self.fused, "kernels")}
 
     def table(self) -> str:
-        lines = [f"bytes moved, computed: eager {self.eager_bytes:,} B in {len(self.eager)} ops, "
-                 f"fused {self.fused_bytes:,} B in {len(self.fused)} kernels"]
+        def count(n, noun):
+            return f"{n} {noun}" + ("s" if n != 1 else "")
+
+        lines = [f"bytes moved, computed: eager {self.eager_bytes:,} B in "
+                 f"{count(len(self.eager), 'op')}, fused {self.fused_bytes:,} B in "
+                 f"{count(len(self.fused), 'kernel')}"]
         for m in self.fused:
             lines.append(f"  {m.name:<32} read {m.read_bytes:>12,} B  write {m.write_bytes:>12,} B")
         return "\n".join(lines)
@@ -87,7 +91,7 @@ def _nbytes_shape(shape) -> int:
 
 def _stands_on(inst: Instruction) -> int:
     """Bytes a read of `inst` touches in eager NumPy: a view reads what it is a view of."""
-    if inst.opcode in ("broadcast", "reshape", "bitcast", "transpose", "copy"):
+    if inst.opcode in ("broadcast", "reshape", "bitcast", "transpose"):
         return min(_nbytes(inst), _stands_on(inst.operands[0]))
     return _nbytes(inst)
 

@@ -70,6 +70,44 @@ def small_arrays_note(bench, elements: int | None = None) -> str | None:
             "arrays (try 10^5 elements or more).")
 
 
+MONO = "font-family:monospace;font-size:12px;line-height:1.35"
+# JupyterLab centres and right-aligns the cells of rendered tables; these read as text.
+CELL = "text-align:left;padding:1px 10px 1px 0;vertical-align:top"
+
+
+def table_html(header, rows) -> str:
+    """A table whose cells read left to right, as text does."""
+    head = "".join(f"<th style='{CELL}'>{h}</th>" for h in header)
+    body = "".join("<tr>" + "".join(f"<td style='{CELL}'>{c}</td>" for c in row) + "</tr>"
+                   for row in rows)
+    return f"<table style='{MONO};margin:0'><tr>{head}</tr>{body}</table>"
+
+
+def traffic_html(t) -> str:
+    """Bytes moved to and from memory, eager op by op against fused (`ex.traffic`): computed
+    from the kernels' reads and writes, never measured, so the same on every machine."""
+    rows = [(label, f"{len(items)} {noun}{'s' if len(items) != 1 else ''}",
+             bytes_text(sum(m.read_bytes for m in items)),
+             bytes_text(sum(m.write_bytes for m in items)), bytes_text(total))
+            for label, items, noun, total in (
+                ("eager NumPy", t.eager, "op", t.eager_bytes),
+                ("compiled", t.fused, "kernel", t.fused_bytes))]
+    ratio = (f"; eager moves {t.eager_bytes / t.fused_bytes:.1f}x the bytes"
+             if t.fused_bytes else "")
+    return (f"<p><b>bytes moved to and from memory</b> (computed from the kernels' reads and "
+            f"writes, not measured){ratio}</p>"
+            + table_html(("", "steps", "read", "written", "total"), rows))
+
+
+def traffic_or_nothing(ex) -> str:
+    """traffic_html of `ex`, or "" where there is none to compute (an auto-clustered run's
+    eager ops move bytes no kernel accounts for)."""
+    try:
+        return traffic_html(ex.traffic)
+    except Exception:  # the table is an aid; the tab must open without it
+        return ""
+
+
 def bench_figure(bench):
     """Time and peak memory, eager against compiled, titled with `verdict` and with memory in
     the unit that fits the largest bar."""

@@ -21,7 +21,7 @@ import re
 import secrets
 from pathlib import Path
 
-from .charts import bench_figure, figure_svg
+from .charts import bench_figure, figure_svg, traffic_or_nothing
 from .graphviz import GraphvizNotInstalled, graph, render_svg
 from .mime import stage_diffs
 
@@ -272,11 +272,14 @@ class _Builder:
 
     def performance(self) -> str:
         b = self.bench
-        if b is None:
+        traffic = traffic_or_nothing(self.ex)
+        if b is None and not traffic:
             return ""
-        out = [f'<section id="{self.id("performance")}"><h2>Performance</h2>',
-               f'<p class="speedup">compiled against eager NumPy: {_verdict(b.speedup)} over '
-               f"{b.repeat} interleaved rounds (medians).</p>"]
+        out = [f'<section id="{self.id("performance")}"><h2>Performance</h2>', traffic]
+        if b is None:
+            return "\n".join(out) + "\n</section>"
+        out.append(f'<p class="speedup">compiled against eager NumPy: {_verdict(b.speedup)} '
+                   f"over {b.repeat} interleaved rounds (medians).</p>")
         if not self.compact:
             chart = figure_svg(bench_figure(b))  # "slower (0.82x)", memory in units that fit
             out.append(f'<div class="chart">{_inline_svg(chart, self.id("bc-"))}</div>')

@@ -40,8 +40,8 @@ import traitlets
 
 from ..ir.printer import format_computation, format_instruction
 from ..passes.names import traced_name
-from .charts import (bench_figure, bytes_text, figure_svg, seconds_text, small_arrays_note,
-                     verdict)
+from .charts import (CELL, MONO, bench_figure, bytes_text, figure_svg, seconds_text,
+                     small_arrays_note, table_html, traffic_or_nothing, verdict)
 from .diff import diff
 from .graphviz import GraphvizNotInstalled, display_name, drawing, render_svg
 
@@ -51,9 +51,6 @@ _CLONE_SUFFIX = re.compile(r"((?:\.clone\.\d+)+)(?=[\s,()=]|$)")
 
 HIGHLIGHT = "#fff176"  # the background of a changed HLO line and of the current decision
 # (line-height: JupyterLab gives widget HTML the height of a widget row, 28px, per line)
-MONO = "font-family:monospace;font-size:12px;line-height:1.35"
-# JupyterLab centres and right-aligns the cells of rendered tables; these read as text.
-CELL = "text-align:left;padding:1px 10px 1px 0;vertical-align:top"
 TITLES = ("Stages", "Decisions", "Buffers", "Kernels", "Performance")
 # Instructions that say little on their own: the first selection is something else.
 _PLUMBING = frozenset({"parameter", "tuple", "get-tuple-element", "constant"})
@@ -313,14 +310,6 @@ def fusion_hlo(module, kernel: str) -> str:
                 return format_computation(comp, metadata=False)
             return format_instruction(inst, metadata=False)
     return "(the HLO of this kernel is in a cluster's module)"
-
-
-def table_html(header, rows) -> str:
-    """A table whose cells read left to right, as text does."""
-    head = "".join(f"<th style='{CELL}'>{h}</th>" for h in header)
-    body = "".join("<tr>" + "".join(f"<td style='{CELL}'>{c}</td>" for c in row) + "</tr>"
-                   for row in rows)
-    return f"<table style='{MONO};margin:0'><tr>{head}</tr>{body}</table>"
 
 
 def allocations_html(a) -> str:
@@ -598,7 +587,9 @@ class PerformancePanel:
             self.run_button.disabled = True
             self.status.value = ('Benchmarks need backend="cpu": the interpreter runs the HLO '
                                  'op by op in NumPy.')
-        self.widget = widgets.VBox([widgets.HBox([self.repeat, self.run_button, self.progress,
+        self.traffic_html = widgets.HTML(traffic_or_nothing(ex))
+        self.widget = widgets.VBox([self.traffic_html,
+                                    widgets.HBox([self.repeat, self.run_button, self.progress,
                                                   self.status]), self.result_html])
 
     def _phase(self, n: int) -> None:

@@ -219,6 +219,24 @@ def _finish_out(result: Tracer, out):
     return assign_inplace(target, result, "out=")
 
 
+# The in-place ufuncs' operators, for the hint that says how to write them out of place.
+_OPERATORS = {"add": "+", "subtract": "-", "multiply": "*", "true_divide": "/", "divide": "/",
+              "floor_divide": "//", "remainder": "%", "power": "**", "bitwise_and": "&",
+              "bitwise_or": "|", "bitwise_xor": "^", "left_shift": "<<", "right_shift": ">>",
+              "matmul": "@"}
+
+
+def _out_of_place(what: str) -> str:
+    """`x + ...` for "add (in place)", `np.sort(x)` for "ndarray.sort", ...; the
+    expression that makes a new array instead of writing into x."""
+    name = what.split()[0]
+    if name in _OPERATORS:
+        return f"x {_OPERATORS[name]} ..."
+    if name == "ndarray.sort":
+        return "np.sort(x)"
+    return f"np.{name}(x, ...)" if name.isidentifier() else "..."
+
+
 def assign_inplace(target: Tracer, result, what: str) -> Tracer:
     """`target op= ...`: NumPy writes the result into target's storage (same shape, type)."""
     b = active_builder()
@@ -230,7 +248,7 @@ def assign_inplace(target: Tracer, result, what: str) -> Tracer:
         if not np.can_cast(np.result_type(rvalue), target.dtype, "same_kind"):
             raise located(TraceError, f"{what}: cannot cast {np.result_type(rvalue)} to "
                                       f"{target.dtype} in place (NumPy's same_kind rule)", what,
-                          f"Write x = x {what.split()[0]} ... to make a new array instead.")
+                          f"Write x = {_out_of_place(what)} to make a new array instead.")
         try:
             fits = np.broadcast_shapes(np.shape(rvalue), target.shape) == target.shape
         except ValueError:

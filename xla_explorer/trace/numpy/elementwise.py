@@ -544,9 +544,10 @@ def _clip(value, a, a_min=np._NoValue, a_max=np._NoValue, out=None, *, min=np._N
     if a_dtype.kind in "iu":
         lo, hi = _int_bound(lo, a_dtype, dt, True), _int_bound(hi, a_dtype, dt, False)
     given = [v for v in (lo, hi) if v is not None]
-    if len(given) == 2 and all(np.ndim(value_of(v)) == 0 for v in given):
+    if len(given) == 2 and dt.kind != "b" and all(np.ndim(value_of(v)) == 0 for v in given):
         # Two scalar bounds: NumPy keeps x where it equals a bound (clip(+0.0, -0.0, 1) is
-        # +0.0), which HLO's clamp does and maximum-then-minimum does not.
+        # +0.0), which HLO's clamp does and maximum-then-minimum does not. (HLO's clamp takes
+        # no pred: a bool array clips by maximum and minimum, its or and and.)
         b = active_builder()
         x = b.broadcast_to(node_of(a, dt), np.shape(value))
         return b.emit("clamp", (node_of(lo, dt), x, node_of(hi, dt)))

@@ -63,13 +63,14 @@ chromium:
 	       "Install it as root ('sudo apt-get install chromium') or set CHROMIUM=/path/to/chrome." >&2; \
 	fi
 
+# --dist loadgroup: the notebook tests share one Binder rehearsal on one worker (tests/conftest.py).
 test: setup
-	$(PY) -m pytest -n $(JOBS) -q
+	$(PY) -m pytest -n $(JOBS) --dist loadgroup -q
 
 # The edit-test loop: everything except the tests marked slow (a real JupyterLab, a browser,
 # executed notebooks, subprocesses that compile, the fuzz run), under 2 minutes on 2 cores.
 test-fast: setup
-	$(PY) -m pytest -n $(JOBS) -q -m "not slow"
+	$(PY) -m pytest -n $(JOBS) --dist loadgroup -q -m "not slow"
 
 # What CI checks before the tests: ruff (pyflakes, pycodestyle, bugbear) and a lenient mypy,
 # both configured in pyproject.toml. Only the venv's setup: no Graphviz or Chromium needed.

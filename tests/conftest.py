@@ -32,6 +32,23 @@ settings.register_profile("dev", deadline=None)
 settings.load_profile("ci" if os.environ.get("CI") else "dev")
 
 
+# The long integration tests first, so that with pytest-xdist they start at once, one worker
+# each, and the thousands of short tests fill in around them, instead of one worker finishing
+# them alone at the end. The notebook tests share one Binder rehearsal: one xdist group
+# (`--dist loadgroup` in the Makefile), so only one worker waits for it.
+LONG_FIRST = ("tests/test_binder.py", "tests/test_notebooks.py", "tests/test_notebook_gpu.py",
+              "tests/extension/test_browser.py", "tests/test_live_widget.py",
+              "tests/cuda/test_records.py", "tests/test_screenshot.py",
+              "tests/extension/test_typescript.py", "tests/test_make_lab.py")
+
+
+def pytest_collection_modifyitems(items):
+    def rank(item) -> int:
+        return next((i for i, p in enumerate(LONG_FIRST) if item.nodeid.startswith(p)),
+                    len(LONG_FIRST))
+    items.sort(key=rank)  # stable: every worker collects the same order, as xdist requires
+
+
 def pytest_unconfigure(config):
     if _OWNS_CACHE_ROOT:
         shutil.rmtree(CACHE_ROOT, ignore_errors=True)

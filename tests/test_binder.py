@@ -16,7 +16,9 @@ import pytest
 from tests.binder_rehearsal import NOTEBOOK_SECONDS, rehearse
 from tests.test_notebooks import NOTEBOOKS, check_common
 
-pytestmark = pytest.mark.slow  # a subprocess; a venv built and every notebook executed
+# A subprocess; a venv built and every notebook executed, once, by one xdist worker for all
+# the notebook tests.
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("notebooks")]
 
 ROOT = Path(__file__).resolve().parent.parent
 BINDER = ROOT / "binder"

@@ -9,6 +9,10 @@ import pytest
 from .test_notebooks import check_common, find, text_of
 
 
+# One Binder rehearsal runs the notebooks for all of these: one xdist worker.
+pytestmark = pytest.mark.xdist_group("notebooks")
+
+
 @pytest.mark.slow  # the Binder rehearsal runs the notebooks
 def test_09_gpu(rehearsal):
     nb = rehearsal.notebook("09_gpu")

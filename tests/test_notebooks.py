@@ -16,6 +16,9 @@ from pathlib import Path
 import nbformat
 import pytest
 
+# One Binder rehearsal runs the notebooks for all of these: one xdist worker.
+pytestmark = pytest.mark.xdist_group("notebooks")
+
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"

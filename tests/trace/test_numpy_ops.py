@@ -160,16 +160,25 @@ MIDDLE_WIDTHS = {np.dtype(np.int16), np.dtype(np.uint16), np.dtype(np.uint32)}
 
 
 def _record_params(records, dtype_filter=None, one_fast_dtype: bool = False):
-    """Every record, type and case (a middle width: the first case). With `one_fast_dtype`,
-    the cases of every type but `_fast_dtype`'s are marked slow: `make test-fast` runs every
-    record and case on one type, `make test` on all of them."""
+    """Every record and type. A record runs every case on its `_fast_dtype` and on one more of
+    its types, taken in turn from record to record so that each type runs every case for a
+    share of the records; on its other types it runs its first case (a middle width: always
+    the first case only). With `one_fast_dtype`, the cases of every type but `_fast_dtype`'s
+    are marked slow: `make test-fast` runs every record and case on one type, `make test` on
+    all of them."""
+    turn = 0
     for r in records:
         kept = [np.dtype(d) for d in r.dtypes if not dtype_filter or dtype_filter(d)]
+        if not kept:
+            continue
+        fast = _fast_dtype(kept)
+        others = [d for d in kept if d != fast and d not in MIDDLE_WIDTHS]
+        full = {fast, others[turn % len(others)]} if others else {fast}
+        turn += 1
+        cases = list(r.all_cases())
         for dtype in kept:
-            slow = one_fast_dtype and dtype != _fast_dtype(kept)
-            marks = [pytest.mark.slow] if slow else []
-            cases = list(r.all_cases())
-            for shapes, variant in cases[:1] if dtype in MIDDLE_WIDTHS else cases:
+            marks = [pytest.mark.slow] if one_fast_dtype and dtype != fast else []
+            for shapes, variant in cases if dtype in full else cases[:1]:
                 yield pytest.param(r, dtype, shapes, variant, marks=marks,
                                    id=f"{r.name}|{dtype.name}|{_id(shapes)}|{_id(variant)}")
 
@@ -207,7 +216,7 @@ def test_record_matches_numpy(record, dtype, shapes, variant):
 
 def _cpu_params():
     """One case per record and type (the first with no empty argument): each compiles. A
-    record compiles on its `_fast_dtype` and on two more of its types, taken in turn from
+    record compiles on its `_fast_dtype` and on one more of its types, taken in turn from
     record to record so that every type compiles for a share of the records: a compile per
     record and type (about 0.3 s each) would take `make test` past its time. Every record runs
     on every type in the interpreter sweep, and the newer types' kernels have tests of their
@@ -219,8 +228,8 @@ def _cpu_params():
         types = [np.dtype(d) for d in r.dtypes]
         fast = _fast_dtype(types)
         rest = [d for d in types if d != fast]
-        picked = {rest[(turn + k) % len(rest)] for k in range(min(2, len(rest)))}
-        turn += 2
+        picked = {rest[turn % len(rest)]} if rest else set()
+        turn += 1
         for dtype in (d for d in types if d == fast or d in picked):
             cases = list(r.all_cases())
             shapes, variant = next(((sh, v) for sh, v in cases
@@ -230,7 +239,7 @@ def _cpu_params():
                                id=f"{r.name}|{dtype.name}|{_id(shapes)}|{_id(variant)}")
 
 
-@pytest.mark.slow  # a Numba compile for each of ~900 records and types
+@pytest.mark.slow  # a Numba compile for each of ~700 records and types
 @pytest.mark.parametrize("record,dtype,shapes,variant", list(_cpu_params()))
 def test_record_matches_numpy_on_the_cpu(record, dtype, shapes, variant, tmp_path_factory,
                                          monkeypatch):

@@ -1441,12 +1441,12 @@ def _tuple_rooted(comp: Computation) -> Computation:
     return Computation(comp.name, comp.instructions + gtes + (tup,))
 
 
-def generate_program(module: Module, assignment) -> Program:
-    """The Python source of every kernel of `module` and of its driver, using `assignment`
-    (the module's buffer assignment) for where every value between kernels lives."""
-    from ..passes.buffer_assignment import (CONSTANT, EAGER, OUTPUT, PARAMETER, TEMPORARY,
-                                            buffer_name)
-    from ..passes.dataflow import dataflow, is_kernel
+def driver_inputs(module: Module, assignment):
+    """What a program's driver takes, for the CPU and CUDA generators alike: the entry's
+    dataflow, its parameters in order, its constants and each output buffer's position. An
+    op left to run eagerly (a custom-call) cannot be in a compiled program: refused by name."""
+    from ..passes.buffer_assignment import EAGER, OUTPUT
+    from ..passes.dataflow import dataflow
 
     entry = module.entry
     flow = dataflow(entry)
@@ -1460,6 +1460,16 @@ def generate_program(module: Module, assignment) -> Program:
             inst = entry.get(b.instruction)
             raise not_compilable(inst.attr("custom_call_target"), inst.metadata.source_file,
                                  inst.metadata.source_line)
+    return entry, flow, params, constants, out_index
+
+
+def generate_program(module: Module, assignment) -> Program:
+    """The Python source of every kernel of `module` and of its driver, using `assignment`
+    (the module's buffer assignment) for where every value between kernels lives."""
+    from ..passes.buffer_assignment import CONSTANT, OUTPUT, PARAMETER, TEMPORARY, buffer_name
+    from ..passes.dataflow import is_kernel
+
+    entry, flow, params, constants, out_index = driver_inputs(module, assignment)
 
     lines = []
     uses_gemm = claims_blocks = False

@@ -41,7 +41,7 @@ from math import prod
 
 import numpy as np
 
-from ..errors import UnsupportedOpError, not_compilable
+from ..errors import UnsupportedOpError
 from ..ir.module import Instruction, Module
 from ..ir.ops import elementwise_like, is_expensive
 from ..ir.printer import format_instruction
@@ -885,22 +885,10 @@ np = kernel_numpy  # noqa: F405  NumPy's names; on a GPU its scalar functions fr
 def generate_cuda_program(module: Module, assignment) -> CudaProgram:
     """The source of every CUDA kernel of `module` and of its driver, `run(arena, params...,
     constants..., outputs...)`, where `arena` is the device arena as bytes."""
-    from ..passes.buffer_assignment import (CONSTANT, EAGER, OUTPUT, PARAMETER, TEMPORARY,
-                                            buffer_name)
-    from ..passes.dataflow import dataflow, is_kernel
+    from ..passes.buffer_assignment import CONSTANT, OUTPUT, PARAMETER, TEMPORARY, buffer_name
+    from ..passes.dataflow import is_kernel
 
-    entry = module.entry
-    flow = dataflow(entry)
-    params = sorted(entry.parameters, key=lambda p: p.parameter_number)
-    constants = [i for i in entry.instructions if i.opcode == "constant"]
-    out_index: dict[str, int] = {}
-    for b in assignment.buffers:
-        if b.category == OUTPUT:
-            out_index[b.name] = len(out_index)
-        if b.category == EAGER:
-            inst = entry.get(b.instruction)
-            raise not_compilable(inst.attr("custom_call_target"), inst.metadata.source_file,
-                                 inst.metadata.source_line)
+    entry, flow, params, constants, out_index = cpu.driver_inputs(module, assignment)
     scratch_at = _round_up(assignment.peak_bytes, 256)
     scratch = 0
     names: set[str] = set()

@@ -94,8 +94,8 @@ def traffic_html(t) -> str:
                 ("compiled", t.fused, "kernel", t.fused_bytes))]
     ratio = (f"; eager moves {t.eager_bytes / t.fused_bytes:.1f}x the bytes"
              if t.fused_bytes else "")
-    return (f"<p><b>bytes moved to and from memory</b> (computed from the kernels' reads and "
-            f"writes, not measured){ratio}</p>"
+    return (f"<p><strong>bytes moved to and from memory</strong> (computed from the kernels' "
+            f"reads and writes, not measured){ratio}</p>"
             + table_html(("", "steps", "read", "written", "total"), rows))
 
 

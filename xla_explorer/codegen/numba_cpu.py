@@ -1443,9 +1443,12 @@ def _tuple_rooted(comp: Computation) -> Computation:
 
 def driver_inputs(module: Module, assignment):
     """What a program's driver takes, for the CPU and CUDA generators alike: the entry's
-    dataflow, its parameters in order, its constants and each output buffer's position. An
-    op left to run eagerly (a custom-call) cannot be in a compiled program: refused by name."""
-    from ..passes.buffer_assignment import EAGER, OUTPUT
+    dataflow, its parameters in order, its constants, each output buffer's position, and
+    `buffer_expr(key)`, the driver's name for the buffer of a value (`a0`, `c1`, `o0`,
+    `t_name`). An op left to run eagerly (a custom-call) cannot be in a compiled program:
+    refused by name."""
+    from ..passes.buffer_assignment import (CONSTANT, EAGER, OUTPUT, PARAMETER, TEMPORARY,
+                                            buffer_name)
     from ..passes.dataflow import dataflow
 
     entry = module.entry
@@ -1460,16 +1463,30 @@ def driver_inputs(module: Module, assignment):
             inst = entry.get(b.instruction)
             raise not_compilable(inst.attr("custom_call_target"), inst.metadata.source_file,
                                  inst.metadata.source_line)
-    return entry, flow, params, constants, out_index
+    constant_names = [c.name for c in constants]
+
+    def buffer_expr(key) -> str:
+        name = buffer_name(*key)
+        b = assignment.buffer(name)
+        if b.category == PARAMETER:
+            return f"a{entry.get(b.instruction).parameter_number}"
+        if b.category == CONSTANT:
+            return f"c{constant_names.index(b.instruction)}"
+        if b.category == OUTPUT:
+            return f"o{out_index[name]}"
+        assert b.category == TEMPORARY
+        return f"t_{identifier(name)}"
+
+    return entry, flow, params, constants, out_index, buffer_expr
 
 
 def generate_program(module: Module, assignment) -> Program:
     """The Python source of every kernel of `module` and of its driver, using `assignment`
     (the module's buffer assignment) for where every value between kernels lives."""
-    from ..passes.buffer_assignment import CONSTANT, OUTPUT, PARAMETER, TEMPORARY, buffer_name
+    from ..passes.buffer_assignment import OUTPUT, PARAMETER, TEMPORARY, buffer_name
     from ..passes.dataflow import is_kernel
 
-    entry, flow, params, constants, out_index = driver_inputs(module, assignment)
+    entry, flow, params, constants, out_index, buffer_expr = driver_inputs(module, assignment)
 
     lines = []
     uses_gemm = claims_blocks = False
@@ -1480,18 +1497,6 @@ def generate_program(module: Module, assignment) -> Program:
     kernel_of: dict[str, str] = {}
     line_outputs: set[int] = set()
     driver = []
-
-    def buffer_expr(key) -> str:
-        name = buffer_name(*key)
-        b = assignment.buffer(name)
-        if b.category == PARAMETER:
-            return f"a{entry.get(b.instruction).parameter_number}"
-        if b.category == CONSTANT:
-            return f"c{[c.name for c in constants].index(b.instruction)}"
-        if b.category == OUTPUT:
-            return f"o{out_index[name]}"
-        assert b.category == TEMPORARY
-        return f"t_{identifier(name)}"
 
     for inst in entry.instructions:
         if not is_kernel(inst):

@@ -885,10 +885,11 @@ np = kernel_numpy  # noqa: F405  NumPy's names; on a GPU its scalar functions fr
 def generate_cuda_program(module: Module, assignment) -> CudaProgram:
     """The source of every CUDA kernel of `module` and of its driver, `run(arena, params...,
     constants..., outputs...)`, where `arena` is the device arena as bytes."""
-    from ..passes.buffer_assignment import CONSTANT, OUTPUT, PARAMETER, TEMPORARY, buffer_name
+    from ..passes.buffer_assignment import OUTPUT, PARAMETER, TEMPORARY, buffer_name
     from ..passes.dataflow import is_kernel
 
-    entry, flow, params, constants, out_index = cpu.driver_inputs(module, assignment)
+    entry, flow, params, constants, out_index, buffer_expr = cpu.driver_inputs(module,
+                                                                               assignment)
     scratch_at = _round_up(assignment.peak_bytes, 256)
     scratch = 0
     names: set[str] = set()
@@ -896,18 +897,6 @@ def generate_cuda_program(module: Module, assignment) -> CudaProgram:
     launches: dict[str, tuple[int, int]] = {}
     kernel_of: dict[str, str] = {}
     sources, driver = [], []
-
-    def buffer_expr(key) -> str:
-        name = buffer_name(*key)
-        b = assignment.buffer(name)
-        if b.category == PARAMETER:
-            return f"a{entry.get(b.instruction).parameter_number}"
-        if b.category == CONSTANT:
-            return f"c{[c.name for c in constants].index(b.instruction)}"
-        if b.category == OUTPUT:
-            return f"o{out_index[name]}"
-        assert b.category == TEMPORARY
-        return f"t_{cpu.identifier(name)}"
 
     for inst in entry.instructions:
         if not is_kernel(inst):

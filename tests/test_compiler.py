@@ -8,7 +8,7 @@ import pytest
 import xla_explorer as xe
 from xla_explorer import compiler
 from xla_explorer.backends import BACKENDS, Backend, get_backend
-from xla_explorer.backends.interpreter import Interpreted
+from xla_explorer.runtime.interpreted import InterpretedExecutable
 from xla_explorer.trace.tracer import trace
 
 F32 = np.float32
@@ -24,7 +24,7 @@ class Counting(Backend):
 
     def compile(self, module, assignment):
         self.compiled.append(module.name)
-        return Interpreted(module, assignment)
+        return InterpretedExecutable(module, assignment)
 
 
 @pytest.fixture

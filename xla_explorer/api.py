@@ -10,7 +10,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from . import compiler
-from .backends import BACKENDS, Executable, get_backend
+from .backends import BACKENDS, get_backend
 from .errors import CompileError, TraceError, as_python_class
 from .ir.module import Module
 from .passes.base import Stage
@@ -18,6 +18,7 @@ from .passes.buffer_assignment import BufferAssignment
 from .passes.dataflow import is_kernel
 from .passes.kinds import Decision, is_row_fusion, kernel_kind
 from .passes.names import traced_name
+from .runtime.base import Executable
 from .runtime.reference import ShapeChanged, declared_shape
 from .trace.captured import free_values
 from .trace.scalars import GuardFailed, guard_error
@@ -256,7 +257,7 @@ class Exploration:
 
     @property
     def executable(self) -> Executable:
-        """The backend's compiled program (`backends.base.Executable`): for the cpu backend
+        """The backend's compiled program (`runtime.base.Executable`): for the cpu backend
         the generated Numba program over its arena; under auto-clustering a
         `ClusteredProgram` of compiled clusters and eager ops."""
         return self.compiled.executable
@@ -447,23 +448,15 @@ class Exploration:
 
     def bench(self, *args, repeat: int = 20):
         """Eager NumPy against the compiled program on the same inputs: medians over
-        interleaved rounds, and peak memory of each (a `BenchResult`; `.table()`, `.plot()`)."""
+        interleaved rounds, and peak memory of each (a `BenchResult`; `.table()`, `.plot()`).
+        How the program is timed is its executable's (a GPU's kernels by its events)."""
         from .passes.buffer_assignment import OUTPUT
-        from .runtime.bench import bench
 
         args = args or self.args
-        if self.backend == "cuda" and not self.autocluster:
-            from .runtime.cuda_bench import bench_cuda  # kernels by CUDA events, CuPy eager
-
-            self.last_bench = bench_cuda(self, args, repeat)
-            return self.last_bench
         a = self.buffers
         outputs = sum(b.size for b in a.buffers if b.category == OUTPUT) if a else 0
-        exe = self.executable
-        # The arena as allocated: the assignment's temporaries and the kernels' scratch space.
-        arena = exe.arena_bytes
-        self.last_bench = bench(self.module.name, self.function, self.run, args, repeat, arena,
-                                arena + outputs, exe.compile_seconds)
+        self.last_bench = self.executable.bench(self.module.name, self.function, self.run,
+                                                args, repeat, outputs)
         return self.last_bench
 
     def check(self, *args) -> CheckResult:

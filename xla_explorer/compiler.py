@@ -1,10 +1,10 @@
-"""The compiler driver: a module in, the pass pipeline run, a backend's executable out.
+"""The compiler driver: a module in, the backend's pass pipeline run, its executable out.
 
 Every way into the compiler comes through here: `xe.explore`, `xe.jit`, the `%%xla` magic
 (through jit), auto-clustered programs (each cluster compiled by `compile_cluster`) and the
 fuzzer. So what a compilation is (must-compile's check, the pipeline, the buffer
 assignment a backend needs, the compile cache of clusters) is written once, and a backend
-only turns a finished module into an `Executable` (`backends/base.py`).
+only turns a finished module into an `Executable` (`runtime/base.py`).
 """
 from __future__ import annotations
 
@@ -12,12 +12,12 @@ import threading
 from dataclasses import dataclass
 from typing import Sequence
 
-from .backends import Backend, Executable, get_backend
+from .backends import Backend, PassOptions, get_backend
 from .ir.module import Module
 from .ir.verify import verify
 from .passes.base import Pass, Pipeline, Stage
 from .passes.buffer_assignment import BufferAssignment, assign_buffers
-from .passes.pipeline import default_passes
+from .runtime.base import Executable
 
 
 @dataclass(frozen=True)
@@ -58,14 +58,16 @@ def check_compilable(module: Module, backend: Backend) -> None:
 
 def compile(module: Module, backend: str | Backend = "cpu", *, autocluster: bool = False,
             passes: Sequence[Pass] | None = None, must_compile: bool = True) -> Compilation:
-    """Run the pipeline on `module` (the default passes, or `passes`) and compile the result.
+    """Run the pipeline on `module` (the backend's passes, or `passes`) and compile the result.
 
     With `autocluster` what the backend cannot compile runs eagerly between compiled clusters;
     otherwise, with `must_compile`, it is a CompileError before any pass runs."""
     backend = get_backend(backend) if isinstance(backend, str) else backend
     if must_compile and not autocluster:
         check_compilable(module, backend)
-    pipeline = Pipeline(default_passes(autocluster=autocluster) if passes is None else passes)
+    if passes is None:
+        passes = backend.passes(PassOptions(autocluster=autocluster))
+    pipeline = Pipeline(passes)
     pipeline.run(module)
     stages = tuple(pipeline.stages)
     final, assignment = stages[-1].module, assignment_of(stages)

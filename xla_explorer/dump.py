@@ -16,9 +16,10 @@ dumps one. For a module named <name>, compilation number NNNN (a process-wide co
     module_NNNN.<name>.SSSS.cpu-pipeline.after_<pass>.txt   with pass_re: each matching stage
     module_NNNN.<name>.SSSS.cpu-pipeline.after_<pass>.dot
 
-For backend="interpreter" the after-optimization files drop the `cpu_` prefix
-(`after_optimizations.txt`, as XLA names them for a backend without one), the pipeline is
-`pipeline`, and there is no kernels file.
+The `cpu` is the backend's `dump_name`. For a backend without one (the interpreter, cuda) the
+after-optimization files drop the prefix (`after_optimizations.txt`, as XLA names them for a
+backend without one) and the pipeline is `pipeline`; a backend that generates no code (the
+interpreter) writes no kernels file.
 
 Which names are XLA's (xla/service/dump.cc, cpu_compiler.cc) and which are ours:
 
@@ -120,8 +121,8 @@ def dump_exploration(ex, directory, pass_re: str | None = None) -> list[Path]:
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     prefix = f"module_{next_module_number():04d}.{_safe_name(ex.module.name)}"
-    cpu = ex.backend == "cpu"
-    after = "cpu_after_optimizations" if cpu else "after_optimizations"
+    target = ex.compiled.backend.dump_name  # XLA's files name the CPU compiler: cpu_...
+    after = f"{target}_after_optimizations" if target else "after_optimizations"
     written: list[Path] = []
 
     def stage_files(stem: str, stage) -> None:
@@ -141,7 +142,7 @@ def dump_exploration(ex, directory, pass_re: str | None = None) -> list[Path]:
             _write(directory / f"{prefix}.{part + '.' if part else ''}kernels.py", source,
                    written)
     if pass_re is not None:
-        pipeline = "cpu-pipeline" if cpu else "pipeline"
+        pipeline = f"{target}-pipeline" if target else "pipeline"
         pattern = re.compile(pass_re)
         for index, stage in enumerate(ex.stages):
             if pattern.search(stage.name):

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import xla_explorer as xe
-from xla_explorer.backends import interpreter
+from xla_explorer.runtime import interpreted
 from xla_explorer.passes.buffer_assignment import assign_buffers
 from xla_explorer.passes.schedule import Schedule
 from xla_explorer.runtime.arena import run_in_arena
@@ -363,7 +363,7 @@ def test_explored_programs_run_in_the_arena_and_match_numpy(f, args, monkeypatch
         calls.append(assignment)
         return run_in_arena(module, assignment, run_args)
 
-    monkeypatch.setattr(interpreter, "run_in_arena", spy)
+    monkeypatch.setattr(interpreted, "run_in_arena", spy)
     fresh = [np.random.default_rng(7).standard_normal(np.shape(a)).astype(np.float32)
              for a in args]
     got = ex.run(*[a.copy() for a in fresh])

@@ -2,7 +2,8 @@
 `backends.base.Backend` and one line in the tuple below."""
 from __future__ import annotations
 
-from .base import Backend, Executable
+from ..runtime.base import Executable
+from .base import Backend, PassOptions
 from .cpu import CpuBackend
 from .cuda import CudaBackend
 from .interpreter import InterpreterBackend
@@ -28,4 +29,4 @@ def get_backend(name: str) -> Backend:
                          f"{(*BACKENDS, *DEVICE_BACKENDS)}") from None
 
 
-__all__ = ["BACKENDS", "DEVICE_BACKENDS", "Backend", "Executable", "get_backend"]
+__all__ = ["BACKENDS", "DEVICE_BACKENDS", "Backend", "Executable", "PassOptions", "get_backend"]

@@ -1,40 +1,31 @@
-"""What a backend is: a name, what it can compile, and `compile(module, assignment)`.
+"""What a backend is: a name, what it can compile, the passes it runs, and
+`compile(module, assignment)`.
 
-The driver (`xla_explorer/compiler.py`) runs the pass pipeline and hands the result to a
-backend; the backend returns an `Executable`. Nothing else in the package asks which backend
-it is talking to, so a new backend is this interface implemented in one file and one line in
+The driver (`xla_explorer/compiler.py`) asks the backend for its pass pipeline (as XLA's
+`Compiler::RunHloPasses` is each target's), runs it, and hands the result to the backend,
+which returns an `Executable` (the contract in `runtime/base.py`). Nothing else in the
+package asks which backend it is talking to: what differs between targets is said here, by
+the backend, so a new backend is this interface implemented in one file and one line in
 `backends/__init__.py`.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from ..errors import CompileError, not_compilable
 from ..ir.module import Instruction, Module
+from ..passes.base import Pass
 from ..passes.buffer_assignment import BufferAssignment
+from ..passes.pipeline import default_passes
+from ..runtime.base import Executable
 
 
-class Executable:
-    """A compiled module. Called with one array (or number) per parameter, in parameter
-    order, it returns the flat list of the root's values: one per element of a root tuple,
-    or the root alone. Arrays it returns belong to the caller (no views of its arena or of
-    an input)."""
+@dataclass(frozen=True)
+class PassOptions:
+    """What the caller asked of the pipeline: with `autocluster`, ops the target cannot
+    compile run eagerly between compiled clusters."""
 
-    # {kernel name: generated source}, {HLO instruction: kernel name}, {file: text}: what the
-    # explorer shows of the generated code; empty for a backend that generates none.
-    kernels: dict[str, str] = {}
-    kernel_of: dict[str, str] = {}
-    sources: dict[str, str] = {}
-    # Seconds spent turning generated code into machine code (None until known).
-    compile_seconds: float | None = None
-    # Bytes the executable allocates once and reuses on every call (its arena).
-    arena_bytes: int = 0
-
-    def __call__(self, *args) -> list:
-        raise NotImplementedError
-
-    def run_arrays(self, arrays) -> list:
-        """The call on NumPy arrays already of the parameters' shapes and dtypes (the cached
-        call path checked them): a backend may skip its own argument checks here."""
-        return self(*arrays)
+    autocluster: bool = False
 
 
 class Backend:
@@ -47,6 +38,18 @@ class Backend:
     # Whether the backend runs NumPy's eager ops (custom-calls) itself, so that exploring a
     # program that has them needs neither must-compile's error nor auto-clustering.
     runs_eager_ops: bool = False
+    # Whether it generates code whose speed is worth measuring against NumPy (the viewer's
+    # benchmark); the interpreter runs NumPy itself, op by op.
+    generates_code: bool = True
+    # The target's word in dump file names (`cpu_after_optimizations.txt`, `cpu-pipeline`),
+    # as XLA's dumps name the CPU compiler's files; "" for the plain names.
+    dump_name: str = ""
+
+    def passes(self, options: PassOptions) -> list[Pass]:
+        """The pass pipeline for this target: by default the one every target runs
+        (`passes/pipeline.py`). A target that needs others (no fusion for a reference, a
+        partitioning pass for a distributed one) overrides this."""
+        return default_passes(autocluster=options.autocluster)
 
     def unsupported(self, inst: Instruction) -> CompileError | None:
         """The error must-compile raises for `inst`, or None when the backend compiles it.

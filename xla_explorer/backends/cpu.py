@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from ..ir.module import Module
 from ..passes.buffer_assignment import BufferAssignment
-from .base import Backend, Executable
+from ..runtime.base import Executable
+from .base import Backend
 
 
 class CpuBackend(Backend):
     name = "cpu"
     needs_assignment = True
+    dump_name = "cpu"
 
     def compile(self, module: Module, assignment: BufferAssignment | None) -> Executable:
         # Imported here: Numba takes a while to import, and `import xla_explorer` should not.

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from ..ir.module import Module
 from ..passes.buffer_assignment import BufferAssignment
-from .base import Backend, Executable
+from ..runtime.base import Executable
+from .base import Backend
 
 
 class CudaBackend(Backend):

@@ -3,31 +3,21 @@
 It runs everything the IR can say (custom-calls included: it is how auto-clustering runs the
 ops it leaves eager), so it is the oracle the compiled backends are tested against. With a
 buffer assignment it keeps every temporary in one arena laid out by it, so a wrong
-assignment gives a wrong answer here too.
+assignment gives a wrong answer here too (`runtime/interpreted.py`).
 """
 from __future__ import annotations
 
 from ..ir.module import Module
 from ..passes.buffer_assignment import BufferAssignment
-from ..runtime.arena import run_in_arena
-from ..runtime.reference import run_module
-from .base import Backend, Executable
-
-
-class Interpreted(Executable):
-    def __init__(self, module: Module, assignment: BufferAssignment | None):
-        self.module, self.assignment = module, assignment
-        self.arena_bytes = assignment.peak_bytes if assignment is not None else 0
-
-    def __call__(self, *args) -> list:
-        if self.assignment is None:
-            return run_module(self.module, args)
-        return run_in_arena(self.module, self.assignment, args)
+from ..runtime.base import Executable
+from ..runtime.interpreted import InterpretedExecutable
+from .base import Backend
 
 
 class InterpreterBackend(Backend):
     name = "interpreter"
     runs_eager_ops = True
+    generates_code = False
 
     def compile(self, module: Module, assignment: BufferAssignment | None) -> Executable:
-        return Interpreted(module, assignment)
+        return InterpretedExecutable(module, assignment)

@@ -17,10 +17,10 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from ..backends.base import Executable
 from ..ir.module import Computation, Instruction, Module
 from ..ir.shape import TupleShape
 from ..passes.autocluster import EAGER, cluster_of
+from .base import Executable
 from .reference import ShapeChanged, evaluate_instruction, shape_of
 
 

@@ -15,34 +15,22 @@ from __future__ import annotations
 import sys
 import time
 import warnings
-from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
 
-from ..backends.base import Executable
 from ..codegen import cache
 from ..codegen.numba_cpu import identifier
 from ..codegen.numba_cuda import CudaProgram, generate_cuda_program
 from ..errors import CompileError
 from ..ir.module import Module
-from ..passes.buffer_assignment import OUTPUT, BufferAssignment
+from ..passes.buffer_assignment import BufferAssignment
 from .arena import run_in_arena
+from .base import F16, CallRecord, Executable, GeneratedExecutable, half_bits
 from .cuda_device import cuda_module, simulated
 
-_F16 = np.dtype(np.float16)
 # Python's thread switch interval while the simulator runs a program (see CudaExecutable._run).
 SIMULATOR_SWITCH_INTERVAL = 1e-4
-
-
-@dataclass
-class CallRecord:
-    """What the last call moved between host and device, apart from its kernels."""
-
-    to_device_bytes: int = 0
-    to_host_bytes: int = 0
-    transfer_seconds: float = 0.0
-    kernel_seconds: float = 0.0  # wall time of the launches and the synchronize after them
 
 
 def _kind(a) -> str:
@@ -56,20 +44,12 @@ def _kind(a) -> str:
     return "cupy" if type(a).__module__.split(".")[0] == "cupy" else "numba"
 
 
-class CudaExecutable(Executable):
+class CudaExecutable(GeneratedExecutable):
     """`module` compiled for CUDA with its buffer assignment."""
 
     def __init__(self, module: Module, assignment: BufferAssignment):
-        if assignment.module is not module:
-            raise ValueError("the buffer assignment must be the module's own")
         self.cuda = cuda_module()  # a CompileError naming what to install, before any work
-        self.module, self.assignment = module, assignment
-        start = time.perf_counter()
-        self.program: CudaProgram = generate_cuda_program(module, assignment)
-        self.path = cache.write_source(identifier(module.name) + "_cuda", self.program.source)
-        self._py = cache.load(self.path)
-        self.generate_seconds = time.perf_counter() - start
-        self.compile_seconds: float | None = None
+        super().__init__(module, assignment)
         self.simulated = simulated()
         cuda = self.cuda
         self.arena = cuda.device_array(max(self.program.arena_bytes, 1), np.uint8)
@@ -77,35 +57,21 @@ class CudaExecutable(Executable):
             at = self.program.scratch_offset
             self.arena[at:at + self.program.scratch_bytes].copy_to_device(
                 np.zeros(self.program.scratch_bytes, np.uint8))
-        self.params = sorted(module.entry.parameters, key=lambda p: p.parameter_number)
-        self.output_shapes = [b.shape for b in assignment.buffers if b.category == OUTPUT]
-        self.constants = [np.array(c.literal.reshape(c.dims), order="C")
-                          for c in self.program.constants]
-        self._device_constants = [cuda.to_device(_bits(c)) for c in self.constants]
+        self._device_constants = [cuda.to_device(half_bits(c)) for c in self.constants]
         self.last_call = CallRecord()
+
+    def generate(self, module: Module, assignment: BufferAssignment):
+        program: CudaProgram = generate_cuda_program(module, assignment)
+        return program, cache.write_source(identifier(module.name) + "_cuda", program.source)
 
     @property
     def arena_bytes(self) -> int:
         return int(self.arena.size)
 
-    @property
-    def kernels(self) -> dict[str, str]:
-        return dict(self.program.kernels)
-
-    @property
-    def kernel_of(self) -> dict[str, str]:
-        return dict(self.program.kernel_of)
-
-    @property
-    def sources(self) -> dict[str, str]:
-        return {"": self.program.source}
-
     # -- a call -----------------------------------------------------------------------------
 
     def __call__(self, *args) -> list:
-        if len(args) != len(self.params):
-            raise TypeError(f"{self.module.name} takes {len(self.params)} arguments, got "
-                            f"{len(args)}")
+        self.check_count(args)  # each argument is checked as it moves to the device
         return self.run_arrays(args)
 
     def run_arrays(self, arrays: Sequence) -> list:
@@ -118,23 +84,14 @@ class CudaExecutable(Executable):
         for n, (a, p) in enumerate(zip(arrays, self.params)):
             dev_args.append(self._to_device(a, p, n, record))
         record.transfer_seconds += time.perf_counter() - t0
-        outs = [cuda.device_array(s.dims, np.uint16 if s.dtype == _F16 else s.dtype)
+        outs = [cuda.device_array(s.dims, np.uint16 if s.dtype == F16 else s.dtype)
                 for s in self.output_shapes]
         t1 = time.perf_counter()
         self._launch(dev_args, outs)
         cuda.synchronize()
         record.kernel_seconds = time.perf_counter() - t1
-        results = []
-        for where, k in self.program.outputs:
-            if where == "output":
-                value = outs[k]
-                if any(r is value for r in results):
-                    value = _device_copy(cuda, value)
-            elif where == "parameter":
-                value = _device_copy(cuda, dev_args[k])
-            else:
-                value = _device_copy(cuda, self._device_constants[k])
-            results.append(value)
+        results = self.gather(outs, dev_args, self._device_constants,
+                              lambda dev: _device_copy(cuda, dev))
         t2 = time.perf_counter()
         shapes = [self._result_dtype(where, k) for where, k in self.program.outputs]
         final = [self._hand_back(v, dt, device_kind, record) for v, dt in zip(results, shapes)]
@@ -194,7 +151,7 @@ class CudaExecutable(Executable):
         cuda = self.cuda
         dev = [self._to_device(a, p, n, CallRecord())
                for n, (a, p) in enumerate(zip(arrays, self.params))]
-        outs = [cuda.device_array(s.dims, np.uint16 if s.dtype == _F16 else s.dtype)
+        outs = [cuda.device_array(s.dims, np.uint16 if s.dtype == F16 else s.dtype)
                 for s in self.output_shapes]
         self._launch(dev, outs)  # compiles, once
         cuda.synchronize()
@@ -214,6 +171,13 @@ class CudaExecutable(Executable):
             times.append(cuda.event_elapsed_time(start, end) / 1e3)
         return times
 
+    def bench(self, name: str, eager, run, args, repeat: int, output_bytes: int):
+        """Kernels timed by CUDA events on inputs already on the device, transfers apart,
+        against CuPy running the NumPy code (`runtime/cuda_bench.py`)."""
+        from .cuda_bench import bench_cuda
+
+        return bench_cuda(self, name, eager, args, repeat)
+
     def _to_device(self, a, p, n: int, record: CallRecord):
         cuda = self.cuda
         dtype = np.dtype(p.dtype)
@@ -225,21 +189,18 @@ class CudaExecutable(Executable):
             if not dev.is_c_contiguous():
                 raise TypeError(f"argument {n} is a device array that is not C-contiguous; "
                                 "pass a contiguous copy")
-            return dev.view(np.uint16) if dtype == _F16 else dev
-        arr = np.asarray(a)
-        if arr.shape != p.dims:
-            raise TypeError(f"argument {n} has shape {arr.shape}; it was compiled for {p.shape}")
-        arr = np.asarray(arr, dtype=dtype, order="C")  # (ascontiguousarray makes 0-d 1-d)
+            return dev.view(np.uint16) if dtype == F16 else dev
+        arr = np.asarray(self.host_argument(a, n), order="C")  # (ascontiguousarray: 0-d 1-d)
         record.to_device_bytes += arr.nbytes
-        return cuda.to_device(_bits(arr))
+        return cuda.to_device(half_bits(arr))
 
     def _hand_back(self, dev, dtype: np.dtype, kind: str | None, record: CallRecord):
         if kind is None:  # NumPy in, NumPy out
             host = dev.copy_to_host()
             record.to_host_bytes += host.nbytes
-            return host.view(_F16) if dtype == _F16 else host
-        if dtype == _F16:
-            dev = dev.view(_F16)
+            return host.view(F16) if dtype == F16 else host
+        if dtype == F16:
+            dev = dev.view(F16)
         if kind == "cupy":
             import cupy
 
@@ -290,11 +251,6 @@ class EmptyArrayExecutable(Executable):
 
             return [cupy.asarray(d) for d in device]
         return device
-
-
-def _bits(a: np.ndarray) -> np.ndarray:
-    """A float16 array as the uint16 view kernels take (scalar.py's f16 helpers)."""
-    return a.view(np.uint16) if a.dtype == _F16 else a
 
 
 def _device_copy(cuda, dev):

@@ -70,10 +70,10 @@ def _cupy_eager(f, args, repeat):
     return Timing.of(list(result.gpu_times.reshape(-1)), int(high))
 
 
-def bench_cuda(ex, args, repeat: int) -> CudaBenchResult:
+def bench_cuda(exe, name: str, eager_f, args, repeat: int) -> CudaBenchResult:
+    """`exe` (a CudaExecutable) timed by its kernels against `eager_f` on the GPU."""
     from .cuda_device import device_name
 
-    exe = ex.executable
     outputs = sum(s.nbytes for s in exe.output_shapes)
     kernels = exe.time_kernels(args, repeat)
     compiled = Timing.of(kernels, exe.arena_bytes + outputs)
@@ -81,7 +81,7 @@ def bench_cuda(ex, args, repeat: int) -> CudaBenchResult:
     for _ in range(max(3, min(repeat, 10))):
         exe(*[copy.deepcopy(a) for a in args])
         transfers.append(exe.last_call.transfer_seconds)
-    eager = None if exe.simulated else _cupy_eager(ex.function, args, repeat)
+    eager = None if exe.simulated else _cupy_eager(eager_f, args, repeat)
     label = "eager CuPy"
     if eager is None:
         label = "eager NumPy (host)"
@@ -90,10 +90,10 @@ def bench_cuda(ex, args, repeat: int) -> CudaBenchResult:
             for _ in range(repeat):
                 a = [copy.deepcopy(x) for x in args]
                 start = time.perf_counter()
-                ex.function(*a)
+                eager_f(*a)
                 samples.append(time.perf_counter() - start)
-            eager = Timing.of(samples, peak_bytes(lambda: ex.function(
+            eager = Timing.of(samples, peak_bytes(lambda: eager_f(
                 *[copy.deepcopy(x) for x in args])))
-    return CudaBenchResult(ex.module.name, eager, compiled, repeat, exe.arena_bytes,
+    return CudaBenchResult(name, eager, compiled, repeat, exe.arena_bytes,
                            exe.arena_bytes + outputs, exe.compile_seconds, label,
                            Timing.of(transfers, 0), device_name(), exe.simulated)

@@ -8,7 +8,6 @@ dispatch into Numba: the driver `run` calls every kernel in schedule order.
 from __future__ import annotations
 
 import re
-import time
 from math import prod
 from typing import Sequence
 
@@ -16,22 +15,13 @@ import numpy as np
 from numba.core import event
 from numba.core.errors import NumbaError
 
-from ..backends.base import Executable
 from ..codegen import cache
 from ..codegen.numba_cpu import CACHE_LINE, Program, generate_program, identifier
 from ..errors import CompileError
 from ..ir.module import Module
 from ..ir.printer import format_instruction
-from ..passes.buffer_assignment import OUTPUT, BufferAssignment
-
-
-_F16 = np.dtype(np.float16)
-
-
-def _bits(a: np.ndarray) -> np.ndarray:
-    """A float16 array as the uint16 view a kernel takes (Numba has no float16); others as
-    they are."""
-    return a.view(np.uint16) if a.dtype == _F16 else a
+from ..passes.buffer_assignment import BufferAssignment
+from .base import F16, GeneratedExecutable, half_bits
 
 
 def _aligned_bytes(nbytes: int) -> np.ndarray:
@@ -48,29 +38,13 @@ def _aligned_bytes(nbytes: int) -> np.ndarray:
     return raw[start:start + nbytes]
 
 
-class CpuExecutable(Executable):
+class CpuExecutable(GeneratedExecutable):
     """`module` compiled for the CPU with its buffer assignment."""
 
     def __init__(self, module: Module, assignment: BufferAssignment):
-        if assignment.module is not module:
-            raise ValueError("the buffer assignment must be the module's own")
-        self.module = module
-        self.assignment = assignment
-        start = time.perf_counter()
-        self.program: Program = generate_program(module, assignment)
-        self.path = cache.write_source(identifier(module.name), self.program.source)
-        self._py = cache.load(self.path)
-        self.generate_seconds = time.perf_counter() - start
-        # Seconds Numba spent compiling the program, or loading it from its disk cache, in
-        # the first call; None before it.
-        self.compile_seconds: float | None = None
+        super().__init__(module, assignment)
         # The buffer assignment's temporaries, then the kernels' scratch space (packed B).
         self.arena = _aligned_bytes(self.program.arena_bytes)
-        # (np.array, not np.ascontiguousarray: that makes a 0-d constant 1-d.)
-        self.constants = [np.array(c.literal.reshape(c.dims), order="C")
-                          for c in self.program.constants]
-        self.params = sorted(module.entry.parameters, key=lambda p: p.parameter_number)
-        self.output_shapes = [b.shape for b in assignment.buffers if b.category == OUTPUT]
         # The generated Numba function: run(arena, *parameters, *constants, *outputs).
         self.entry = self._py.run
         # What each call allocates and returns, worked out once for the call path.
@@ -79,42 +53,17 @@ class CpuExecutable(Executable):
         self._returns_outputs = list(self.program.outputs) == [
             ("output", k) for k in range(len(self.output_shapes))]
         # Kernels take float16 arrays as their bits (codegen/numba_cpu.storage_type).
-        self._half = (any(p.dtype == _F16 for p in self.params)
-                      or any(spec[1] == _F16 for spec in self._out_specs))
-        self._kernel_constants = [_bits(c) for c in self.constants]
+        self._half = (any(p.dtype == F16 for p in self.params)
+                      or any(spec[1] == F16 for spec in self._out_specs))
+        self._kernel_constants = [half_bits(c) for c in self.constants]
+
+    def generate(self, module: Module, assignment: BufferAssignment):
+        program: Program = generate_program(module, assignment)
+        return program, cache.write_source(identifier(module.name), program.source)
 
     @property
     def arena_bytes(self) -> int:
         return self.arena.nbytes
-
-    @property
-    def kernels(self) -> dict[str, str]:
-        return dict(self.program.kernels)
-
-    @property
-    def kernel_of(self) -> dict[str, str]:
-        """{HLO instruction (a fusion, or an op alone): the kernel that computes it}."""
-        return dict(self.program.kernel_of)
-
-    @property
-    def sources(self) -> dict[str, str]:
-        """The generated file's text (one file, so one entry, unnamed)."""
-        return {"": self.program.source}
-
-    def _arguments(self, args: Sequence) -> list[np.ndarray]:
-        if len(args) != len(self.params):
-            raise TypeError(f"{self.module.name} takes {len(self.params)} arguments, got "
-                            f"{len(args)}")
-        out = []
-        for n, (a, p) in enumerate(zip(args, self.params)):
-            arr = np.asarray(a)
-            if arr.shape != p.dims:
-                raise TypeError(f"argument {n} has shape {arr.shape}; it was compiled for "
-                                f"{p.shape}")
-            if arr.dtype != p.dtype:
-                arr = arr.astype(p.dtype)
-            out.append(arr)
-        return out
 
     def _compile_error(self, error: Exception) -> CompileError:
         """Numba's failure as the generated line it names and the HLO instruction above it."""
@@ -151,9 +100,6 @@ class CpuExecutable(Executable):
                     return format_instruction(inst, metadata=False).strip()
         return ""
 
-    def __call__(self, *args) -> list[np.ndarray]:
-        return self.run_arrays(self._arguments(args))
-
     def run_arrays(self, arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
         """Run on arrays already of the parameters' shapes and dtypes: the cached call path,
         which checked them by its signature key, so nothing here checks them again."""
@@ -161,22 +107,12 @@ class CpuExecutable(Executable):
                 _aligned_bytes(dtype.itemsize * prod(dims)).view(dtype).reshape(dims)
                 for dims, dtype, on_line in self._out_specs]
         if self._half:
-            self._call([_bits(a) for a in arrays], [_bits(o) for o in outs])
+            self._call([half_bits(a) for a in arrays], [half_bits(o) for o in outs])
         else:
             self._call(arrays, outs)
         if self._returns_outputs:  # each output once, in order: the common case
             return outs
-        results = []
-        for where, k in self.program.outputs:
-            if where == "output":
-                value = outs[k]
-                # The same array returned twice is the caller's twice: copy the repeat.
-                results.append(value if not any(r is value for r in results) else value.copy())
-            elif where == "parameter":
-                results.append(np.array(arrays[k], copy=True))
-            else:
-                results.append(self.constants[k].copy())
-        return results
+        return self.gather(outs, arrays, self.constants, _copy)
 
     def _call(self, arrays, outs) -> None:
         if self.compile_seconds is None:
@@ -195,3 +131,7 @@ class CpuExecutable(Executable):
         except NumbaError as e:
             raise self._compile_error(e) from e
         self.compile_seconds = compiling.duration if compiling.done else 0.0
+
+
+def _copy(a: np.ndarray) -> np.ndarray:
+    return np.array(a, copy=True)

@@ -583,10 +583,10 @@ class PerformancePanel:
         self.status = widgets.Label()
         self.result_html = widgets.HTML()
         self.run_button.on_click(lambda _: self.run())
-        if ex.backend == "interpreter":
+        if not ex.compiled.backend.generates_code:
             self.run_button.disabled = True
-            self.status.value = ('Benchmarks need backend="cpu": the interpreter runs the HLO '
-                                 'op by op in NumPy.')
+            self.status.value = (f'Benchmarks need backend="cpu": the {ex.backend} backend '
+                                 'runs the HLO op by op in NumPy.')
         self.traffic_html = widgets.HTML(traffic_or_nothing(ex))
         self.widget = widgets.VBox([self.traffic_html,
                                     widgets.HBox([self.repeat, self.run_button, self.progress,

@@ -1,0 +1,170 @@
+"""The Executable contract, and the base every generated executable shares.
+
+A backend turns a finished module into an `Executable` (`backends/base.py`); everything that
+runs or shows a compiled program (the exploration, jit's call path, the bench, the viewers,
+the dumps) reads this contract alone, never which backend made it, as XLA's `Executable`
+stands between its compilers and its runtime. `GeneratedExecutable` is the part that the
+code-generating executables (CPU, CUDA) share: the generated program loaded from its file,
+the argument checks and the plumbing of outputs that are a parameter, a constant or the same
+buffer twice.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+import numpy as np
+
+from ..codegen import cache
+from ..ir.module import Module
+from ..passes.buffer_assignment import OUTPUT, BufferAssignment
+
+F16 = np.dtype(np.float16)
+
+
+def half_bits(a: np.ndarray) -> np.ndarray:
+    """A float16 array as the uint16 view a kernel takes (Numba has no float16); others as
+    they are."""
+    return a.view(np.uint16) if a.dtype == F16 else a
+
+
+@dataclass
+class CallRecord:
+    """What one call did besides computing: the bytes it moved between host and device and
+    the seconds of its transfers and of its kernels (launches and the wait for them)."""
+
+    to_device_bytes: int = 0
+    to_host_bytes: int = 0
+    transfer_seconds: float = 0.0
+    kernel_seconds: float = 0.0
+
+
+class Executable:
+    """A compiled module. Called with one array (or number) per parameter, in parameter
+    order, it returns the flat list of the root's values: one per element of a root tuple,
+    or the root alone. Arrays it returns belong to the caller (no views of its arena or of
+    an input)."""
+
+    # {kernel name: generated source}, {HLO instruction: kernel name}, {file: text}: what the
+    # explorer shows of the generated code; empty for a backend that generates none.
+    kernels: dict[str, str] = {}
+    kernel_of: dict[str, str] = {}
+    sources: dict[str, str] = {}
+    # Seconds spent turning generated code into machine code (None until known).
+    compile_seconds: float | None = None
+    # Bytes the executable allocates once and reuses on every call (its arena).
+    arena_bytes: int = 0
+    # What the last call did apart from computing (`CallRecord`); None where calls are not
+    # recorded (the CPU's call path stays within a microsecond of its kernels).
+    last_call: CallRecord | None = None
+
+    def __call__(self, *args) -> list:
+        raise NotImplementedError
+
+    def run_arrays(self, arrays: Sequence) -> list:
+        """The call on NumPy arrays already of the parameters' shapes and dtypes (the cached
+        call path checked them): an executable may skip its own argument checks here."""
+        return self(*arrays)
+
+    def time_kernels(self, arrays: Sequence, repeat: int = 20) -> list[float]:
+        """Seconds of each of `repeat` runs of the program on `arrays`, after one untimed
+        run (which compiles). On the host a run is the kernels; a device times them apart
+        from its transfers."""
+        self(*arrays)
+        times = []
+        for _ in range(repeat):
+            start = time.perf_counter()
+            self(*arrays)
+            times.append(time.perf_counter() - start)
+        return times
+
+    def bench(self, name: str, eager: Callable, run: Callable, args: Sequence, repeat: int,
+              output_bytes: int):
+        """Eager NumPy (`eager`) against the compiled program (`run`: the call a user makes,
+        outputs given NumPy's form) on the same inputs: a `BenchResult`. The arena is
+        allocated once, so the predicted peak is the arena and the outputs."""
+        from .bench import bench
+
+        return bench(name, eager, run, args, repeat, self.arena_bytes,
+                     self.arena_bytes + output_bytes, self.compile_seconds)
+
+
+class GeneratedExecutable(Executable):
+    """A module compiled by a code generator with its buffer assignment: the generated file
+    loaded as a Python module whose `run(arena, *parameters, *constants, *outputs)` calls
+    every kernel in schedule order. Subclasses generate (`generate`) and launch."""
+
+    def __init__(self, module: Module, assignment: BufferAssignment):
+        if assignment.module is not module:
+            raise ValueError("the buffer assignment must be the module's own")
+        self.module, self.assignment = module, assignment
+        start = time.perf_counter()
+        self.program, self.path = self.generate(module, assignment)
+        self._py = cache.load(self.path)
+        self.generate_seconds = time.perf_counter() - start
+        # Seconds turning the program into machine code (or loading it from Numba's disk
+        # cache), known after the first call.
+        self.compile_seconds: float | None = None
+        self.params = sorted(module.entry.parameters, key=lambda p: p.parameter_number)
+        self.output_shapes = [b.shape for b in assignment.buffers if b.category == OUTPUT]
+        # (np.array, not np.ascontiguousarray: that makes a 0-d constant 1-d.)
+        self.constants = [np.array(c.literal.reshape(c.dims), order="C")
+                          for c in self.program.constants]
+
+    def generate(self, module: Module, assignment: BufferAssignment):
+        """(the generated program, the path of the file holding its source)."""
+        raise NotImplementedError
+
+    @property
+    def kernels(self) -> dict[str, str]:
+        return dict(self.program.kernels)
+
+    @property
+    def kernel_of(self) -> dict[str, str]:
+        """{HLO instruction (a fusion, or an op alone): the kernel that computes it}."""
+        return dict(self.program.kernel_of)
+
+    @property
+    def sources(self) -> dict[str, str]:
+        """The generated file's text (one file, so one entry, unnamed)."""
+        return {"": self.program.source}
+
+    def __call__(self, *args) -> list:
+        self.check_count(args)
+        return self.run_arrays(self.host_arguments(args))
+
+    def check_count(self, args: Sequence) -> None:
+        if len(args) != len(self.params):
+            raise TypeError(f"{self.module.name} takes {len(self.params)} arguments, got "
+                            f"{len(args)}")
+
+    def host_arguments(self, args: Sequence) -> list:
+        """Each argument as a NumPy array of its parameter's shape and dtype (a TypeError
+        naming a wrong shape); the CPU's arguments, and a device's before their transfer."""
+        return [self.host_argument(a, n) for n, a in enumerate(args)]
+
+    def host_argument(self, a, n: int) -> np.ndarray:
+        p = self.params[n]
+        arr = np.asarray(a)
+        if arr.shape != p.dims:
+            raise TypeError(f"argument {n} has shape {arr.shape}; it was compiled for "
+                            f"{p.shape}")
+        return arr if arr.dtype == p.dtype else arr.astype(p.dtype)
+
+    def gather(self, outs: list, arguments: Sequence, constants: Sequence,
+               copy: Callable) -> list:
+        """The root's values in order, from the program's outputs (`program.outputs`): an
+        output buffer, a parameter, or a constant, each `copy`'d where the caller would
+        otherwise share it (an input, a constant, one buffer returned twice)."""
+        results = []
+        for where, k in self.program.outputs:
+            if where == "output":
+                value = outs[k]
+                # The same array returned twice is the caller's twice: copy the repeat.
+                results.append(value if not any(r is value for r in results) else copy(value))
+            elif where == "parameter":
+                results.append(copy(arguments[k]))
+            else:
+                results.append(copy(constants[k]))
+        return results

@@ -9,6 +9,11 @@ import xla_explorer as xe
 from xla_explorer import compiler
 from xla_explorer.backends import BACKENDS, Backend, get_backend
 from xla_explorer.runtime.interpreted import InterpretedExecutable
+from xla_explorer.passes.algsimp import AlgebraicSimplifier
+from xla_explorer.passes.buffer_assignment import AssignBuffers
+from xla_explorer.passes.cse import CSE
+from xla_explorer.passes.dce import DCE
+from xla_explorer.passes.schedule import Schedule
 from xla_explorer.trace.tracer import trace
 
 F32 = np.float32
@@ -32,6 +37,40 @@ def counting(monkeypatch):
     backend = Counting()
     monkeypatch.setitem(BACKENDS, backend.name, backend)
     return backend
+
+
+class Unfused(Backend):
+    """A target with a pipeline of its own: the cleanups and buffer assignment, no fusion
+    (every op its own kernel), run by the interpreter."""
+
+    name = "unfused"
+    needs_assignment = True
+
+    def passes(self, options):
+        return [AlgebraicSimplifier(), CSE(), DCE(), Schedule(), AssignBuffers()]
+
+    def compile(self, module, assignment):
+        return InterpretedExecutable(module, assignment)
+
+
+def test_a_backend_chooses_its_passes(monkeypatch, rng):
+    monkeypatch.setitem(BACKENDS, "unfused", Unfused())
+    x, y = rng.standard_normal((6, 5)).astype(F32), rng.standard_normal(5).astype(F32)
+
+    def f(x, y):
+        return np.exp(x - y).sum(axis=1) * 2
+
+    ex = xe.explore(f, x, y, backend="unfused")
+    assert [s.name for s in ex.stages] == ["trace", "algsimp", "cse", "dce", "schedule",
+                                           "buffer-assignment"]
+    assert not any(i.opcode == "fusion" for i in ex.module.entry.instructions)
+    np.testing.assert_allclose(ex.run(x, y), np.exp(x - y).sum(axis=1) * 2, rtol=1e-5)
+    np.testing.assert_allclose(xe.jit(f, backend="unfused")(x, y), f(x, y), rtol=1e-5)
+    # Without `passes` the driver asks the backend; given, they are the caller's.
+    traced = trace(f, [x, y])
+    assert "fusion" in [s.name for s in compiler.compile(traced.module, "cpu").stages]
+    done = compiler.compile(traced.module, Unfused(), passes=[DCE(), AssignBuffers()])
+    assert [s.name for s in done.stages] == ["trace", "dce", "buffer-assignment"]
 
 
 def unique_between(x):

@@ -317,3 +317,79 @@ def test_numpy_scalar_types_of_a_python_number_argument_cast_its_value():
             want, got = f(x, s), j(x, s)
             assert got.dtype == want.dtype
             np.testing.assert_array_equal(got, want)
+
+
+# A softmax as JAX prints it, with no Python function behind it.
+SOFTMAX_HLO = """HloModule softmax, entry_computation_layout={(f32[4,8])->f32[4,8]}
+
+max_f32 {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT m = f32[] maximum(a, b)
+}
+
+add_f32 {
+  c = f32[] parameter(0)
+  d = f32[] parameter(1)
+  ROOT s = f32[] add(c, d)
+}
+
+ENTRY main {
+  x = f32[4,8] parameter(0)
+  ninf = f32[] constant(-inf)
+  mx = f32[4] reduce(x, ninf), dimensions={1}, to_apply=max_f32
+  bmx = f32[4,8] broadcast(mx), dimensions={0}
+  shifted = f32[4,8] subtract(x, bmx)
+  e = f32[4,8] exponential(shifted)
+  zero = f32[] constant(0)
+  total = f32[4] reduce(e, zero), dimensions={1}, to_apply=add_f32
+  btotal = f32[4,8] broadcast(total), dimensions={0}
+  ROOT out = f32[4,8] divide(e, btotal)
+}
+"""
+
+
+def numpy_softmax(x):
+    e = np.exp(x - x.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
+
+
+@pytest.mark.parametrize("backend", ["interpreter", "cpu"])
+def test_a_module_with_no_function_is_explored(backend, rng):
+    x = rng.standard_normal((4, 8)).astype(np.float32)
+    ex = xe.Exploration.from_module(xe.parse_hlo(SOFTMAX_HLO), backend=backend, args=[x])
+    assert ex.function is None and ex.backend == backend
+    np.testing.assert_allclose(ex.run(), numpy_softmax(x), rtol=1e-5, atol=1e-7)
+    y = rng.standard_normal((4, 8)).astype(np.float32)
+    np.testing.assert_allclose(ex.run(y), numpy_softmax(y), rtol=1e-5, atol=1e-7)
+    assert ex.check(y).ok  # against the module run op by op by the interpreter
+    # The record every viewer reads is there without a trace.
+    assert ex.fusions and ex.buffers is not None and ex.decisions
+    assert ex.traffic.to_dict() and "fusion" in ex.hlo()
+    with pytest.raises(TypeError, match="parameter x"):
+        ex.run(np.ones((4, 4), np.float32))
+
+
+def test_a_module_check_sees_a_wrong_answer(rng, monkeypatch):
+    x = rng.standard_normal((4, 8)).astype(np.float32)
+    ex = xe.Exploration.from_module(xe.parse_hlo(SOFTMAX_HLO), args=[x])
+    monkeypatch.setattr(ex, "run", lambda *a: numpy_softmax(x) + np.float32(1e-3))
+    assert not ex.check().ok
+
+
+def test_a_module_root_tuple_runs_to_a_tuple():
+    text = """HloModule pair
+
+ENTRY main {
+  x = f64[3] parameter(0)
+  y = f64[3] parameter(1)
+  s = f64[3] add(x, y)
+  p = f64[3] multiply(x, y)
+  ROOT t = (f64[3], f64[3]) tuple(s, p)
+}
+"""
+    x, y = np.arange(3.0), np.array([2.0, -1.0, 0.5])
+    got = xe.Exploration.from_module(xe.parse_hlo(text), backend="cpu").run(x, y)
+    assert isinstance(got, tuple) and len(got) == 2
+    np.testing.assert_array_equal(got[0], x + y)
+    np.testing.assert_array_equal(got[1], x * y)

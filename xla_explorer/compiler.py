@@ -15,15 +15,22 @@ from typing import Sequence
 from .backends import Backend, PassOptions, get_backend
 from .ir.module import Module
 from .ir.verify import verify
+from .passes.autocluster import Clustering
 from .passes.base import Pass, Pipeline, Stage
 from .passes.buffer_assignment import BufferAssignment, assign_buffers
+from .passes.kinds import Decision
 from .runtime.base import Executable
 
 
 @dataclass(frozen=True)
 class Compilation:
-    """What compiling a module gives: every stage of the pipeline (for the viewer), the
-    buffer assignment, and the backend's executable."""
+    """What compiling a module gives, and the record every viewer reads: every stage of the
+    pipeline, the buffer assignment, the fusion decisions, and the backend's executable.
+    It needs no Python function: a module parsed from HLO text compiles to one too.
+
+    Stages are found by what they did (the artifact they left, the decisions they
+    recorded, the kernels they made), never by the name of the pass that made them, so a
+    backend's own pipeline is read the same way."""
 
     backend: Backend
     stages: tuple[Stage, ...]
@@ -37,6 +44,31 @@ class Compilation:
     @property
     def assignment(self) -> BufferAssignment | None:
         return assignment_of(self.stages)
+
+    @property
+    def clustering(self) -> Clustering | None:
+        """Auto-clustering's plan (what compiles, what runs eagerly); None without it."""
+        return next((s.artifact for s in self.stages if isinstance(s.artifact, Clustering)),
+                    None)
+
+    @property
+    def decisions(self) -> list[Decision]:
+        """Every fusion decision, taken or refused, in pass order."""
+        return [n for s in self.stages for n in s.notes if isinstance(n, Decision)]
+
+    @property
+    def unfused(self) -> Module:
+        """The program before fusion: the module of the stage before the first that fused
+        (recorded a fusion decision or made a fusion); the final module if none did."""
+        for n, s in enumerate(self.stages):
+            made = _fusions(s.module) > _fusions(self.stages[max(n - 1, 0)].module)
+            if made or any(isinstance(note, Decision) for note in s.notes):
+                return self.stages[max(n - 1, 0)].module
+        return self.module
+
+
+def _fusions(module: Module) -> int:
+    return sum(i.opcode == "fusion" for i in module.entry.instructions)
 
 
 def assignment_of(stages: Sequence[Stage]) -> BufferAssignment | None:

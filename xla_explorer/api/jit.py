@@ -1,0 +1,252 @@
+"""The ways in: `explore` (trace, compile, keep everything for inspection) and `jit` (compile
+once per argument signature, then call at the speed of the kernels), with jit's cache."""
+from __future__ import annotations
+
+import inspect
+import threading
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from .. import compiler
+from ..backends import get_backend
+from ..errors import CompileError, TraceError
+from ..trace.scalars import GuardFailed
+from ..trace.tracer import (active_builder, argument_names, check_plain_array, located,
+                            trace)
+from .exploration import Exploration, dump_as_flagged, signature
+
+
+def explore(f: Callable, *args, backend: str = "interpreter", passes=None,
+            autocluster: bool = False) -> Exploration:
+    """Trace f on args, run the pass pipeline, and return everything for inspection.
+
+    With `autocluster`, what cannot compile (np.unique, NumPy functions the op table lacks)
+    runs eagerly between compiled clusters, as TensorFlow's auto-clustering does; without it
+    the cpu backend compiles the whole function or raises CompileError naming what cannot."""
+    target = get_backend(backend)
+    return _explore(f, args, target, passes, autocluster,
+                    must_compile=not target.runs_eager_ops)
+
+
+def _explore(f: Callable, args, backend, passes, autocluster: bool,
+             must_compile: bool) -> Exploration:
+    if active_builder() is not None:
+        raise located(TraceError, "xe.explore was called inside a function being traced; "
+                                  "nested tracing is not supported", "xe.explore",
+                      "Call the function directly inside (its ops join the outer trace), or "
+                      "use xe.jit, which does that when nested.")
+    nested: list[JitFunction] = []
+    saved, _nested.autoclustered = getattr(_nested, "autoclustered", None), nested
+    try:
+        traced = trace(f, args, autocluster=autocluster)
+        compiled = compiler.compile(traced.module, backend, autocluster=autocluster,
+                                    passes=passes, must_compile=must_compile)
+    except CompileError as e:
+        if nested and not autocluster and "autocluster" in (e.hint or ""):
+            raise _outer_must_compile(e, f, nested) from None
+        raise
+    finally:
+        _nested.autoclustered = saved
+    name = backend.name
+    ex = Exploration(compiled, f, args, traced,
+                     retrace=lambda new: explore(f, *new, backend=name, autocluster=True))
+    dump_as_flagged(ex)
+    return ex
+
+
+# The xe.jit functions with autocluster=True called inside the trace being made (their ops
+# join it, and follow its setting): a must-compile error then names the outer function.
+_nested = threading.local()
+
+
+def _outer_must_compile(error: CompileError, f: Callable, nested: list[JitFunction]
+                        ) -> CompileError:
+    """`error` (an op must-compile refuses) with a hint that names the outer function: the
+    autocluster=True of an xe.jit traced into it does not apply there."""
+    def named(g) -> str:  # `<lambda> (defined at cell.py:3)`
+        code = getattr(g, "__code__", None)
+        where = f" (defined at {code.co_filename}:{code.co_firstlineno})" if code else ""
+        return getattr(g, "__name__", "f") + where
+
+    name = getattr(f, "__name__", "f")
+    call = f"xe.jit({name}, autocluster=True)" if name.isidentifier() else \
+        "xe.jit(..., autocluster=True)"
+    inner = ", ".join(named(j.function) for j in nested)
+    hint = (f"The outer function {named(f)} is compiled whole (must-compile: xe.jit without "
+            f"autocluster=True), and the xe.jit functions it calls with autocluster=True "
+            f"({inner}) are traced into its program and follow its setting. Pass "
+            f"autocluster=True to the outer one: {call} (or xe.explore(..., autocluster=True), "
+            "%%xla --autocluster).")
+    return type(error)(error.message, op=error.op, source_file=error.source_file,
+                       source_line=error.source_line, hint=hint)
+
+
+@dataclass(frozen=True)
+class CacheInfo:
+    hits: int
+    misses: int
+    signatures: tuple[tuple, ...]  # ((shape, dtype), ...) per compiled program
+    # per compiled program, {argument number: value} of the Python scalars that decided it
+    static: tuple[dict, ...] = ()
+
+
+# A Python number's key in the fast cache: its type (its value is the ScalarProgram's).
+_SCALAR_TYPES = frozenset((bool, int, float, complex))
+
+
+def _fast_key(args) -> tuple | None:
+    """The cache key of a call whose arguments are all NumPy arrays or Python numbers: each
+    array's shape and dtype, each number's type; None for anything else (the full
+    `signature` decides those). Cheaper than `signature`: no conversion, no dtype.str."""
+    key = []
+    for a in args:
+        t = type(a)
+        if t is np.ndarray:
+            key.append((a.shape, a.dtype))
+        elif t in _SCALAR_TYPES:
+            key.append(t)
+        else:
+            return None
+    return tuple(key)
+
+
+class JitFunction:
+    """`f` compiled whole for a backend, once per argument signature (as XLA recompiles for
+    new shapes); NumPy in, NumPy out."""
+
+    def __init__(self, f: Callable, backend: str, autocluster: bool = False):
+        self._backend = get_backend(backend)
+        self.function = f
+        self.backend = backend
+        self.autocluster = autocluster
+        self._compiled: dict[tuple, list[Exploration]] = {}
+        # The call path of each signature seen, for the next call with it (`_fast_key`).
+        self._fast: dict[tuple | None, Callable] = {}
+        self._hits = self._misses = 0
+        self.__name__ = getattr(f, "__name__", "jit")
+        self.__doc__ = getattr(f, "__doc__", None)
+        self._parameters: inspect.Signature | None = None  # f's, read at the first keyword
+        # Calls with keywords that cannot be positions: (positions, keywords) -> their jit.
+        self._by_keywords: dict[tuple, JitFunction] = {}
+
+    def explore(self, /, *args, **kwargs) -> Exploration:
+        """The Exploration behind the compiled program for these arguments: one per signature,
+        and per value of a Python scalar argument that decided the program (a shape, an
+        index, a branch), as JAX compiles per value of a static argument."""
+        if kwargs:
+            target, args = self._bind(args, kwargs)
+            if target is not self:
+                return target.explore(*args)
+        for i, a in enumerate(args):
+            if isinstance(a, np.ndarray) and type(a) is not np.ndarray:
+                check_plain_array(a, argument_names(self.function, len(args))[i])
+        key = signature(args)
+        programs = self._compiled.setdefault(key, [])
+        for ex in programs:
+            try:
+                ex.traced.scalars.replay(args)  # raises NumPy's or Python's error for args
+            except GuardFailed:
+                continue
+            self._hits += 1
+            return ex
+        self._misses += 1
+        ex = _explore(self.function, args, self._backend, None, self.autocluster,
+                      must_compile=True)
+        programs.append(ex)
+        return ex
+
+    def __call__(self, /, *args, **kwargs):
+        if kwargs:
+            target, args = self._bind(args, kwargs)
+            if target is not self:
+                return target(*args)
+        b = active_builder()
+        if b is not None:
+            # Called while another function is traced: its ops join that trace, as JAX
+            # inlines a nested jit.
+            if self.autocluster and not b.autocluster:
+                calls = getattr(_nested, "autoclustered", None)
+                if calls is not None and self not in calls:
+                    calls.append(self)  # for the outer's error, should one of its ops fail
+            return self.function(*args)
+        key = _fast_key(args)
+        call = self._fast.get(key)
+        if call is not None:
+            try:
+                result = call(args)
+            except GuardFailed:  # a Python value decided another program: find or make it
+                pass
+            else:
+                self._hits += 1
+                return result
+        ex = self.explore(*args)
+        result = ex._run(args)
+        if key is not None:
+            self._fast[key] = ex.call_path()
+        return result
+
+    def _bind(self, args: tuple, kwargs: dict) -> tuple[JitFunction, tuple]:
+        """A call with keyword arguments as a call by position, as jax.jit takes them: the
+        keywords bound to f's parameters (inspect.signature), so that `f(x, scale=3.0)` is
+        `f(x, 3.0)` and shares its programs. Keywords that cannot be positions (a
+        keyword-only parameter, one after a default left out, **kwargs) come last, to a
+        JitFunction of their own that passes them to f by keyword; f's defaults are f's."""
+        if self._parameters is None:
+            try:
+                self._parameters = inspect.signature(self.function)
+            except (TypeError, ValueError) as e:
+                raise TypeError(f"{self.__name__}() was called with keyword arguments "
+                                f"({', '.join(kwargs)}), but its parameters cannot be read "
+                                f"({e}); pass them by position") from None
+        try:
+            bound = self._parameters.bind(*args, **kwargs)
+        except TypeError as e:  # Python's own complaint, as calling f would give
+            raise TypeError(f"{self.__name__}(): {e}") from None
+        if not bound.kwargs:
+            return self, bound.args
+        key = (len(bound.args), tuple(bound.kwargs))
+        target = self._by_keywords.get(key)
+        if target is None:
+            target = self._by_keywords[key] = JitFunction(
+                _KeywordCall(self.function, *key), self.backend, self.autocluster)
+        return target, (*bound.args, *bound.kwargs.values())
+
+    def cache_info(self) -> CacheInfo:
+        jits = [self, *self._by_keywords.values()]
+        programs = [(k, ex) for j in jits for k, exs in j._compiled.items() for ex in exs]
+        return CacheInfo(sum(j._hits for j in jits), sum(j._misses for j in jits),
+                         tuple(k for k, _ in programs),
+                         tuple(ex.traced.scalars.static_arguments() for _, ex in programs))
+
+
+class _KeywordCall:
+    """`f` called with its last `len(keywords)` arguments by keyword: what xe.jit traces for
+    a call whose keywords cannot be positions. It names its parameters, and shows its code,
+    globals and closure, as `f` does, so that errors, metadata and `check` speak of `f`."""
+
+    def __init__(self, f: Callable, positional: int, keywords: tuple[str, ...]):
+        self.function, self.positional, self.keywords = f, positional, keywords
+        self.__name__ = getattr(f, "__name__", "f")
+        for attr in ("__code__", "__globals__", "__closure__", "__doc__"):
+            if hasattr(f, attr):
+                setattr(self, attr, getattr(f, attr))
+        names = argument_names(f, positional) + list(keywords)
+        self.__signature__ = inspect.Signature(
+            [inspect.Parameter(n if n.isidentifier() else f"arg{i}",
+                               inspect.Parameter.POSITIONAL_ONLY) for i, n in enumerate(names)])
+
+    def __call__(self, *args):
+        k = self.positional
+        return self.function(*args[:k], **dict(zip(self.keywords, args[k:])))
+
+
+def jit(f: Callable | None = None, *, backend: str = "cpu", autocluster: bool = False):
+    """Compile the whole of `f` (must-compile: a part that cannot be compiled is a
+    CompileError naming it), or with `autocluster` the parts that can, the rest running
+    eagerly between them; usable as `@xe.jit` or `xe.jit(f, backend="cpu")`."""
+    if f is None:
+        return lambda g: JitFunction(g, backend, autocluster)
+    return JitFunction(f, backend, autocluster)
+

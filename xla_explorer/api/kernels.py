@@ -1,0 +1,61 @@
+"""The kernel view: one record per kernel the backend launches, with the fusion decisions
+about what it computes."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+from ..ir.module import Module
+from ..passes.dataflow import is_kernel
+from ..passes.kinds import Decision, is_row_fusion, kernel_kind
+from ..passes.names import traced_name
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """One kernel the backend launches: a fusion, or an op that fused with nothing (a fusion
+    of one). `instructions` are the HLO instructions it computes (as traced, so a cheap
+    producer copied into several kernels appears in each); `reasons` every fusion decision
+    about them, taken or refused."""
+
+    name: str
+    kind: str  # kLoop | kInput | kOutput
+    instructions: tuple[str, ...]
+    reasons: tuple[str, ...]
+    outputs: tuple[str, ...] = ()
+    row: bool = False  # a row fusion: runs row by row (kInput, backend_config schedule row)
+
+    def __str__(self) -> str:
+        what = "row fusion" if self.row else self.kind
+        return f"{self.name} ({what}): {', '.join(self.instructions)}"
+
+
+def kernels_of(module: Module, decisions: Sequence[Decision] = ()) -> list[Kernel]:
+    """The kernels of a module's entry, in schedule order, with the decisions about each."""
+    out = []
+    for inst in module.entry.instructions:
+        if not is_kernel(inst) or inst.opcode == "custom-call":
+            continue  # custom-calls run eagerly, between kernels
+        if inst.opcode == "fusion":
+            comp = module.computation(inst.attr("calls"))
+            body = [i for i in comp.instructions if i.opcode not in ("parameter", "tuple")]
+            root = comp.root
+            outs = root.operands if root.opcode == "tuple" else (root,)
+            names = tuple(i.name for i in body)
+            kernel = Kernel(inst.name, kernel_kind(inst), names, (),
+                            tuple(o.name for o in outs), is_row_fusion(inst))
+        else:
+            kernel = Kernel(inst.name, kernel_kind(inst), (inst.name,), (), (inst.name,))
+        traced = {traced_name(n) for n in kernel.instructions}
+        reasons = tuple(d.reason for d in decisions if _about(d, traced))
+        out.append(Kernel(kernel.name, kernel.kind, kernel.instructions, reasons,
+                          kernel.outputs, kernel.row))
+    return out
+
+
+def _about(d: Decision, names: set[str]) -> bool:
+    """A decision taken is about the kernel it fused into; one refused, about both sides."""
+    if d.fused:
+        return (d.consumer or d.producer) in names
+    return d.producer in names or d.consumer in names
+

@@ -80,12 +80,14 @@ class ClusteredProgram(Executable):
         for p in self.module.entry.parameters:
             env[id(p)] = np.asarray(args[p.parameter_number], dtype=p.dtype)
         observed: dict[str, tuple] = {}
+        owned: set[int] = set()  # values a compiled cluster returned: the caller's to keep
         for seg in self.segments:
             values = [_value(env, i) for i in seg.inputs]
             if seg.compiled:
                 results = self.programs[seg.name](*values)
                 for inst, value in zip(seg.outputs, results):
                     env[id(inst)] = value
+                    owned.add(id(inst))
                 continue
             for inst in seg.instructions:
                 try:  # a custom-call checks its own shape (runtime/reference.py)
@@ -98,7 +100,20 @@ class ClusteredProgram(Executable):
                     observed[inst.name] = shape_of(out)
         root = self.module.entry.root
         parts = root.operands if root.opcode == "tuple" else (root,)
-        return [_value(env, p) for p in parts]
+        return _handed_back([_value(env, p) for p in parts],
+                            [id(p) in owned for p in parts])
+
+
+def _handed_back(values: list, owned: list[bool]) -> list:
+    """The outputs as the caller's own arrays: a parameter, a constant, a view an eager op
+    made, or a value returned twice is copied (a cluster's outputs are already the
+    caller's, `Executable`'s contract)."""
+    out = []
+    for value, mine in zip(values, owned):
+        if isinstance(value, np.ndarray) and (not mine or any(v is value for v in out)):
+            value = np.array(value, copy=True)
+        out.append(value)
+    return out
 
 
 def _value(env, inst: Instruction):
@@ -128,7 +143,8 @@ def plan(module: Module) -> list[Segment]:
                 clusters.add(c)
         group[inst] = key
         members.setdefault(key, []).append(inst)
-    users_outside: dict[Instruction, bool] = {}
+    # A root that is not a tuple is read by the caller (a tuple's elements are read by it).
+    users_outside: dict[Instruction, bool] = {entry.root: True}
     for inst in entry.instructions:
         for o in inst.operands:
             if o in group and (inst not in group or group[inst] != group[o]):

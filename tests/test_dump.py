@@ -8,6 +8,8 @@ import numpy as np
 import pytest
 
 import xla_explorer as xe
+from xla_explorer.backends import BACKENDS
+from xla_explorer.backends.interpreter import InterpreterBackend
 from xla_explorer.dump import (DumpOptions, dump_exploration, next_module_number,
                                options_from_env, options_from_flags)
 
@@ -90,6 +92,29 @@ def test_interpreter_dump_of_an_eager_op(tmp_path):
     assert "custom-call" in paths["after_optimizations.txt"].read_text()
     report = paths["after_optimizations-memory-usage-report.txt"].read_text()
     assert "eager (outside the arena)" in report
+
+
+class Named(InterpreterBackend):
+    """A target whose dumps carry its own word, as XLA's CPU compiler's carry `cpu`."""
+
+    name = "named"
+    dump_name = "toy"
+
+
+def test_a_backend_names_its_dumps_and_a_module_without_a_function_dumps(monkeypatch,
+                                                                         tmp_path):
+    monkeypatch.setitem(BACKENDS, "named", Named())
+    module = xe.parse_hlo(interp_ex_text())
+    ex = xe.Exploration.from_module(module, backend="named")
+    paths = files_by_suffix(dump_exploration(ex, tmp_path, pass_re="fusion"))
+    assert paths["toy_after_optimizations.txt"].read_text() == ex.hlo(-1, metadata=True)
+    assert "toy_after_optimizations-buffer-assignment.txt" in paths
+    assert any(k.endswith("toy-pipeline.after_fusion.txt") for k in paths), sorted(paths)
+    assert not any(k.endswith("kernels.py") for k in paths)
+
+
+def interp_ex_text() -> str:
+    return xe.explore(softmax, np.ones((3, 5)), backend="interpreter").hlo(0)
 
 
 def files_by_suffix(paths) -> dict:
@@ -235,6 +260,8 @@ def test_options_from_env(monkeypatch, tmp_path):
 SCRIPT = '''
 import numpy as np
 import xla_explorer as xe
+from xla_explorer.backends import BACKENDS
+from xla_explorer.backends.interpreter import InterpreterBackend
 
 def f(x):
     return np.tanh(x) * 2 + x.sum()

@@ -137,10 +137,8 @@ def dump_exploration(ex, directory, pass_re: str | None = None) -> list[Path]:
         _write(directory / f"{prefix}.{after}-memory-usage-report.txt",
                buffers.memory_usage_report(), written)
     # Every compiling backend's generated source (the interpreter generates none).
-    if ex.executable is not None and getattr(ex.executable, "sources", None):
-        for part, source in ex.executable.sources.items():
-            _write(directory / f"{prefix}.{part + '.' if part else ''}kernels.py", source,
-                   written)
+    for part, source in ex.executable.sources.items():
+        _write(directory / f"{prefix}.{part + '.' if part else ''}kernels.py", source, written)
     if pass_re is not None:
         pipeline = f"{target}-pipeline" if target else "pipeline"
         pattern = re.compile(pass_re)

@@ -33,7 +33,6 @@ def _restore(value: np.ndarray, like):
     return value
 
 
-
 class Exploration:
     """A compilation to explore (`compiler.Compilation`, the record every viewer reads) and,
     where there is one, the Python function it was traced from and its trace: with them it

@@ -1,4 +1,5 @@
-"""The default pass pipeline, one pass a line, in the order XLA runs their namesakes."""
+"""The default pass pipeline, one pass a line, in the order XLA runs their namesakes: what
+`Backend.passes` gives unless a target chooses its own."""
 from __future__ import annotations
 
 from .algsimp import AlgebraicSimplifier

@@ -366,6 +366,7 @@ def test_a_module_with_no_function_is_explored(backend, rng):
     # The record every viewer reads is there without a trace.
     assert ex.fusions and ex.buffers is not None and ex.decisions
     assert ex.traffic.to_dict() and "fusion" in ex.hlo()
+    assert "application/vnd.xla-explorer.v1+json" in ex._repr_mimebundle_()
     with pytest.raises(TypeError, match="parameter x"):
         ex.run(np.ones((4, 4), np.float32))
 

@@ -1,9 +1,11 @@
-"""Nothing outside `backends/` asks which backend it is talking to: what differs between
-targets is said by the backend (`Backend.passes`, `generates_code`, `dump_name`) or its
-executable (`Executable.bench`, `time_kernels`), so a new target is one file and one line.
+"""The seam between the backends and the rest, read from the source (AST).
 
-Read from the source (AST): a comparison (==, !=, in, is) with a registered backend's name,
-or an equality test on something called `backend`, outside `xla_explorer/backends/` fails.
+Nothing outside `backends/` asks which backend it is talking to: what differs between
+targets is said by the backend (`Backend.passes`, `generates_code`, `dump_name`) or its
+executable (`Executable.bench`, `time_kernels`), so a new target is one file and one line. A
+comparison (==, !=, in, is) with a registered backend's name, or an equality test on
+something called `backend`, outside `xla_explorer/backends/` fails. And the runtime, which
+the backends build on, imports nothing from them.
 """
 from __future__ import annotations
 
@@ -81,3 +83,35 @@ def test_the_walker_finds_each_way_of_asking(source):
 ])
 def test_the_walker_lets_the_rest_pass(source):
     assert not violations(source)
+
+
+def backend_imports(source: str) -> list[int]:
+    """Lines of a runtime module's imports that reach into `xla_explorer.backends`."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            package = ["xla_explorer", "runtime"][:3 - node.level] if node.level else []
+            module = ".".join(package + ([node.module] if node.module else []))
+            names = [module] + [f"{module}.{a.name}" for a in node.names]
+        else:
+            continue
+        if any(n == "xla_explorer.backends" or n.startswith("xla_explorer.backends.")
+               for n in names):
+            found.append(node.lineno)
+    return found
+
+
+def test_the_runtime_imports_nothing_from_the_backends():
+    bad = [f"{p.name}:{line}" for p in sorted((PACKAGE / "runtime").rglob("*.py"))
+           for line in backend_imports(p.read_text())]
+    assert not bad, bad
+
+
+@pytest.mark.parametrize("source", ["from ..backends.base import Executable",
+                                    "from .. import backends",
+                                    "import xla_explorer.backends.cpu"])
+def test_an_import_of_the_backends_is_seen(source):
+    assert backend_imports(source) == [1]
+    assert not backend_imports(source.replace("backends", "codegen"))

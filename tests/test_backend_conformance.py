@@ -2,8 +2,9 @@
 (`xla_explorer/runtime/base.py`) alone: the programs are HLO text, compiled by the driver,
 and judged against NumPy. A new backend passes this file before anything else.
 
-The cuda case runs on a GPU where numba.cuda finds one, else under Numba's simulator, which
-is switched on for that case only (as tests/cuda/conftest.py does for its folder).
+The device backends join: cuda runs on a GPU where numba.cuda finds one, else under Numba's
+simulator, which is switched on for those cases only (as tests/cuda/conftest.py does for its
+folder).
 """
 from __future__ import annotations
 
@@ -13,12 +14,12 @@ import numpy as np
 import pytest
 
 from xla_explorer import compiler
-from xla_explorer.backends import BACKENDS, get_backend
+from xla_explorer.backends import BACKENDS, DEVICE_BACKENDS, get_backend
 from xla_explorer.ir.parser import parse_hlo
 from xla_explorer.runtime.base import CallRecord, Executable
 from xla_explorer.runtime.bench import BenchResult
 
-TARGETS = [*BACKENDS, "cuda"]
+TARGETS = [*BACKENDS, *DEVICE_BACKENDS]
 
 # A tuple root holding a fused value, a reduction returned twice and a parameter: the
 # output plumbing every executable needs (a buffer, the same buffer again, an input).
@@ -86,7 +87,7 @@ def _real_gpu_loaded() -> bool:
 
 @pytest.fixture(params=TARGETS)
 def target(request, monkeypatch):
-    if request.param == "cuda" and not _real_gpu_loaded():
+    if request.param in DEVICE_BACKENDS and not _real_gpu_loaded():
         monkeypatch.setenv("NUMBA_ENABLE_CUDASIM", "1")
     return request.param
 

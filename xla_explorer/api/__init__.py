@@ -7,12 +7,11 @@ against NumPy.
   kernels.py      the kernel view: one record per kernel launched, with its decisions
 """
 from ..backends import BACKENDS
-from .checking import (CheckResult, OutputCheck, compare, computed_precision, judge, referee,
-                       tolerance)
+from .checking import CheckResult, OutputCheck, compare, computed_precision, referee, tolerance
 from .exploration import READ_ONLY, Exploration, signature, update_conflict
 from .jit import CacheInfo, JitFunction, explore, jit
 from .kernels import Kernel, kernels_of
 
 __all__ = ["BACKENDS", "READ_ONLY", "CacheInfo", "CheckResult", "Exploration", "JitFunction",
-           "Kernel", "OutputCheck", "compare", "computed_precision", "explore", "jit", "judge",
+           "Kernel", "OutputCheck", "compare", "computed_precision", "explore", "jit",
            "kernels_of", "referee", "signature", "tolerance", "update_conflict"]

@@ -15,7 +15,8 @@ BACKENDS: dict[str, Backend] = {b.name: b for b in (
 
 # Backends that need a device (or its simulator): `get_backend`, `xe.jit`, `xe.explore` and
 # `%%xla --backend` take them like the others, but the tests parametrised over BACKENDS, which
-# every machine runs, do not; each has its own sweep (tests/cuda/ for cuda).
+# every machine runs, do not; each has its own sweep (tests/cuda/ for cuda), and joins the
+# conformance tests (tests/test_backend_conformance.py) under its simulator.
 DEVICE_BACKENDS: dict[str, Backend] = {b.name: b for b in (
     CudaBackend(),
 )}

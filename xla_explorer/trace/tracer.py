@@ -27,6 +27,8 @@ import numpy as np
 from ..errors import TraceError, UnsupportedOpError, as_python_class
 from ..ir.module import Instruction, Metadata, Module
 from ..ir.shape import SUPPORTED_NAMES, Shape, is_supported_dtype
+from ..tree import flatten
+from ..tree import unflatten as unflatten  # re-exported: the API imports it from here
 from .builder import Builder
 from .scalars import ScalarProgram, check_argument
 
@@ -464,28 +466,6 @@ class Traced:
     scalars: ScalarProgram  # what the trace read of its Python scalar arguments
 
 
-def _flatten(out, leaves):
-    if isinstance(out, (tuple, list)):
-        return (type(out), [_flatten(o, leaves) for o in out])
-    if isinstance(out, dict):
-        return (dict, [(k, _flatten(v, leaves)) for k, v in out.items()])
-    if out is None:
-        return (None, None)
-    leaves.append(out)
-    return ("leaf", len(leaves) - 1)
-
-
-def unflatten(treedef, leaves):
-    kind, body = treedef
-    if kind == "leaf":
-        return leaves[body]
-    if kind is None:
-        return None
-    if kind is dict:
-        return {k: unflatten(v, leaves) for k, v in body}
-    return kind(unflatten(t, leaves) for t in body)
-
-
 def argument_names(f, n: int) -> list[str]:
     try:
         params = list(inspect.signature(f).parameters.values())
@@ -652,8 +632,7 @@ def trace(f: Callable, args, *, name: str | None = None, autocluster: bool = Fal
     originals = [p.node for p in params]
     with tracing(b):
         out = f(*params)
-        leaves: list = []
-        treedef = _flatten(out, leaves)
+        leaves, treedef = flatten(out)
         b.site = Metadata(f"{name}/return", *_return_site(f))
         nodes = [node_of(leaf) for leaf in leaves]
         eager = [_snapshot(value_of(leaf)) for leaf in leaves]

@@ -5,7 +5,8 @@ eager execution gives at the same point (the reference for checks, and the concr
 value-dependent ops). NumPy hands every ufunc and array function applied to a Tracer to
 `__array_ufunc__` / `__array_function__`; those, indexing, `.astype` and the operators are
 installed on the class by `trace/numpy/array_methods.py`, beside the lowerings they call (the
-lowerings import this module, so this one imports none of them).
+lowerings import this module, so this one imports none of them). The trace in progress and
+the user's line are `context.py`'s.
 
 Views follow NumPy: `y = x[1:3]` shares x's storage, so `y += 1` changes x, and a later write to
 x shows through y. A view keeps its base and re-derives its instruction whenever the base's
@@ -13,12 +14,8 @@ changes; writes through an index view become writes to the base.
 """
 from __future__ import annotations
 
-import contextlib
 import difflib
 import inspect
-import os
-import sys
-import threading
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -30,74 +27,9 @@ from ..ir.shape import SUPPORTED_NAMES, Shape, is_supported_dtype
 from ..tree import flatten
 from ..tree import unflatten as unflatten  # re-exported: the API imports it from here
 from .builder import Builder
+from .context import (active_builder, dtype_error, leaked_error, located, tracing,
+                      user_site)
 from .scalars import ScalarProgram, check_argument
-
-_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-_NUMPY_DIR = os.path.dirname(os.path.abspath(np.__file__))
-_SKIP_FILES = {os.path.abspath(contextlib.__file__)}
-_state = threading.local()
-
-
-def active_builder() -> Builder | None:
-    return getattr(_state, "builder", None)
-
-
-def user_frame(depth: int = 1):
-    """The innermost frame outside this package and NumPy: the user's line."""
-    frame = sys._getframe(depth)
-    while frame is not None:
-        path = os.path.abspath(frame.f_code.co_filename)
-        if not (path.startswith(_PACKAGE_DIR) or path.startswith(_NUMPY_DIR)
-                or path in _SKIP_FILES):
-            return frame
-        frame = frame.f_back
-    return None
-
-
-def user_site() -> tuple[str | None, int | None]:
-    frame = user_frame(2)
-    if frame is None:
-        return None, None
-    return frame.f_code.co_filename, frame.f_lineno
-
-
-@contextlib.contextmanager
-def at_user_site(b: Builder, op_name: str):
-    """Tag what is emitted inside with the user's source line and the NumPy name."""
-    if b is None:
-        raise leaked_error()
-    saved = b.site
-    if not saved.source_line:  # the outermost NumPy call names the site
-        file, line = user_site()
-        b.site = Metadata(f"{b.name}/{op_name}", file or "", line or 0)
-    try:
-        yield b.site
-    finally:
-        b.site = saved
-
-
-def leaked_error() -> TraceError:
-    return located(TraceError, "a traced array was used after the trace that made it ended: it "
-                               "was kept outside the traced function (in a global, a list or a "
-                               "closure) while tracing", "tracing",
-                   "Return the value from the function instead: a compiled call returns NumPy "
-                   "arrays.")
-
-
-def located(cls, message: str, op: str, hint: str | None = None):
-    b = active_builder()
-    if b is not None and b.site.source_line:
-        file, line = b.site.source_file, b.site.source_line
-    else:
-        file, line = user_site()
-    return cls(message, op=op, source_file=file, source_line=line, hint=hint)
-
-
-def dtype_error(op: str, dtype) -> UnsupportedOpError:
-    return located(UnsupportedOpError,
-                   f"{op} produces {np.dtype(dtype)}, a type the explorer does not support",
-                   op, f"Supported types are {SUPPORTED_NAMES}; "
-                       "convert with .astype(np.float32) or similar.")
 
 
 class Tracer:
@@ -588,30 +520,6 @@ def make_parameter(b: Builder, number: int, arg, name: str) -> Tracer:
     if weak:
         tracer._ref = b.scalars.argument(number, arg, name, b.site)
     return tracer
-
-
-# Context managers entered around every trace: NumPy patches that a lowering module needs
-# while tracing (np.zeros & co. take no traced argument for NumPy to dispatch on).
-_TRACING_SCOPES: list[Callable[[], contextlib.AbstractContextManager]] = []
-
-
-def while_tracing(scope: Callable[[], contextlib.AbstractContextManager]):
-    """Register `scope` (a context manager factory) to be entered around every trace."""
-    _TRACING_SCOPES.append(scope)
-    return scope
-
-
-@contextlib.contextmanager
-def tracing(b: Builder):
-    previous = active_builder()
-    _state.builder = b
-    try:
-        with contextlib.ExitStack() as scopes:
-            for scope in _TRACING_SCOPES:
-                scopes.enter_context(scope())
-            yield
-    finally:
-        _state.builder = previous
 
 
 def trace(f: Callable, args, *, name: str | None = None, autocluster: bool = False) -> Traced:

@@ -13,7 +13,7 @@ from IPython.utils.capture import capture_output
 
 import xla_explorer as xe
 from xla_explorer.backends import BACKENDS
-from xla_explorer.magic import summary
+from xla_explorer.viz.cell_text import summary
 from xla_explorer.viz import mime
 
 IPYTHON_NAMES = {"In", "Out", "exit", "quit", "get_ipython"}

@@ -397,6 +397,14 @@ class Traced:
     eager_args: list  # the inputs after eager execution (in-place updates applied)
     scalars: ScalarProgram  # what the trace read of its Python scalar arguments
 
+    def update_sites(self) -> dict[int, tuple]:
+        """{parameter number: (file, line)} for each argument the function updates in place,
+        at its last write (the line the output carrying it back was made at)."""
+        root = self.module.entry.root
+        return {p: (root.operands[out].metadata.source_file or None,
+                    root.operands[out].metadata.source_line or None)
+                for out, p in self.aliases}
+
 
 def argument_names(f, n: int) -> list[str]:
     try:

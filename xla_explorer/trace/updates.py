@@ -49,3 +49,10 @@ def refuse_updates(args: Sequence, sites: Mapping[int, tuple], names: Sequence[s
                     "view of the other, or they are the same array); the compiled program "
                     "takes them as separate inputs, so the update would not show through "
                     f"{other} as it does in NumPy", **where)
+
+
+def pass_a_copy(name: str, other: str | None) -> str:
+    """The advice of a function's call (`xe.jit`, `xe.explore`): the fix is in what it is
+    passed."""
+    return f"Pass a copy: {other or name}.copy()."
+

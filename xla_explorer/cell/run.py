@@ -1,19 +1,22 @@
 """One `%%xla` run: analyse, compile (or find compiled), run, check, bench and dump a cell,
 then write its results into the namespace, only once all of that succeeded.
 
-What the cell prints is printed once, by an eager NumPy run of the cell: the trace's prints
-(of Tracers) and those of the check's and the bench's runs are dropped.
+The compiled program runs once per cell (the bench aside): the check judges the outputs of
+that run, the ones written back, against an eager NumPy run on copies of the inputs. What the
+cell prints is printed once, by an eager NumPy run of the cell: the trace's prints (of
+Tracers) and those of the check's and the bench's runs are dropped.
 """
 from __future__ import annotations
 
 import contextlib
 import copy
-import dataclasses
 import io
 from dataclasses import dataclass
 
 import numpy as np
 
+from .. import tree
+from ..api import CheckResult, compare, computed_precision, referee
 from ..errors import MismatchError
 from ..trace.updates import refuse_updates
 from .cache import CachedCell, CellCache, TraceFacts
@@ -64,7 +67,7 @@ def run_cell(cell: str, namespace: dict, *, backend: str = "cpu", autocluster: b
                    facts.links, value)
     with _silenced():  # the check's and the bench's eager runs print what the cell prints
         if check:
-            done.check = _named(ex.check(*_copies(args)), _leaf_names(result))
+            done.check = _judge(ex, args, result, run_args)
             if not done.check.ok:
                 raise MismatchError(
                     "the compiled results differ from eager NumPy's, so no name was "
@@ -139,35 +142,31 @@ def _advice(name: str, other: str | None) -> str:
     return f"Use one name in the cell, or copy: {other} = {other}.copy()."
 
 
-def _leaf_names(result) -> list[str]:
+def _judge(ex, args, result, run_args) -> CheckResult:
+    """The compiled run the user gets (`result`, and the updated inputs in `run_args`) against
+    eager NumPy on copies of the same inputs, as `Exploration.check` judges, without running
+    the compiled program again."""
+    eager_args = _copies(args)
+    want = tree.leaves(ex.function(*eager_args))
+    got = tree.leaves(result)
+    names = _leaf_names(result)
+    precision = computed_precision(ex.module)
+    checks = [compare(names[i] if i < len(names) else f"output {i}", g, w, precision)
+              for i, (g, w) in enumerate(zip(got, want))]
+    if not all(c.ok for c in checks):
+        checks = referee(ex.function, args, checks, got, want)
+    for _, p in ex.traced.aliases:
+        checks.append(compare(f"{ex.traced.arg_names[p]} (in place)", run_args[p],
+                              eager_args[p]))
+    return CheckResult(tuple(checks))
+
+
+def _leaf_names(result: dict) -> list[str]:
     """A name for each value the program returns, in its order: `z`, `pair[0]`, `d['a']`."""
-    names: list[str] = []
-
-    def walk(value, text):
-        if isinstance(value, (list, tuple)):
-            for i, v in enumerate(value):
-                walk(v, f"{text}[{i}]")
-        elif isinstance(value, dict):
-            for k, v in value.items():
-                walk(v, f"{text}[{k!r}]")
-        elif value is not None:  # a part linked to another object
-            names.append(text)
-
-    for name, value in result.items():
-        walk(value, "the last line" if name == LAST else name)
-    return names
-
-
-def _named(result, names: list[str]):
-    """The check's outputs under the cell's names instead of "output 0", "output 1"."""
-    outputs = []
-    for c in result.outputs:
-        if c.name.startswith("output "):
-            i = int(c.name.split()[1])
-            if i < len(names):
-                c = dataclasses.replace(c, name=names[i])
-        outputs.append(c)
-    return dataclasses.replace(result, outputs=tuple(outputs))
+    _, treedef = tree.flatten(result)
+    return [("the last line" if path[0] == LAST else path[0])
+            + "".join(f"[{key!r}]" for key in path[1:])
+            for path, part in tree.walk(treedef) if part[0] == tree.LEAF]
 
 
 def _dump(ex, directory: str) -> tuple[str, ...]:

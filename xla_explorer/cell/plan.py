@@ -44,7 +44,7 @@ class CellPlan:
     `key` is what else in the namespace decides the program (constants by value, functions,
     modules and containers' structure), `keep` holds what it names by identity.
     `outputs` are the names the cell assigns, in the order of their first assignment (which of
-    them come back is decided by their values, see the module docstring); `updated` the inputs
+    them come back is decided by their values, see `outputs.py`); `updated` the inputs
     the source updates in place (`x += 1`, `x[2:4] = 0`); the trace has the last word on that
     (a write through a view `v = x[1:3]; v += 1` changes x too). `links` says, after each call,
     which outputs were (or held) the same object as an input or an earlier output."""

@@ -68,21 +68,19 @@ def unflatten(treedef: tuple, leaves, build: Callable[[tuple, Any], Any] | None 
     """The containers `treedef` describes, holding `leaves`. With `build`, each container made
     is passed as `build(path, container)` (innermost first), and what it returns is put in
     its place: a caller's own container types, or a record of where each container is."""
-    if build is None:
-        return _unflatten(treedef, leaves)
-    return _unflatten_built(treedef, leaves, build, ())
-
-
-def _unflatten(treedef: tuple, leaves):
+    if build is not None:
+        return _unflatten_built(treedef, leaves, build, ())
     # The cached call of a compiled program rebuilds its outputs with this: kept lean.
     kind, body = treedef
     if kind == LEAF:
         return leaves[body]
+    if kind is tuple or kind is list:
+        return kind([unflatten(t, leaves) for t in body])
+    if kind is dict:
+        return {k: unflatten(t, leaves) for k, t in body}
     if kind is None:
         return None
-    if kind is dict:
-        return {k: _unflatten(t, leaves) for k, t in body}
-    return _make(kind, [_unflatten(t, leaves) for t in body])
+    return _make(kind, [unflatten(t, leaves) for t in body])
 
 
 def _unflatten_built(treedef: tuple, leaves, build, path: tuple):

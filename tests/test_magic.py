@@ -13,8 +13,9 @@ from IPython.utils.capture import capture_output
 
 import xla_explorer as xe
 from xla_explorer.backends import BACKENDS
-from xla_explorer.magic import summary
+from xla_explorer.cell import run as cell_run
 from xla_explorer.viz import mime
+from xla_explorer.viz.cell_text import summary
 
 IPYTHON_NAMES = {"In", "Out", "exit", "quit", "get_ipython"}
 
@@ -246,10 +247,10 @@ def test_a_compile_error_names_the_op_and_the_line_and_suggests_autocluster(shel
 
 
 def test_a_failure_after_the_run_writes_nothing(shell, xy, monkeypatch):
-    def broken_check(self, *args):
+    def broken_check(*args):
         raise RuntimeError("the check broke")
 
-    monkeypatch.setattr(xe.Exploration, "check", broken_check)
+    monkeypatch.setattr(cell_run, "compare", broken_check)  # the check compares each output
     before = snapshot(shell)
     result, out = run(shell, "%%xla\nx += 1\nz = x * y\n")
     assert isinstance(result.error_in_exec, RuntimeError)

@@ -27,6 +27,7 @@ from ..ir.module import Computation, Instruction, Module
 from ..passes.buffer_assignment import (EAGER, OUTPUT, TEMPORARY, BufferAssignment,
                                         buffer_name)
 from ..passes.dataflow import is_kernel
+from ..tree import leaves
 from .reference import Interpreter
 
 
@@ -122,14 +123,8 @@ def _indices(shape, index=()):
 def _writes_over_operands(inst, vals, arena: Arena, assignment: BufferAssignment) -> bool:
     """Whether a result of inst is placed on bytes one of its operands is read from."""
     targets = [arena.view(name) for _, name in _arena_leaves(inst, assignment)]
-    operands = [v for val in vals for v in (_flatten(val))]
+    operands = [v for val in vals for v in leaves(val)]
     return any(np.shares_memory(t, v) for t in targets for v in operands)
-
-
-def _flatten(value) -> list:
-    if isinstance(value, tuple):
-        return [x for v in value for x in _flatten(v)]
-    return [value]
 
 
 def _run_in_index_order(inst, vals, interp, arena: Arena, assignment: BufferAssignment):

@@ -5,7 +5,8 @@ eager execution gives at the same point (the reference for checks, and the concr
 value-dependent ops). NumPy hands every ufunc and array function applied to a Tracer to
 `__array_ufunc__` / `__array_function__`; those, indexing, `.astype` and the operators are
 installed on the class by `trace/numpy/array_methods.py`, beside the lowerings they call (the
-lowerings import this module, so this one imports none of them).
+lowerings import this module, so this one imports none of them). The trace in progress and
+the user's line are `context.py`'s.
 
 Views follow NumPy: `y = x[1:3]` shares x's storage, so `y += 1` changes x, and a later write to
 x shows through y. A view keeps its base and re-derives its instruction whenever the base's
@@ -13,12 +14,8 @@ changes; writes through an index view become writes to the base.
 """
 from __future__ import annotations
 
-import contextlib
 import difflib
 import inspect
-import os
-import sys
-import threading
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -27,75 +24,12 @@ import numpy as np
 from ..errors import TraceError, UnsupportedOpError, as_python_class
 from ..ir.module import Instruction, Metadata, Module
 from ..ir.shape import SUPPORTED_NAMES, Shape, is_supported_dtype
+from ..tree import flatten
+from ..tree import unflatten as unflatten  # re-exported: the API imports it from here
 from .builder import Builder
+from .context import (active_builder, dtype_error, leaked_error, located, tracing,
+                      user_site)
 from .scalars import ScalarProgram, check_argument
-
-_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-_NUMPY_DIR = os.path.dirname(os.path.abspath(np.__file__))
-_SKIP_FILES = {os.path.abspath(contextlib.__file__)}
-_state = threading.local()
-
-
-def active_builder() -> Builder | None:
-    return getattr(_state, "builder", None)
-
-
-def user_frame(depth: int = 1):
-    """The innermost frame outside this package and NumPy: the user's line."""
-    frame = sys._getframe(depth)
-    while frame is not None:
-        path = os.path.abspath(frame.f_code.co_filename)
-        if not (path.startswith(_PACKAGE_DIR) or path.startswith(_NUMPY_DIR)
-                or path in _SKIP_FILES):
-            return frame
-        frame = frame.f_back
-    return None
-
-
-def user_site() -> tuple[str | None, int | None]:
-    frame = user_frame(2)
-    if frame is None:
-        return None, None
-    return frame.f_code.co_filename, frame.f_lineno
-
-
-@contextlib.contextmanager
-def at_user_site(b: Builder, op_name: str):
-    """Tag what is emitted inside with the user's source line and the NumPy name."""
-    if b is None:
-        raise leaked_error()
-    saved = b.site
-    if not saved.source_line:  # the outermost NumPy call names the site
-        file, line = user_site()
-        b.site = Metadata(f"{b.name}/{op_name}", file or "", line or 0)
-    try:
-        yield b.site
-    finally:
-        b.site = saved
-
-
-def leaked_error() -> TraceError:
-    return located(TraceError, "a traced array was used after the trace that made it ended: it "
-                               "was kept outside the traced function (in a global, a list or a "
-                               "closure) while tracing", "tracing",
-                   "Return the value from the function instead: a compiled call returns NumPy "
-                   "arrays.")
-
-
-def located(cls, message: str, op: str, hint: str | None = None):
-    b = active_builder()
-    if b is not None and b.site.source_line:
-        file, line = b.site.source_file, b.site.source_line
-    else:
-        file, line = user_site()
-    return cls(message, op=op, source_file=file, source_line=line, hint=hint)
-
-
-def dtype_error(op: str, dtype) -> UnsupportedOpError:
-    return located(UnsupportedOpError,
-                   f"{op} produces {np.dtype(dtype)}, a type the explorer does not support",
-                   op, f"Supported types are {SUPPORTED_NAMES}; "
-                       "convert with .astype(np.float32) or similar.")
 
 
 class Tracer:
@@ -463,27 +397,13 @@ class Traced:
     eager_args: list  # the inputs after eager execution (in-place updates applied)
     scalars: ScalarProgram  # what the trace read of its Python scalar arguments
 
-
-def _flatten(out, leaves):
-    if isinstance(out, (tuple, list)):
-        return (type(out), [_flatten(o, leaves) for o in out])
-    if isinstance(out, dict):
-        return (dict, [(k, _flatten(v, leaves)) for k, v in out.items()])
-    if out is None:
-        return (None, None)
-    leaves.append(out)
-    return ("leaf", len(leaves) - 1)
-
-
-def unflatten(treedef, leaves):
-    kind, body = treedef
-    if kind == "leaf":
-        return leaves[body]
-    if kind is None:
-        return None
-    if kind is dict:
-        return {k: unflatten(v, leaves) for k, v in body}
-    return kind(unflatten(t, leaves) for t in body)
+    def update_sites(self) -> dict[int, tuple]:
+        """{parameter number: (file, line)} for each argument the function updates in place,
+        at its last write (the line the output carrying it back was made at)."""
+        root = self.module.entry.root
+        return {p: (root.operands[out].metadata.source_file or None,
+                    root.operands[out].metadata.source_line or None)
+                for out, p in self.aliases}
 
 
 def argument_names(f, n: int) -> list[str]:
@@ -610,30 +530,6 @@ def make_parameter(b: Builder, number: int, arg, name: str) -> Tracer:
     return tracer
 
 
-# Context managers entered around every trace: NumPy patches that a lowering module needs
-# while tracing (np.zeros & co. take no traced argument for NumPy to dispatch on).
-_TRACING_SCOPES: list[Callable[[], contextlib.AbstractContextManager]] = []
-
-
-def while_tracing(scope: Callable[[], contextlib.AbstractContextManager]):
-    """Register `scope` (a context manager factory) to be entered around every trace."""
-    _TRACING_SCOPES.append(scope)
-    return scope
-
-
-@contextlib.contextmanager
-def tracing(b: Builder):
-    previous = active_builder()
-    _state.builder = b
-    try:
-        with contextlib.ExitStack() as scopes:
-            for scope in _TRACING_SCOPES:
-                scopes.enter_context(scope())
-            yield
-    finally:
-        _state.builder = previous
-
-
 def trace(f: Callable, args, *, name: str | None = None, autocluster: bool = False) -> Traced:
     """Run `f` on Tracers for `args`; record HLO and the eager NumPy result. With
     `autocluster`, NumPy functions the op table lacks become opaque custom-calls."""
@@ -652,8 +548,7 @@ def trace(f: Callable, args, *, name: str | None = None, autocluster: bool = Fal
     originals = [p.node for p in params]
     with tracing(b):
         out = f(*params)
-        leaves: list = []
-        treedef = _flatten(out, leaves)
+        leaves, treedef = flatten(out)
         b.site = Metadata(f"{name}/return", *_return_site(f))
         nodes = [node_of(leaf) for leaf in leaves]
         eager = [_snapshot(value_of(leaf)) for leaf in leaves]

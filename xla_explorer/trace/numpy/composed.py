@@ -7,7 +7,8 @@ from __future__ import annotations
 import numpy as np
 
 from ...ir.shape import is_supported_dtype
-from ..tracer import Tracer, active_builder, dtype_error, node_of, value_of
+from ..context import active_builder, dtype_error
+from ..tracer import Tracer, node_of, value_of
 from .registry import lowers
 from .util import unsupported, wrap
 

@@ -16,8 +16,8 @@ import numpy.random  # noqa: F401  (imported now: its import calls np.zeros from
 
 from ...errors import TraceError
 from ...ir.shape import is_supported_dtype
-from ..tracer import (Tracer, active_builder, assigned_node, at_user_site, dtype_error, located,
-                      node_of, read_shape, value_of, while_tracing)
+from ..context import active_builder, at_user_site, dtype_error, located, while_tracing
+from ..tracer import Tracer, assigned_node, node_of, read_shape, value_of
 from .elementwise import astype
 from .opaque import opaque_call
 from .registry import lowers

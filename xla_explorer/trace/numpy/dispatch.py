@@ -14,8 +14,8 @@ import numpy as np
 
 from ...errors import TraceError, UnsupportedOpError
 from ...ir.shape import is_supported_dtype
-from ..tracer import (Tracer, active_builder, at_user_site, dtype_error, located, node_of,
-                      read_shape, value_of)
+from ..context import active_builder, at_user_site, dtype_error, located
+from ..tracer import Tracer, node_of, read_shape, value_of
 from .elementwise import frexp_parts, modf_parts
 from .indexing import view_write_back
 from .opaque import opaque_call, runs_eagerly

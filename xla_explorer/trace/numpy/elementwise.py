@@ -22,8 +22,8 @@ import numpy as np
 from ...ir.module import Instruction
 from ...ir.shape import is_supported_dtype
 from ..scalars import Const, python_op
-from ..tracer import (Tracer, active_builder, at_user_site, dtype_error, node_of, read_shape,
-                      value_of)
+from ..context import active_builder, at_user_site, dtype_error
+from ..tracer import Tracer, node_of, read_shape, value_of
 from .opaque import lower_nonzero
 from .registry import lowers, lowers_ufunc, static
 from .util import eager, is_python_scalar, unsupported, wrap

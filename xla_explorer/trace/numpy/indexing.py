@@ -11,8 +11,8 @@ import numpy as np
 from ...errors import TraceError, UnsupportedOpError
 from ...ir.module import Computation, Instruction
 from ...ir.shape import hlo_type_name, scalar
-from ..tracer import (Tracer, active_builder, assigned_node, at_user_site, located, node_of,
-                      value_of)
+from ..context import active_builder, at_user_site, located
+from ..tracer import Tracer, assigned_node, node_of, value_of
 from .opaque import custom_call
 from .registry import lowers, lowers_ufunc_at, static
 from .util import eager, unsupported, wrap

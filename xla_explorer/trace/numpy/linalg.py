@@ -10,7 +10,8 @@ import numpy as np
 
 from ...errors import TraceError
 from ...ir.shape import is_supported_dtype
-from ..tracer import active_builder, dtype_error, located, node_of, value_of
+from ..context import active_builder, dtype_error, located
+from ..tracer import node_of, value_of
 from .registry import lowers, lowers_gufunc
 from .util import canonical_axes, eager, unsupported, wrap
 

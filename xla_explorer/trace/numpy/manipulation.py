@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..tracer import Tracer, active_builder, node_of, read_shape, value_of
+from ..context import active_builder
+from ..tracer import Tracer, node_of, read_shape, value_of
 from .registry import lowers, static
 from .util import canonical_axes, unsupported
 

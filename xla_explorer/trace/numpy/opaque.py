@@ -12,7 +12,8 @@ from ...errors import TraceError
 from ...ir.module import Instruction
 from ...ir.ops import register_opaque
 from ...ir.shape import Shape, TupleShape, is_supported_dtype
-from ..tracer import Tracer, active_builder, located, node_of, value_of
+from ..context import active_builder, located
+from ..tracer import Tracer, node_of, value_of
 from .registry import lowers
 from .util import eager, unsupported, wrap
 

@@ -13,7 +13,8 @@ import numpy as np
 
 from ...ir.module import Instruction
 from ..builder import REDUCERS
-from ..tracer import Tracer, active_builder, node_of, value_of
+from ..context import active_builder
+from ..tracer import Tracer, node_of, value_of
 from .elementwise import truth
 from .registry import lowers, reduces_as
 from .util import canonical_axes, unsupported, wrap

@@ -14,7 +14,8 @@ import numpy as np
 from ...ir.module import Instruction
 from ...ir.ops import growing_window
 from ..builder import REDUCERS
-from ..tracer import active_builder, node_of, value_of
+from ..context import active_builder
+from ..tracer import node_of, value_of
 from .elementwise import truth
 from .registry import lowers
 from .util import eager, unsupported, wrap

@@ -12,7 +12,8 @@ import numpy as np
 
 from ...ir.module import Computation, Instruction
 from ...ir.shape import TupleShape, hlo_type_name, scalar
-from ..tracer import Tracer, active_builder, node_of, value_of
+from ..context import active_builder
+from ..tracer import Tracer, node_of, value_of
 from .dispatch import assign_inplace
 from .registry import lowers
 from .util import canonical_axes, unsupported

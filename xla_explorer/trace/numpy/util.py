@@ -13,7 +13,8 @@ import numpy as np
 from ...errors import TraceError, UnsupportedOpError, as_python_class
 from ...ir.module import Instruction
 from ...ir.shape import is_supported_dtype
-from ..tracer import Tracer, active_builder, dtype_error, located
+from ..context import active_builder, dtype_error, located
+from ..tracer import Tracer
 from .registry import FUNCTIONS, UFUNCS
 
 

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import xla_explorer as xe
-from xla_explorer.trace.cell import LAST, CellError, CellSyntaxError, analyse, cell_names
+from xla_explorer.cell import LAST, CellError, CellSyntaxError, analyse, cell_names
 from xla_explorer.trace.tracer import trace
 
 

@@ -1,0 +1,174 @@
+"""One `%%xla` run: analyse, compile (or find compiled), run, check, bench and dump a cell,
+then write its results into the namespace, only once all of that succeeded.
+
+The compiled program runs once per cell (the bench aside): the check judges the outputs of
+that run, the ones written back, against an eager NumPy run on copies of the inputs. What the
+cell prints is printed once, by an eager NumPy run of the cell: the trace's prints (of
+Tracers) and those of the check's and the bench's runs are dropped.
+"""
+from __future__ import annotations
+
+import contextlib
+import copy
+import io
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import tree
+from ..api import CheckResult, compare, computed_precision, referee
+from ..errors import MismatchError
+from ..trace.updates import refuse_updates
+from .cache import CachedCell, CellCache, TraceFacts
+from .plan import CellPlan, analyse
+from .values import LAST, NO_VALUE, CellError
+
+FIRST_LINE = 2  # the cell's first line, under the %%xla line: errors count lines as the notebook
+
+
+@dataclass
+class CellRun:
+    """One successful `%%xla` run: what `_xla` is bound to, and what was written back."""
+
+    plan: CellPlan
+    entry: CachedCell
+    exploration: object
+    hit: bool
+    bindings: dict
+    updated: tuple  # inputs changed in place
+    links: dict  # outputs that are (or hold) an input or another output, see CellPlan.links
+    value: object = NO_VALUE  # the value of the last line, if it is an expression
+    check: object = None
+    bench: object = None
+    dumped: tuple = ()
+
+
+def run_cell(cell: str, namespace: dict, *, backend: str = "cpu", autocluster: bool = False,
+             cache: CellCache, check: bool = True, bench: bool = False, dump: str | None = None,
+             first_line: int = FIRST_LINE) -> CellRun:
+    """Analyse, compile (or find compiled), run, check, bench and dump a cell, then write its
+    results into `namespace`: only once all of that succeeded. The analysis is done on every
+    run: it reads the inputs' current values, and decides whether the compiled cell is still
+    the one to run."""
+    fresh = analyse(cell, namespace, first_line=first_line)
+    entry = cache.lookup(fresh, namespace, backend, autocluster)
+    plan = entry.plan
+    args = list(fresh.values)
+    ex, hit, facts = _explore(entry, cache, args)
+    updated = tuple(p for _, p in ex.traced.aliases)
+    _check_updatable(fresh, args, updated)
+    # In-place updates land in copies; the caller's arrays take them at the end.
+    run_args = [copy.deepcopy(a) if i in updated else a for i, a in enumerate(args)]
+    with _silenced():  # an auto-clustered run may trace again
+        result = ex.run(*run_args)
+    bindings = fresh.bindings(result, args, facts.links)
+    value = bindings.pop(LAST, NO_VALUE)
+    done = CellRun(plan, entry, ex, hit, bindings, tuple(plan.inputs[p] for p in updated),
+                   facts.links, value)
+    with _silenced():  # the check's and the bench's eager runs print what the cell prints
+        if check:
+            done.check = _judge(ex, args, result, run_args)
+            if not done.check.ok:
+                raise MismatchError(
+                    "the compiled results differ from eager NumPy's, so no name was "
+                    f"changed:\n{done.check}\nA difference NumPy leaves unspecified (the order "
+                    "of equal keys in np.argsort without kind='stable', an index out of range) "
+                    "is listed in docs/numpy-coverage.md; --quiet skips the check and writes the "
+                    "compiled results.")
+        if bench:
+            done.bench = ex.bench(*_copies(args))
+    if dump:
+        done.dumped = _dump(ex, dump)
+    if facts.printed or facts.eager_value:
+        eager_value = _run_eagerly(plan, args)
+        if facts.eager_value:
+            done.value = eager_value
+    # Everything succeeded: now, and only now, the namespace changes.
+    for p in updated:
+        np.copyto(args[p], run_args[p])
+    namespace.update(bindings)
+    namespace["_xla"] = ex
+    # The cached plan came from the first run's analysis: it need not keep that run's arrays.
+    plan.values, plan.objects = (), {}
+    return done
+
+
+def _explore(entry: CachedCell, cache: CellCache, args):
+    """The Exploration for these arguments (traced and compiled on a miss), whether it was a
+    cache hit, and what its trace found. What the trace prints is Tracers: it is dropped, and
+    shown by an eager run instead if the trace fails."""
+    fn, plan = entry.jit, entry.plan
+    hits = fn.cache_info().hits
+    printed = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(printed):
+            ex = fn.explore(*args)
+    except Exception:
+        cache.forget_failed(entry)
+        if printed.getvalue():
+            with contextlib.suppress(Exception):  # the trace's error is the one to show
+                plan.function(*_copies(args))
+        raise
+    facts = entry.traces.setdefault(id(ex), TraceFacts(
+        dict(plan.links), bool(printed.getvalue()), plan.last_value is not NO_VALUE))
+    return ex, fn.cache_info().hits > hits, facts
+
+
+def _run_eagerly(plan: CellPlan, args):
+    """The cell run by NumPy on copies of its inputs, printing what it prints; the value of
+    its last line."""
+    result = plan.function(*_copies(args))
+    return result.get(LAST, plan.last_value)
+
+
+def _silenced():
+    return contextlib.redirect_stdout(io.StringIO())
+
+
+def _copies(args) -> list:
+    return [copy.deepcopy(a) for a in args]
+
+
+def _check_updatable(plan: CellPlan, args, updated) -> None:
+    """NumPy would write into the caller's array; refuse what the copy-in, copy-out of the
+    compiled program cannot do the same way."""
+    sites = {p: (plan.filename, plan.update_line(plan.inputs[p])) for p in updated}
+    refuse_updates(args, sites, plan.inputs, error=CellError, advice=_advice)
+
+
+def _advice(name: str, other: str | None) -> str:
+    if other is None:
+        return f"Take a copy first: {name} = {name}.copy()."
+    return f"Use one name in the cell, or copy: {other} = {other}.copy()."
+
+
+def _judge(ex, args, result, run_args) -> CheckResult:
+    """The compiled run the user gets (`result`, and the updated inputs in `run_args`) against
+    eager NumPy on copies of the same inputs, as `Exploration.check` judges, without running
+    the compiled program again."""
+    eager_args = _copies(args)
+    want = tree.leaves(ex.function(*eager_args))
+    got = tree.leaves(result)
+    names = _leaf_names(result)
+    precision = computed_precision(ex.module)
+    checks = [compare(names[i] if i < len(names) else f"output {i}", g, w, precision)
+              for i, (g, w) in enumerate(zip(got, want))]
+    if not all(c.ok for c in checks):
+        checks = referee(ex.function, args, checks, got, want)
+    for _, p in ex.traced.aliases:
+        checks.append(compare(f"{ex.traced.arg_names[p]} (in place)", run_args[p],
+                              eager_args[p]))
+    return CheckResult(tuple(checks))
+
+
+def _leaf_names(result: dict) -> list[str]:
+    """A name for each value the program returns, in its order: `z`, `pair[0]`, `d['a']`."""
+    _, treedef = tree.flatten(result)
+    return [("the last line" if path[0] == LAST else path[0])
+            + "".join(f"[{key!r}]" for key in path[1:])
+            for path, part in tree.walk(treedef) if part[0] == tree.LEAF]
+
+
+def _dump(ex, directory: str) -> tuple[str, ...]:
+    """ex.dump(directory): the paths of the files written."""
+    return tuple(str(p) for p in ex.dump(directory))

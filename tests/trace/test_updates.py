@@ -41,8 +41,6 @@ def updates_x(x, v):
 UPDATE_LINE = updates_x.__code__.co_firstlineno + 1
 
 
-@pytest.mark.xfail(strict=True, reason="until Exploration._check_writes calls "
-                                       "trace.updates.refuse_updates")
 @pytest.mark.parametrize("case", ["shared", "read-only"])
 def test_jit_and_a_cell_give_the_same_refusal(case):
     b = np.arange(8.0)

@@ -8,10 +8,10 @@ against NumPy.
 """
 from ..backends import BACKENDS
 from .checking import CheckResult, OutputCheck, compare, computed_precision, referee, tolerance
-from .exploration import READ_ONLY, Exploration, signature, update_conflict
+from .exploration import Exploration, signature
 from .jit import CacheInfo, JitFunction, explore, jit
 from .kernels import Kernel, kernels_of
 
-__all__ = ["BACKENDS", "READ_ONLY", "CacheInfo", "CheckResult", "Exploration", "JitFunction",
+__all__ = ["BACKENDS", "CacheInfo", "CheckResult", "Exploration", "JitFunction",
            "Kernel", "OutputCheck", "compare", "computed_precision", "explore", "jit",
-           "kernels_of", "referee", "signature", "tolerance", "update_conflict"]
+           "kernels_of", "referee", "signature", "tolerance"]

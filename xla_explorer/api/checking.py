@@ -8,6 +8,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from .. import tree
 from ..ir.module import Module
 
 
@@ -110,7 +111,7 @@ def referee(function, args, checks, got, want) -> list[OutputCheck]:
             else copy.deepcopy(a) for a in args]
     try:
         with np.errstate(all="ignore"):
-            exact = _leaves(function(*wide))
+            exact = tree.leaves(function(*wide))
     except Exception:  # the float64 run is only a referee; without it the check stands
         return checks
     judged = []
@@ -132,23 +133,12 @@ def referee(function, args, checks, got, want) -> list[OutputCheck]:
 
 
 
-def _leaves(tree) -> list:
-    if isinstance(tree, (tuple, list)):
-        return [leaf for t in tree for leaf in _leaves(t)]
-    if isinstance(tree, dict):
-        return [leaf for t in tree.values() for leaf in _leaves(t)]
-    if tree is None:
-        return []
-    return [tree]
-
-
-
 def judge(function: Callable | None, args: Sequence, got, want,
           precision=None) -> list[OutputCheck]:
     """Each output leaf of `got` against `want`'s, within the tolerance of `precision`;
     those outside it judged again by the `referee` when there is a `function` to run in
     float64."""
-    got_leaves, want_leaves = _leaves(got), _leaves(want)
+    got_leaves, want_leaves = tree.leaves(got), tree.leaves(want)
     checks = [compare(f"output {i}", g, w, precision)
               for i, (g, w) in enumerate(zip(got_leaves, want_leaves))]
     if function is not None and not all(c.ok for c in checks):

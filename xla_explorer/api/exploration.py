@@ -19,7 +19,9 @@ from ..runtime.base import Executable
 from ..runtime.reference import ShapeChanged, declared_shape, run_module
 from ..trace.captured import free_values
 from ..trace.scalars import GuardFailed, guard_error
-from ..trace.tracer import Traced, check_plain_array, unflatten
+from ..trace.tracer import Traced, check_plain_array
+from ..trace.updates import pass_a_copy, refuse_updates
+from ..tree import unflatten
 from .checking import CheckResult, compare, computed_precision, judge
 from .kernels import Kernel, kernels_of
 
@@ -224,29 +226,10 @@ class Exploration:
                                 "program per signature")
 
     def _check_writes(self, args) -> None:
-        """NumPy writes an in-place update into the caller's array, through every view of it;
-        the compiled program takes each argument as a separate input, so an update to one
-        argument that another shares memory with is refused rather than lost."""
-        for out, p in self.traced.aliases:
-            conflict = update_conflict(args, p)
-            if conflict is None:
-                continue
-            name = self.traced.arg_names[p]
-            site = self.traced.module.entry.root.operands[out].metadata  # the last write
-            where = dict(op=f"{name} (in place)", source_file=site.source_file or None,
-                         source_line=site.source_line or None)
-            if conflict == READ_ONLY:
-                raise as_python_class(ValueError)(
-                    f"argument {name!r} is updated in place but is read-only (assignment "
-                    "destination is read-only: NumPy refuses this too)",
-                    hint=f"Pass a copy: {name}.copy().", **where)
-            other_name = self.traced.arg_names[conflict]
-            raise as_python_class(ValueError)(
-                f"argument {name!r} is updated in place and shares memory with argument "
-                f"{other_name!r} (one is a view of the other, or they are the same array); "
-                "the compiled program takes them as separate inputs, so the update would "
-                f"not show through {other_name!r} as it does in NumPy",
-                hint=f"Pass a copy: {other_name}.copy().", **where)
+        """An in-place update NumPy would make through another argument's memory (or refuse,
+        for a read-only array) is refused rather than lost (trace/updates.py)."""
+        refuse_updates(args, self.traced.update_sites(), self.traced.arg_names,
+                       error=as_python_class(ValueError), advice=pass_a_copy)
 
     def _run(self, args):
         """Run on arguments already checked against the signature and the scalar guards."""
@@ -394,22 +377,6 @@ def _captured_values(f) -> dict:
     freezes them into the program as constants."""
     return {n: v.copy() if isinstance(v, np.ndarray) else v for n, v in free_values(f).items()
             if isinstance(v, (np.ndarray, np.generic, bool, int, float))}
-
-
-READ_ONLY = -1  # update_conflict's answer for an argument NumPy cannot write to either
-
-
-def update_conflict(args: Sequence, p: int) -> int | None:
-    """Why argument `p`, which the program updates in place, cannot be updated as NumPy would
-    update it: READ_ONLY, or the number of another argument it shares memory with (a compiled
-    program takes each argument as a separate input, so the update would not show through the
-    other); None when nothing stands in the way."""
-    a = args[p]
-    if not a.flags.writeable:
-        return READ_ONLY
-    return next((q for q, other in enumerate(args)
-                 if q != p and isinstance(other, np.ndarray) and np.shares_memory(a, other)),
-                None)
 
 
 def _same_value(a, b) -> bool:

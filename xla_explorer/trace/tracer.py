@@ -25,7 +25,6 @@ from ..errors import TraceError, UnsupportedOpError, as_python_class
 from ..ir.module import Instruction, Metadata, Module
 from ..ir.shape import SUPPORTED_NAMES, Shape, is_supported_dtype
 from ..tree import flatten
-from ..tree import unflatten as unflatten  # re-exported: the API imports it from here
 from .builder import Builder
 from .context import (active_builder, dtype_error, leaked_error, located, tracing,
                       user_site)

@@ -14,11 +14,13 @@ splits its NumPy.
     scans          cumsum, cumprod, ufunc.accumulate: reduce-window over a growing window
     sorting        sort, argsort, median, percentile, quantile, searchsorted
     opaque         custom calls: unique, nonzero, argwhere; autocluster's opaque calls
+    eager_calls    what an eager op's HLO text names, and how the runtime runs it
     array_methods  the Tracer's protocols, indexing, astype and operators
 
 Each lowering registers itself where it is defined (`@lowers(np.sum)`,
 `@lowers_ufunc(np.sinh)`); importing this package imports every module, which fills the
 table and sets the Tracer's NumPy methods. `xla_explorer.trace` imports it.
 """
-from . import (array_methods, composed, creation, dispatch, elementwise, indexing,  # noqa: F401
-               linalg, manipulation, opaque, reductions, registry, scans, sorting, util)
+from . import (array_methods, composed, creation, dispatch, eager_calls,  # noqa: F401
+               elementwise, indexing, linalg, manipulation, opaque, reductions, registry, scans,
+               sorting, util)

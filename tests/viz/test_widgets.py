@@ -18,7 +18,7 @@ import xla_explorer as xe
 from xla_explorer.ir.printer import format_computation
 from xla_explorer.runtime.bench import BenchResult
 from xla_explorer.viz.diff import diff
-from xla_explorer.viz.charts import bytes_text, seconds_text, verdict
+from xla_explorer.viz.format import bytes_text, seconds_text, verdict
 from xla_explorer.viz.widgets import TITLES, Explorer, allocations_html, first_instruction
 
 from tests.test_fusion_programs import PROGRAMS, f32

@@ -40,8 +40,9 @@ import traitlets
 
 from ..ir.printer import format_computation, format_instruction
 from ..passes.names import traced_name
-from .charts import (CELL, MONO, bench_figure, bytes_text, figure_svg, seconds_text,
-                     small_arrays_note, table_html, traffic_or_nothing, verdict)
+from .charts import (CELL, MONO, bench_figure, figure_svg, small_arrays_note, table_html,
+                     traffic_or_nothing)
+from .format import bytes_text, seconds_text, verdict
 from .diff import diff
 from .graphviz import GraphvizNotInstalled, display_name, drawing, render_svg
 

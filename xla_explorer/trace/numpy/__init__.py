@@ -7,6 +7,7 @@ splits its NumPy.
     elementwise    ufuncs and their decompositions, where, clip, round, astype
     reductions     sum, prod, max, min, mean, var, std, argmax, argmin, all, any, ufunc.reduce
     manipulation   reshape, transpose, broadcast_to, concatenate, stack, flip, pad, copy, ...
+    rearranging    compositions of those: rot90, tile, repeat, roll, diff, insert, block, ...
     indexing       x[index] and x[index] = v; views written through
     creation       zeros_like & co.; np.zeros, np.arange, ... and np.array while tracing
     linalg         matmul, dot, einsum
@@ -22,5 +23,5 @@ Each lowering registers itself where it is defined (`@lowers(np.sum)`,
 table and sets the Tracer's NumPy methods. `xla_explorer.trace` imports it.
 """
 from . import (array_methods, composed, creation, dispatch, eager_calls,  # noqa: F401
-               elementwise, indexing, linalg, manipulation, opaque, reductions, registry, scans,
-               sorting, util)
+               elementwise, indexing, linalg, manipulation, opaque, rearranging, reductions,
+               registry, scans, sorting, util)

@@ -4,7 +4,10 @@ splits its NumPy.
     registry       the dispatch table, and the decorators that fill it
     dispatch       call_ufunc / call_function: NumPy's calls -> the table's rows
     util           helpers the kinds share; unsupported() and its suggestions
-    elementwise    ufuncs and their decompositions, where, clip, round, astype
+    elementwise    ufuncs and their decompositions
+    elementwise_functions
+                   the element-wise functions that are not ufuncs: where, clip, round, isin, ...
+    types          astype, result_type, arithmetic between Python scalars
     reductions     sum, prod, max, min, mean, var, std, argmax, argmin, all, any, ufunc.reduce
     manipulation   reshape, transpose, broadcast_to, concatenate, stack, flip, pad, copy, ...
     rearranging    compositions of those: rot90, tile, repeat, roll, diff, insert, block, ...
@@ -23,5 +26,5 @@ Each lowering registers itself where it is defined (`@lowers(np.sum)`,
 table and sets the Tracer's NumPy methods. `xla_explorer.trace` imports it.
 """
 from . import (array_methods, composed, creation, dispatch, eager_calls,  # noqa: F401
-               elementwise, indexing, linalg, manipulation, opaque, rearranging, reductions,
-               registry, scans, sorting, util)
+               elementwise, elementwise_functions, indexing, linalg, manipulation, opaque,
+               rearranging, reductions, registry, scans, sorting, types, util)

@@ -18,9 +18,9 @@ from ...errors import TraceError
 from ...ir.shape import is_supported_dtype
 from ..tracer import (Tracer, active_builder, assigned_node, at_user_site, dtype_error, located,
                       node_of, read_shape, value_of, while_tracing)
-from .elementwise import astype
 from .opaque import opaque_call
 from .registry import lowers
+from .types import astype
 from .util import eager, unsupported, wrap
 
 

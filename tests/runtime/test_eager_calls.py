@@ -13,7 +13,7 @@ import pytest
 import xla_explorer as xe
 from xla_explorer.ir.parser import parse_hlo
 from xla_explorer.runtime.reference import run_module
-from xla_explorer.trace.numpy.eager_calls import decode, encode
+from xla_explorer.trace.numpy.eager_calls import Operand, config_of, decode, encode
 from xla_explorer.trace.tracer import trace
 
 F32 = np.float32
@@ -60,6 +60,23 @@ def test_a_traced_module_runs_in_a_process_that_never_traced_it(tmp_path):
     for outputs in json.loads(done.stdout):
         for got, w in zip(outputs, want):
             np.testing.assert_allclose(np.asarray(got, dtype=F32), w, rtol=2e-6, atol=1e-5)
+
+
+def test_a_config_with_awkward_strings_reads_back_from_the_text():
+    kwargs = {"s": 'a}", /* b\n\u00e9', "t": ("x, y", None)}
+    config = config_of((Operand(0), [1.5, -0.0]), kwargs)
+    text = f"""HloModule m
+ENTRY e {{
+  a = f32[4] parameter(0)
+  ROOT u = f32[4] custom-call(a), custom_call_target="numpy.copy", backend_config={config}
+}}"""
+    module = parse_hlo(text)
+    assert module.to_text() == parse_hlo(module.to_text()).to_text()
+    data = json.loads(module.entry.root.attr("backend_config"))
+    x = np.ones(4, F32)
+    assert decode(data["kwargs"]["s"], [x]) == kwargs["s"]
+    assert decode(data["kwargs"]["t"], [x]) == kwargs["t"]
+    assert decode(data["args"], [x])[0] is x
 
 
 @pytest.mark.parametrize("target, config, why", [

@@ -14,7 +14,7 @@ import pytest
 
 import xla_explorer as xe
 from xla_explorer.viz.graphviz import graph, render_svg
-from xla_explorer.viz.widgets import changed_names
+from xla_explorer.viz.panel_views import changed_names
 
 from tests.test_fusion_programs import PROGRAMS, f32
 

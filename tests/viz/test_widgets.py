@@ -18,8 +18,9 @@ import xla_explorer as xe
 from xla_explorer.ir.printer import format_computation
 from xla_explorer.runtime.bench import BenchResult
 from xla_explorer.viz.diff import diff
-from xla_explorer.viz.charts import bytes_text, seconds_text, verdict
-from xla_explorer.viz.widgets import TITLES, Explorer, allocations_html, first_instruction
+from xla_explorer.viz.format import bytes_text, seconds_text, verdict
+from xla_explorer.viz.panel_views import allocations_html, first_instruction
+from xla_explorer.viz.widgets import TITLES, Explorer
 
 from tests.test_fusion_programs import PROGRAMS, f32
 
@@ -657,7 +658,7 @@ def fake_bench(eager_s, compiled_s, eager_peak=1434, compiled_peak=512):
 
 
 def test_a_slower_program_says_slower_and_why_small_arrays_do_not_pay():
-    from xla_explorer.viz.widgets import bench_html
+    from xla_explorer.viz.panel_views import bench_html
 
     slow = fake_bench(10e-6, 12.2e-6)
     text = text_of(bench_html(slow, elements=64))

@@ -14,7 +14,6 @@ and the verifier agree on what every instruction produces.
 from __future__ import annotations
 
 import enum
-import hashlib
 import re
 from dataclasses import dataclass, field
 from math import prod
@@ -831,54 +830,17 @@ _op("custom-call", Group.NOT_COMPILABLE, None, ANY, "declared",
     doc="custom_call_target names the NumPy function run eagerly")
 
 
-def _config(instr) -> str:
-    return str(instr.attr("backend_config", "")).strip('"')
-
-
-def _sort(args, instr):
-    axis = _config(instr).partition("=")[2]
-    return np.sort(args[0], axis=None if axis == "None" else int(axis or -1))
-
-
-# custom_call_target -> NumPy implementation, for the non-compilable instructions.
-CUSTOM_CALLS: dict[str, Callable] = {
-    "numpy.unique": lambda args, instr: np.unique(args[0]),
-    "numpy.nonzero": lambda args, instr: tuple(np.nonzero(args[0])),
-    "numpy.argwhere": lambda args, instr: np.argwhere(args[0]),
-    "numpy.sort": _sort,
-    "numpy.boolean_mask": lambda args, instr: args[0][args[1]],
-}
+# The custom-calls the tracer makes for value-dependent shapes (and numpy.sort, read in HLO
+# text from before np.sort traced to the sort op). Every other numpy.* target is an opaque
+# call: a NumPy function the op table lacks. How each runs is the tracer's business
+# (trace/numpy/eager_calls.py), named in the HLO text so that any process can run it.
+CUSTOM_CALLS = frozenset({"numpy.unique", "numpy.nonzero", "numpy.argwhere", "numpy.sort",
+                          "numpy.boolean_mask"})
 
 
 # Custom-calls whose shape is their operand's, whatever its values: a trace that reads the
-# shape of their result depends on no value (opaque calls may return any shape). numpy.sort
-# is read in HLO text from before np.sort traced to the sort op; it is still run here.
+# shape of their result depends on no value (opaque calls may return any shape).
 SHAPE_KEEPING = frozenset({"numpy.sort"})
-
-
-# Opaque calls: NumPy functions the op table lacks, traced under auto-clustering as
-# custom-calls whose backend_config is a key here; the value rebuilds the call from the
-# operands. The key is the function's name and a digest of the call's other arguments, so
-# tracing the same call again gives the same HLO text.
-OPAQUE_CALLS: dict[str, Callable] = {}
-
-
-def register_opaque(name: str, arguments: str, call: Callable) -> str:
-    key = f"{name}/{hashlib.sha256(arguments.encode()).hexdigest()[:12]}"
-    OPAQUE_CALLS[key] = call
-    return key
-
-
-def run_custom_call(instr, args):
-    """A non-compilable instruction's NumPy result for its operands `args`."""
-    target = instr.attr("custom_call_target")
-    if target in CUSTOM_CALLS:
-        return CUSTOM_CALLS[target](args, instr)
-    call = OPAQUE_CALLS.get(_config(instr))
-    if call is None:
-        raise NotImplementedError(f"custom-call target {target!r} has no NumPy implementation "
-                                  "(an opaque call is only known in the process that traced it)")
-    return call(args)
 
 
 def elementwise_like(opcode: str) -> bool:

@@ -13,10 +13,11 @@ order (the schedule), in four steps:
    constants live to the end).
 2. In-place sharing. A kernel may write an output into an operand's buffer when that operand
    dies there, is a temporary of the same size, and the kernel reads it only element-wise at
-   the index it writes (XLA's CanShareOperandBufferWithUser).
+   the index it writes (XLA's CanShareOperandBufferWithUser). In `in_place.py`.
 3. Offsets. Temporaries share ONE arena. Best fit, as XLA's GlobalDecreasingSizeBestFitHeap:
    each buffer goes in the smallest gap that fits among the buffers live at the same time,
-   trying buffers by decreasing size and by start time and keeping the smaller arena.
+   trying buffers by decreasing size and by start time and keeping the smaller arena. In
+   `heap.py`, as XLA keeps its heap simulator apart.
 4. Accounting: the arena size (peak), the most bytes live at one time (the lower bound no
    placement can beat), and their difference (fragmentation).
 
@@ -28,13 +29,14 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
-from typing import Iterable
 
-from ..ir.module import Computation, Instruction, Module
-from ..ir.ops import Group, elementwise_like, in_group
+from ..ir.module import Computation, Module
+from ..ir.ops import Group, in_group
 from ..ir.shape import Shape
 from .base import Note, Pass, PassResult
 from .dataflow import Dataflow, ShapeIndex, dataflow, is_kernel, subshape
+from .heap import HEAP_ORDERS, Slot, best_fit, lower_bound
+from .in_place import Sharing, in_place_sharings
 
 # Every buffer in the arena starts on a 64-byte boundary (a cache line; what XLA's CPU backend
 # asks of its temporaries). Sizes in the arena are rounded up to it, so a buffer's slot is a
@@ -91,19 +93,6 @@ class LogicalBuffer:
 
     def __str__(self) -> str:
         return f"{self.name} {self.shape} [{self.definition_time}, {self.end_time}]"
-
-
-@dataclass(frozen=True)
-class Sharing:
-    """A kernel writing one of its outputs into a dying operand's buffer."""
-
-    kernel: str
-    operand: str  # the buffer that dies at the kernel
-    output: str  # the buffer written over it
-    reason: str
-
-    def __str__(self) -> str:
-        return self.reason
 
 
 @dataclass(frozen=True)
@@ -292,114 +281,11 @@ def logical_buffers(comp: Computation, flow: Dataflow | None = None) -> tuple[Lo
 
 
 # ----------------------------------------------------------------------------------------------
-# 2. In-place sharing.
+# 2. In-place sharing: in_place.py. 3. Offsets: best fit over one arena (heap.py), for slots of
+# temporaries, those written over in place merged.
 
 
-def _dependents(comp: Computation, param: Instruction) -> list[Instruction]:
-    """The instructions of `comp` whose value depends on `param` (in order, `param` excluded)."""
-    reached, out = {id(param)}, []
-    for inst in comp.instructions:
-        if any(id(o) in reached for o in inst.operands):
-            reached.add(id(inst))
-            out.append(inst)
-    return out
-
-
-def _reads_elementwise(module: Module, kernel: Instruction, positions: list[int],
-                       out_index: ShapeIndex) -> str | None:
-    """Why `kernel` reads its operands at `positions` only at the index it writes output
-    `out_index`, or None when it may read them anywhere else (so writing over them early
-    would change what it reads later). Unlike `elementwise_like`, which asks about one op,
-    this asks about a whole kernel: every path inside a fusion from the operand to the output
-    must be element-wise at the operand's shape, and no other output may read it."""
-    callee = kernel.attr("calls") or kernel.attr("to_apply")
-    if in_group(kernel.opcode, Group.CALL) and callee:
-        comp = module.computation(callee)
-        root = comp.root
-        if out_index == ():
-            target, others = root, []
-        elif root.opcode == "tuple" and len(out_index) == 1:
-            target = root.operands[out_index[0]]
-            others = [o for k, o in enumerate(root.operands) if k != out_index[0]]
-        else:
-            return None
-        params = comp.parameters
-        for pos in positions:
-            p = params[pos]
-            deps = _dependents(comp, p)
-            inner = [d for d in deps if d is not root or out_index == ()]
-            if any(d.shape.is_tuple or not elementwise_like(d.opcode) or d.dims != p.dims
-                   for d in inner):
-                return None
-            reached = {id(p)} | {id(d) for d in deps}
-            if id(target) not in reached or target.shape.is_tuple or target.dims != p.dims:
-                return None
-            # Another output reading it too could be computed after this one overwrote it.
-            if any(id(o) in reached for o in others):
-                return None
-        return f"every path from that parameter of {comp.name} to {target.name} is element-wise"
-    if out_index == () and kernel.opcode == "scatter" and positions == [0]:
-        # Issue 24: a scatter copies its operand into its result before any update, and then
-        # reads only its result, so the copy may be the operand itself.
-        return ("a scatter reads its operand only to copy it into its result, before any "
-                "update is applied")
-    if out_index == () and elementwise_like(kernel.opcode) and all(
-            kernel.operands[pos].dims == kernel.dims for pos in positions):
-        return f"{kernel.opcode} is element-wise"
-    return None
-
-
-def in_place_sharings(module: Module, comp: Computation, flow: Dataflow,
-                      buffers: Iterable[LogicalBuffer]) -> list[Sharing]:
-    """Each kernel output that may take over the buffer of an operand dying at the kernel."""
-    by_key = {(b.instruction, b.index): b for b in buffers}
-    taken: set[str] = set()
-    sharings: list[Sharing] = []
-    for t, inst in enumerate(comp.instructions):
-        if not is_kernel(inst):
-            continue
-        for index in flow.defined[inst.name]:
-            out = by_key[(inst.name, index)]
-            if out.category != TEMPORARY:
-                continue
-            for o in inst.operands:
-                pts = flow.points_to[o.name]
-                if set(pts) != {()}:
-                    continue
-                b = by_key[pts[()]]
-                if (b.name in taken or b.category != TEMPORARY or b.end_time != t
-                        or b.size != out.size):
-                    continue
-                readers = [k for k, o2 in enumerate(inst.operands)
-                           if pts[()] in flow.points_to[o2.name].values()]
-                if any(set(flow.points_to[inst.operands[k].name]) != {()} for k in readers):
-                    continue
-                why = _reads_elementwise(module, inst, readers, index)
-                if why is None:
-                    continue
-                taken.add(b.name)
-                what = "its result" if out.name == inst.name else out.name
-                sharings.append(Sharing(inst.name, b.name, out.name, (
-                    f"{inst.name} writes {what} in place over {b.name}: {b.name} is last used "
-                    f"here, it is a temporary of the same size ({out.size} bytes), and {why}, "
-                    "so each element is read before it is overwritten")))
-                break
-    return sharings
-
-
-# ----------------------------------------------------------------------------------------------
-# 3. Offsets: best fit over one arena, as XLA's GlobalDecreasingSizeBestFitHeap.
-
-
-@dataclass(frozen=True)
-class _Slot:
-    values: tuple[LogicalBuffer, ...]
-    start: int
-    end: int
-    size: int
-
-
-def _slots(temporaries: list[LogicalBuffer], sharings: list[Sharing]) -> list[_Slot]:
+def _slots(temporaries: list[LogicalBuffer], sharings: list[Sharing]) -> list[Slot]:
     """One slot per temporary, buffers that kernels wrote over in place merged into one."""
     parent = {b.name: b.name for b in temporaries}
 
@@ -414,53 +300,8 @@ def _slots(temporaries: list[LogicalBuffer], sharings: list[Sharing]) -> list[_S
     groups: dict[str, list[LogicalBuffer]] = {}
     for b in temporaries:
         groups.setdefault(find(b.name), []).append(b)
-    return [_Slot(tuple(vs), min(v.definition_time for v in vs), max(v.end_time for v in vs),
+    return [Slot(tuple(vs), min(v.definition_time for v in vs), max(v.end_time for v in vs),
                   align(max(v.size for v in vs))) for vs in groups.values()]
-
-
-def smallest_gap(busy: list[tuple[int, int]], size: int) -> int:
-    """The lowest offset of the smallest gap between `busy` byte ranges that fits `size`,
-    or the top of them when none does."""
-    best, cursor = None, 0
-    for lo, hi in sorted(busy):
-        if lo - cursor >= size and (best is None or lo - cursor < best[0]):
-            best = (lo - cursor, cursor)
-        cursor = max(cursor, hi)
-    return best[1] if best else cursor
-
-
-def best_fit(slots: list[_Slot], order: list[int]) -> tuple[list[int], int]:
-    """Offsets of `slots` placed one by one in `order`, each in the smallest gap among the
-    slots already placed that are live at the same time; and the arena size that needs."""
-    offsets = [0] * len(slots)
-    placed: list[int] = []
-    for i in order:
-        s = slots[i]
-        if s.size == 0:
-            continue
-        busy = [(offsets[j], offsets[j] + slots[j].size) for j in placed
-                if slots[j].start <= s.end and s.start <= slots[j].end]
-        offsets[i] = smallest_gap(busy, s.size)
-        placed.append(i)
-    return offsets, max((offsets[i] + slots[i].size for i in placed), default=0)
-
-
-# The two orders XLA's heap simulator tries: biggest first (ties: longest-lived first), and
-# earliest first.
-HEAP_ORDERS = {
-    "decreasing size": lambda s, i: (-s.size, -(s.end - s.start), s.start, i),
-    "start time": lambda s, i: (s.start, -s.size, i),
-}
-
-
-def lower_bound(slots: list[_Slot], steps: int) -> tuple[int, int]:
-    """The most slot bytes live at one step, and the first step where that many are."""
-    best = (0, 0)
-    for t in range(steps):
-        live = sum(s.size for s in slots if s.start <= t <= s.end)
-        if live > best[0]:
-            best = (live, t)
-    return best
 
 
 # ----------------------------------------------------------------------------------------------
@@ -472,8 +313,9 @@ def assign_buffers(module: Module) -> BufferAssignment:
     comp = module.entry
     flow = dataflow(comp)
     buffers = logical_buffers(comp, flow)
-    sharings = in_place_sharings(module, comp, flow, buffers)
-    slots = _slots([b for b in buffers if b.category == TEMPORARY], sharings)
+    temporaries = [b for b in buffers if b.category == TEMPORARY]
+    sharings = in_place_sharings(module, comp, flow, temporaries)
+    slots = _slots(temporaries, sharings)
     tried = []
     for name, key in HEAP_ORDERS.items():
         order = sorted(range(len(slots)), key=lambda i: key(slots[i], i))
@@ -515,7 +357,7 @@ def _notes(a: BufferAssignment) -> list[Note]:
     tried = "; ".join(f"by {name}, {size} bytes" for name, size in a.tried)
     notes.append(Note(f"best fit in one arena ({a.alignment}-byte aligned): {tried}; kept "
                       f"{a.heap_order} order", "heap"))
-    bound, step = lower_bound([_Slot(x.values, x.start, x.end, x.size) for x in a.allocations],
+    bound, step = lower_bound([Slot(x.values, x.start, x.end, x.size) for x in a.allocations],
                               a.steps)
     notes.append(Note(
         f"arena of {a.peak_bytes} bytes for {counts[TEMPORARY]} temporaries in "

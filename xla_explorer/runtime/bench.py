@@ -18,6 +18,8 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from ..viz.format import bytes_text, ratio_text, seconds_text
+
 
 @dataclass(frozen=True)
 class Timing:
@@ -49,16 +51,15 @@ class BenchResult:
         return self.eager.median / self.compiled.median
 
     def table(self) -> str:
-        rows = [("", "time (median)", "IQR", "peak memory"),
-                ("eager NumPy", _s(self.eager.median), _s(self.eager.q3 - self.eager.q1),
-                 _b(self.eager.peak_bytes)),
-                ("compiled", _s(self.compiled.median), _s(self.compiled.q3 - self.compiled.q1),
-                 _b(self.compiled.peak_bytes))]
+        rows = [("", "time (median)", "IQR", "peak memory")]
+        rows += [(label, seconds_text(t.median), seconds_text(t.q3 - t.q1),
+                  bytes_text(t.peak_bytes))
+                 for label, t in (("eager NumPy", self.eager), ("compiled", self.compiled))]
         widths = [max(len(r[k]) for r in rows) for k in range(4)]
         lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)) for r in rows]
-        lines.append(f"speed-up {self.speedup:.2f}x over {self.repeat} interleaved rounds; "
-                     f"arena {_b(self.arena_bytes)} (allocated once), predicted peak "
-                     f"{_b(self.predicted_peak_bytes)} (arena + outputs)")
+        lines.append(f"speed-up {ratio_text(self.speedup)} over {self.repeat} interleaved rounds; "
+                     f"arena {bytes_text(self.arena_bytes)} (allocated once), predicted peak "
+                     f"{bytes_text(self.predicted_peak_bytes)} (arena + outputs)")
         return "\n".join(lines)
 
     def __str__(self) -> str:
@@ -85,14 +86,6 @@ class BenchResult:
         ax_m.set_ylabel("peak MiB during a call (tracemalloc)")
         ax_m.legend(fontsize=7)
         return fig
-
-
-def _s(seconds: float) -> str:
-    return f"{seconds * 1e3:.3f} ms" if seconds < 1 else f"{seconds:.3f} s"
-
-
-def _b(n: int) -> str:
-    return f"{n / 2**20:.2f} MiB" if n >= 2**20 else f"{n / 2**10:.1f} KiB"
 
 
 def peak_bytes(call: Callable[[], object]) -> int:

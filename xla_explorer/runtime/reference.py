@@ -14,8 +14,8 @@ import numpy as np
 
 from ..errors import XlaExplorerError
 from ..ir.module import Computation, Instruction, Module
-from ..ir.ops import (ASCENDING_COMPARATORS, comparator_signature, op, out_of_range,
-                      run_custom_call, scan_axis, scatter_indices)
+from ..ir.ops import (ASCENDING_COMPARATORS, comparator_signature, op, out_of_range, scan_axis,
+                      scatter_indices)
 
 
 class ShapeChanged(XlaExplorerError):
@@ -70,7 +70,11 @@ class _Frame:
     def custom_call(self, instr: Instruction, args):
         # What follows was traced for the shape seen at trace time (np.unique's length): on
         # another, it would compute something else, or fail further on.
-        out = run_custom_call(instr, args)
+        # The registry of eager ops is the tracer's (it writes what they name); imported only
+        # when one runs, as the interpreter needs nothing else of the tracer.
+        from ..trace.numpy.eager_calls import run_eager
+
+        out = run_eager(instr, args)
         shape = shape_of(out)
         if shape != declared_shape(instr):
             raise ShapeChanged(instr, {instr.name: shape})

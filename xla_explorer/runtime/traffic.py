@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 
 from ..ir.module import Instruction, Module
 from ..passes.dataflow import is_kernel
+from ..viz.format import byte_count
 
 # Ops NumPy evaluates as views of their operand: no bytes move when they run.
 VIEW_OPS = frozenset(["reshape", "bitcast", "broadcast", "transpose", "slice", "reverse",
@@ -68,11 +69,12 @@ class Traffic:
         def count(n, noun):
             return f"{n} {noun}" + ("s" if n != 1 else "")
 
-        lines = [f"bytes moved, computed: eager {self.eager_bytes:,} B in "
-                 f"{count(len(self.eager), 'op')}, fused {self.fused_bytes:,} B in "
+        lines = [f"bytes moved, computed: eager {byte_count(self.eager_bytes)} in "
+                 f"{count(len(self.eager), 'op')}, fused {byte_count(self.fused_bytes)} in "
                  f"{count(len(self.fused), 'kernel')}"]
         for m in self.fused:
-            lines.append(f"  {m.name:<32} read {m.read_bytes:>12,} B  write {m.write_bytes:>12,} B")
+            lines.append(f"  {m.name:<32} read {byte_count(m.read_bytes, 12)}  "
+                         f"write {byte_count(m.write_bytes, 12)}")
         return "\n".join(lines)
 
 

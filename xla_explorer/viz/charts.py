@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import io
 
+from .format import byte_unit, bytes_text, ratio_text, seconds_text, time_unit, verdict
+
 
 def figure_svg(figure) -> str:
     """`figure` as an `<svg>` element (no XML prologue, no external references)."""
@@ -26,36 +28,6 @@ def figure_svg(figure) -> str:
 # Below this many seconds per eager call, a call's fixed costs (Python, dispatch, argument
 # checks) are most of what is timed: fusion has little memory traffic left to save.
 SMALL_CALL_SECONDS = 50e-6
-
-_UNITS = (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10))
-
-
-def byte_unit(n: float) -> tuple[str, int]:
-    """The unit that shows `n` bytes as a number of at least 1: KiB for 1.4 KiB, not MiB."""
-    for unit, size in _UNITS:
-        if n >= size:
-            return unit, size
-    return "bytes", 1
-
-
-def bytes_text(n: float) -> str:
-    """`1.41 KiB`, `38.1 MiB`, `512 bytes`: three significant digits in the unit that fits."""
-    unit, size = byte_unit(n)
-    if size == 1:
-        return f"{int(n)} bytes"
-    value = n / size
-    return f"{value:.3g} {unit}" if value < 1000 else f"{value:.0f} {unit}"
-
-
-def seconds_text(s: float) -> str:
-    if s < 1e-3:
-        return f"{s * 1e6:.1f} µs"
-    return f"{s * 1e3:.3f} ms" if s < 1 else f"{s:.3f} s"
-
-
-def verdict(speedup: float) -> str:
-    """How the compiled program compares: `2.31x faster`, or `slower (0.82x)`."""
-    return f"{speedup:.2f}x faster" if speedup >= 1 else f"slower ({speedup:.2f}x)"
 
 
 def small_arrays_note(bench, elements: int | None = None) -> str | None:
@@ -92,7 +64,7 @@ def traffic_html(t) -> str:
             for label, items, noun, total in (
                 ("eager NumPy", t.eager, "op", t.eager_bytes),
                 ("compiled", t.fused, "kernel", t.fused_bytes))]
-    ratio = (f"; eager moves {t.eager_bytes / t.fused_bytes:.1f}x the bytes"
+    ratio = (f"; eager moves {ratio_text(t.eager_bytes / t.fused_bytes, 1)} the bytes"
              if t.fused_bytes else "")
     return (f"<p><strong>bytes moved to and from memory</strong> (computed from the kernels' "
             f"reads and writes, not measured){ratio}</p>"
@@ -118,7 +90,7 @@ def bench_figure(bench):
     labels, colors = ["eager NumPy", "compiled"], ["tab:gray", "tab:blue"]
     timings = (bench.eager, bench.compiled)
     slowest = max(t.q3 for t in timings)
-    t_unit, t_scale = ("µs", 1e6) if slowest < 1e-3 else ("ms", 1e3)
+    t_unit, t_scale = time_unit(slowest)
     med = [t.median * t_scale for t in timings]
     err = [[(t.median - t.q1) * t_scale for t in timings],
            [(t.q3 - t.median) * t_scale for t in timings]]

@@ -22,6 +22,7 @@ import secrets
 from pathlib import Path
 
 from .charts import bench_figure, figure_svg, traffic_or_nothing
+from .format import exact_bytes_text, seconds_text, verdict
 from .graphviz import GraphvizNotInstalled, graph, render_svg
 from .mime import stage_diffs
 
@@ -103,7 +104,7 @@ class _Builder:
                 name = f'<a href="#{self.id(f"stage-{i}")}">{name}</a>'
             rows.append(f'<tr class="{"changed" if s.changed else "unchanged"}"><td>{i}</td>'
                         f"<td>{name}</td><td>{'yes' if s.changed else 'no'}</td>"
-                        f"<td>{_seconds(s.seconds)}</td><td>{_diff_summary(d)}</td></tr>")
+                        f"<td>{seconds_text(s.seconds)}</td><td>{_diff_summary(d)}</td></tr>")
         table = ('<table class="stages"><thead><tr><th>#</th><th>stage</th><th>changed</th>'
                  "<th>time</th><th>what changed</th></tr></thead><tbody>\n"
                  + "\n".join(rows) + "\n</tbody></table>")
@@ -131,7 +132,7 @@ class _Builder:
                      "\n</ul></details>")
         return (f'<section class="stage" id="{self.id(f"stage-{i}")}" data-index="{i}" '
                 f'data-name="{_e(s.name)}" data-changed="{str(bool(s.changed)).lower()}">\n'
-                f"<h3>{i} · {_e(s.name)} {badge} <small>{_seconds(s.seconds)}</small></h3>\n"
+                f"<h3>{i} · {_e(s.name)} {badge} <small>{seconds_text(s.seconds)}</small></h3>\n"
                 f'<p class="diff">{_diff_summary(d, long=True)}</p>\n{notes}\n'
                 f'<div class="stage-body">{self.graph_svg(i, changed)}\n{self.hlo(i, d)}</div>\n'
                 "</section>")
@@ -238,13 +239,13 @@ class _Builder:
         if a is None:
             return head + "<p>The pipeline had no buffer-assignment pass.</p></section>"
         summary = _numbers("buffer-summary", [
-            ("peak_bytes", "arena (peak)", a.peak_bytes, _bytes(a.peak_bytes)),
+            ("peak_bytes", "arena (peak)", a.peak_bytes, exact_bytes_text(a.peak_bytes)),
             ("lower_bound_bytes", "lower bound (most bytes live at once)",
-             a.lower_bound_bytes, _bytes(a.lower_bound_bytes)),
+             a.lower_bound_bytes, exact_bytes_text(a.lower_bound_bytes)),
             ("fragmentation_bytes", "fragmentation", a.fragmentation_bytes,
-             _bytes(a.fragmentation_bytes)),
+             exact_bytes_text(a.fragmentation_bytes)),
             ("temporary_bytes", "temporaries end to end (no reuse)", a.temporary_bytes,
-             _bytes(a.temporary_bytes)),
+             exact_bytes_text(a.temporary_bytes)),
             ("allocations", "allocations", len(a.allocations), str(len(a.allocations))),
             ("alignment", "alignment", a.alignment, f"{a.alignment} bytes"),
             ("heap_order", "best-fit order kept", a.heap_order, a.heap_order),
@@ -278,7 +279,8 @@ class _Builder:
         out = [f'<section id="{self.id("performance")}"><h2>Performance</h2>', traffic]
         if b is None:
             return "\n".join(out) + "\n</section>"
-        out.append(f'<p class="speedup">compiled against eager NumPy: {_verdict(b.speedup)} '
+        out.append('<p class="speedup">compiled against eager NumPy: '
+                   f'{verdict(b.speedup, _bold_ratio)} '
                    f"over {b.repeat} interleaved rounds (medians).</p>")
         if not self.compact:
             chart = figure_svg(bench_figure(b))  # "slower (0.82x)", memory in units that fit
@@ -286,18 +288,20 @@ class _Builder:
         rows = []
         for label, t in (("eager NumPy", b.eager), ("compiled", b.compiled)):
             rows.append(f"<tr><td>{label}</td>"
-                        f'<td data-value="{t.median!r}">{_seconds(t.median)}</td>'
-                        f'<td data-value="{t.q3 - t.q1!r}">{_seconds(t.q3 - t.q1)}</td>'
-                        f'<td data-value="{t.peak_bytes}">{_bytes(t.peak_bytes)}</td></tr>')
+                        f'<td data-value="{t.median!r}">{seconds_text(t.median)}</td>'
+                        f'<td data-value="{t.q3 - t.q1!r}">{seconds_text(t.q3 - t.q1)}</td>'
+                        f'<td data-value="{t.peak_bytes}">{exact_bytes_text(t.peak_bytes)}'
+                        '</td></tr>')
         out.append('<table class="bench"><thead><tr><th></th><th>time (median)</th>'
                    "<th>IQR</th><th>peak memory</th></tr></thead><tbody>\n"
                    + "\n".join(rows) + "\n</tbody></table>")
         compile_s = ([("compile_seconds", "compile time", b.compile_seconds,
-                       _seconds(b.compile_seconds))] if b.compile_seconds is not None else [])
+                       seconds_text(b.compile_seconds))] if b.compile_seconds is not None else [])
         out.append(_numbers("bench-summary", [
-            ("arena_bytes", "arena (allocated once)", b.arena_bytes, _bytes(b.arena_bytes)),
+            ("arena_bytes", "arena (allocated once)", b.arena_bytes,
+             exact_bytes_text(b.arena_bytes)),
             ("predicted_peak_bytes", "predicted peak (arena + outputs)",
-             b.predicted_peak_bytes, _bytes(b.predicted_peak_bytes)),
+             b.predicted_peak_bytes, exact_bytes_text(b.predicted_peak_bytes)),
         ] + compile_s))
         return "\n".join(out) + "\n</section>"
 
@@ -316,24 +320,8 @@ def _codes(names) -> str:
     return ", ".join(f"<code>{_e(n)}</code>" for n in names)
 
 
-def _seconds(s: float) -> str:
-    if s < 1e-3:
-        return f"{s * 1e6:.1f} µs"
-    return f"{s * 1e3:.3f} ms" if s < 1 else f"{s:.3f} s"
-
-
-def _bytes(n: int) -> str:
-    """Exact bytes, and the size in KiB/MiB beside them when that reads better."""
-    exact = f"{n:,} bytes"
-    if n >= 2**20:
-        return f"{exact} ({n / 2**20:.2f} MiB)"
-    return f"{exact} ({n / 2**10:.1f} KiB)" if n >= 2**10 else exact
-
-
-def _verdict(speedup: float) -> str:
-    """`<b>2.30×</b> faster`, or `slower (<b>0.82×</b>)`: never "0.82× faster"."""
-    number = f'<b data-value="{speedup!r}">{speedup:.2f}×</b>'
-    return f"{number} faster" if speedup >= 1 else f"slower ({number})"
+def _bold_ratio(speedup: float) -> str:
+    return f'<b data-value="{speedup!r}">{speedup:.2f}×</b>'
 
 
 def _numbers(cls: str, items) -> str:

@@ -4,9 +4,13 @@ splits its NumPy.
     registry       the dispatch table, and the decorators that fill it
     dispatch       call_ufunc / call_function: NumPy's calls -> the table's rows
     util           helpers the kinds share; unsupported() and its suggestions
-    elementwise    ufuncs and their decompositions, where, clip, round, astype
+    elementwise    ufuncs and their decompositions
+    elementwise_functions
+                   the element-wise functions that are not ufuncs: where, clip, round, isin, ...
+    types          astype, result_type, arithmetic between Python scalars
     reductions     sum, prod, max, min, mean, var, std, argmax, argmin, all, any, ufunc.reduce
     manipulation   reshape, transpose, broadcast_to, concatenate, stack, flip, pad, copy, ...
+    rearranging    compositions of those: rot90, tile, repeat, roll, diff, insert, block, ...
     indexing       x[index] and x[index] = v; views written through
     creation       zeros_like & co.; np.zeros, np.arange, ... and np.array while tracing
     linalg         matmul, dot, einsum
@@ -14,11 +18,13 @@ splits its NumPy.
     scans          cumsum, cumprod, ufunc.accumulate: reduce-window over a growing window
     sorting        sort, argsort, median, percentile, quantile, searchsorted
     opaque         custom calls: unique, nonzero, argwhere; autocluster's opaque calls
+    eager_calls    what an eager op's HLO text names, and how the runtime runs it
     array_methods  the Tracer's protocols, indexing, astype and operators
 
 Each lowering registers itself where it is defined (`@lowers(np.sum)`,
 `@lowers_ufunc(np.sinh)`); importing this package imports every module, which fills the
 table and sets the Tracer's NumPy methods. `xla_explorer.trace` imports it.
 """
-from . import (array_methods, composed, creation, dispatch, elementwise, indexing,  # noqa: F401
-               linalg, manipulation, opaque, reductions, registry, scans, sorting, util)
+from . import (array_methods, composed, creation, dispatch, eager_calls,  # noqa: F401
+               elementwise, elementwise_functions, indexing, linalg, manipulation, opaque,
+               rearranging, reductions, registry, scans, sorting, types, util)

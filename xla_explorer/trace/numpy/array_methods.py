@@ -10,8 +10,8 @@ import numpy as np
 
 from ..tracer import Tracer
 from .dispatch import assign_inplace, call_function, call_ufunc
-from .elementwise import astype, python_scalar_op
 from .indexing import getitem, setitem
+from .types import astype, python_scalar_op
 from .util import is_python_scalar
 
 

@@ -18,9 +18,9 @@ from ...errors import TraceError
 from ...ir.shape import is_supported_dtype
 from ..context import active_builder, at_user_site, dtype_error, located, while_tracing
 from ..tracer import Tracer, assigned_node, node_of, read_shape, value_of
-from .elementwise import astype
 from .opaque import opaque_call
 from .registry import lowers
+from .types import astype
 from .util import eager, unsupported, wrap
 
 

@@ -16,7 +16,7 @@ from ...errors import TraceError, UnsupportedOpError
 from ...ir.shape import is_supported_dtype
 from ..context import active_builder, at_user_site, dtype_error, located
 from ..tracer import Tracer, node_of, read_shape, value_of
-from .elementwise import frexp_parts, modf_parts
+from .elementwise_functions import frexp_parts, modf_parts
 from .indexing import view_write_back
 from .opaque import opaque_call, runs_eagerly
 from .registry import (EAGER, FUNCTIONS, GUFUNCS, IN_PLACE, STATIC, UFUNC_AT, UFUNC_REDUCE,

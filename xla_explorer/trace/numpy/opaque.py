@@ -1,6 +1,7 @@
 """Not compilable: custom calls for what has a value-dependent shape (np.unique, np.nonzero,
 np.argwhere, boolean-mask indexing), and opaque calls that run a NumPy function the
-table lacks eagerly between compiled clusters (autocluster).
+table lacks eagerly between compiled clusters (autocluster). What each runs is named in
+the HLO text, and looked up in `eager_calls`.
 """
 from __future__ import annotations
 
@@ -10,10 +11,10 @@ import numpy as np
 
 from ...errors import TraceError
 from ...ir.module import Instruction
-from ...ir.ops import register_opaque
 from ...ir.shape import Shape, TupleShape, is_supported_dtype
 from ..context import active_builder, located
 from ..tracer import Tracer, node_of, value_of
+from .eager_calls import NotWritable, Operand, config_of, keep_local, numpy_function
 from .registry import lowers
 from .util import eager, unsupported, wrap
 
@@ -62,20 +63,33 @@ def _argwhere(value, a):
 def opaque_call(func: Callable, name: str, args, kwargs):
     """`func` (a NumPy function the op table lacks) as an opaque custom-call that runs
     eagerly between compiled clusters: its traced array arguments are the operands, and
-    everything else in the call is kept in a registered closure that rebuilds the call."""
+    everything else in the call is written into its backend_config."""
     leaves: list = []
     template = _template((tuple(args), dict(kwargs)), leaves)
     value = _eager_result(func, name, args, kwargs, leaves)
+    nodes = custom_call(f"numpy.{name}", leaves, value, _config(func, name, template))
+    if isinstance(nodes, tuple):
+        return tuple(wrap(n, v, f"np.{name}") for n, v in zip(nodes, value))
+    return wrap(nodes, value, f"np.{name}")
+
+
+def _config(func: Callable, name: str, template) -> str:
+    """The call's arguments as JSON where `numpy.<name>` names `func` in any process;
+    otherwise a key to a rebuilding closure kept in this one."""
+    (a, k) = template
+    named = numpy_function(f"numpy.{name}")
+    # == as a ufunc's methods are new objects on each access; np.random's may be wrapped.
+    if named is not None and func in (named, getattr(named, "__wrapped__", None)):
+        try:
+            return config_of(a, k)
+        except NotWritable:
+            pass
 
     def call(operands):
         (a, k) = _fill(template, list(operands))
         return func(*a, **k)
 
-    key = register_opaque(name, repr(template), call)
-    nodes = custom_call(f"numpy.{name}", leaves, value, f'"{key}"')
-    if isinstance(nodes, tuple):
-        return tuple(wrap(n, v, f"np.{name}") for n, v in zip(nodes, value))
-    return wrap(nodes, value, f"np.{name}")
+    return keep_local(name, repr(template), call)
 
 
 def runs_eagerly(func: Callable, name: str, args, kwargs) -> bool:
@@ -113,21 +127,11 @@ def _eager_result(func: Callable, name: str, args, kwargs, leaves: list):
     return tuple(np.asarray(v) for v in values) if isinstance(value, tuple) else value
 
 
-class _Slot:
-    """Where the n-th traced argument goes when an opaque call is rebuilt."""
-
-    def __init__(self, n: int):
-        self.n = n
-
-    def __repr__(self) -> str:
-        return f"<operand {self.n}>"
-
-
 def _template(x, leaves: list):
-    """x with every Tracer replaced by a _Slot (the Tracers appended to `leaves`)."""
+    """x with every Tracer replaced by an Operand (the Tracers appended to `leaves`)."""
     if isinstance(x, Tracer):
         leaves.append(x)
-        return _Slot(len(leaves) - 1)
+        return Operand(len(leaves) - 1)
     if isinstance(x, (list, tuple)):
         return type(x)(_template(v, leaves) for v in x)
     if isinstance(x, dict):
@@ -136,7 +140,7 @@ def _template(x, leaves: list):
 
 
 def _fill(x, operands: list):
-    if isinstance(x, _Slot):
+    if isinstance(x, Operand):
         return operands[x.n]
     if isinstance(x, (list, tuple)):
         return type(x)(_fill(v, operands) for v in x)

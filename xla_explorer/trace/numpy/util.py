@@ -14,8 +14,23 @@ from ...errors import TraceError, UnsupportedOpError, as_python_class
 from ...ir.module import Instruction
 from ...ir.shape import is_supported_dtype
 from ..context import active_builder, dtype_error, located
-from ..tracer import Tracer
+from ..tracer import Tracer, node_of
 from .registry import FUNCTIONS, UFUNCS
+
+
+def concat_nodes(value, arrays):
+    """The builder, and `arrays` as nodes of NumPy's result type (the common type, or the
+    dtype= asked for): what a lowering that joins arrays concatenates."""
+    b = active_builder()
+    dt = np.asarray(value).dtype
+    return b, [node_of(x, dt) for x in arrays]
+
+
+def axis_slice(b, x, axis, start, stop):
+    """Node `x` from `start` to `stop` along `axis`, whole along the others."""
+    spec = [(0, d, 1) for d in x.dims]
+    spec[axis] = (start, stop, 1)
+    return b.slice(x, spec)
 
 
 def is_python_scalar(x) -> bool:

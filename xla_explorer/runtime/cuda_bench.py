@@ -16,15 +16,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..viz.format import bytes_text, ratio_text, seconds_text
 from .bench import BenchResult, Timing, peak_bytes
-
-
-def _s(seconds: float) -> str:
-    return f"{seconds * 1e3:.3f} ms" if seconds < 1 else f"{seconds:.3f} s"
-
-
-def _b(n: int) -> str:
-    return f"{n / 2**20:.2f} MiB" if n >= 2**20 else f"{n / 2**10:.1f} KiB"
 
 
 @dataclass(frozen=True)
@@ -36,18 +29,18 @@ class CudaBenchResult(BenchResult):
 
     def table(self) -> str:
         rows = [("", "time (median)", "IQR", "memory"),
-                (self.eager_label, _s(self.eager.median), _s(self.eager.q3 - self.eager.q1),
-                 _b(self.eager.peak_bytes)),
-                ("compiled kernels", _s(self.compiled.median),
-                 _s(self.compiled.q3 - self.compiled.q1), _b(self.compiled.peak_bytes))]
+                (self.eager_label, seconds_text(self.eager.median), seconds_text(self.eager.q3 - self.eager.q1),
+                 bytes_text(self.eager.peak_bytes)),
+                ("compiled kernels", seconds_text(self.compiled.median),
+                 seconds_text(self.compiled.q3 - self.compiled.q1), bytes_text(self.compiled.peak_bytes))]
         if self.transfer is not None:
-            rows.append(("transfers (host<->device)", _s(self.transfer.median),
-                         _s(self.transfer.q3 - self.transfer.q1), ""))
+            rows.append(("transfers (host<->device)", seconds_text(self.transfer.median),
+                         seconds_text(self.transfer.q3 - self.transfer.q1), ""))
         widths = [max(len(r[k]) for r in rows) for k in range(4)]
         lines = [f"measured on {self.device}"]
         lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths)) for r in rows]
-        lines.append(f"speed-up {self.speedup:.2f}x (kernels alone) over {self.repeat} rounds; "
-                     f"arena {_b(self.arena_bytes)} on the device (allocated once)")
+        lines.append(f"speed-up {ratio_text(self.speedup)} (kernels alone) over {self.repeat} rounds; "
+                     f"arena {bytes_text(self.arena_bytes)} on the device (allocated once)")
         if self.simulated:
             lines.append("Numba's CUDA simulator: these times are Python's, not a GPU's.")
         return "\n".join(lines)

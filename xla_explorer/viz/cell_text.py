@@ -15,6 +15,7 @@ from ..cell.outputs import link_text
 from ..errors import CompileError
 from ..ir.ops import OPS, Group
 from ..ir.shape import hlo_type_name
+from .format import bytes_text
 
 
 def cache_report(cache) -> str:
@@ -106,8 +107,8 @@ def summary(run, cache_info, hlo: bool = True) -> str:
                      "Kernels tab)")
     buffers = ex.buffers
     if buffers is not None:
-        lines.append(f"buffers: arena {_bytes(buffers.peak_bytes)} (lower bound "
-                     f"{_bytes(buffers.lower_bound_bytes)}), "
+        lines.append(f"buffers: arena {bytes_text(buffers.peak_bytes)} (lower bound "
+                     f"{bytes_text(buffers.lower_bound_bytes)}), "
                      f"{_count(len(buffers.temporaries), 'temporary')} in "
                      f"{_count(len(buffers.allocations), 'allocation')}, "
                      f"{_count(len(buffers.buffers), 'buffer')} in all")
@@ -159,12 +160,6 @@ def kernel_line(module, kernel) -> str:
     parts = ", ".join(op if n == 1 else f"{n} {op}" for op, n in ranked)
     rest = ", ".join(f"{n} {kind}" for kind, n in plumbing.items() if n)
     return f"{kernel.name} ({what}): {len(names)} ops: {parts}" + (f"; {rest}" if rest else "")
-
-
-def _bytes(n: int) -> str:
-    if n < 1024:
-        return f"{n} B"
-    return f"{n / 1024:.1f} KiB" if n < 1024 ** 2 else f"{n / 1024 ** 2:.1f} MiB"
 
 
 def short_error(e: BaseException, filename: str) -> list[str]:

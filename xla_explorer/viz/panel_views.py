@@ -202,8 +202,9 @@ def decision_items(ex) -> list[tuple[int, object]]:
     the auto-cluster pass's notes."""
     from ..passes.kinds import Decision
 
+    clustering = ex.compiled.clustering  # the stage that made it is the one that clustered
     return [(i, n) for i, s in enumerate(ex.stages) for n in s.notes
-            if isinstance(n, Decision) or s.name == "auto-cluster"]
+            if isinstance(n, Decision) or (clustering is not None and s.artifact is clustering)]
 
 
 def decision_names(note) -> frozenset[str]:

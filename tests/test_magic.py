@@ -17,6 +17,7 @@ from xla_explorer.backends import BACKENDS
 from xla_explorer.cell import run as cell_run
 from xla_explorer.viz import mime
 from xla_explorer.viz.cell_text import summary
+from xla_explorer.viz.format import bytes_text
 
 IPYTHON_NAMES = {"In", "Out", "exit", "quit", "get_ipython"}
 
@@ -125,7 +126,8 @@ def test_the_summary_shows_fusions_buffers_and_the_check_then_the_explorer(shell
     for f in ex.fusions:  # each kernel on a line of its own, by name and kind
         assert f"\n  {f.name} ({f.kind}): " in out
     b = ex.buffers
-    assert f"buffers: arena {b.peak_bytes} B (lower bound {b.lower_bound_bytes} B)" in out
+    assert (f"buffers: arena {bytes_text(b.peak_bytes)} (lower bound "
+            f"{bytes_text(b.lower_bound_bytes)})") in out
     # The HLO is in the explorer widget displayed after the text, not in the text.
     assert ex.module.to_text(metadata=False) not in out and "optimised HLO" not in out
     # One output: the live widget, the extension's JSON, static HTML and a short text.

@@ -5,7 +5,7 @@ STAMP  := $(VENV)/.installed
 # pytest-xdist workers: the machines here have 2 cores.
 JOBS   ?= 2
 
-.PHONY: setup test test-fast lint lab lab-copy clean graphviz chromium fuzz screenshot extension
+.PHONY: setup test test-fast test-deep lint lab lab-copy clean graphviz chromium fuzz screenshot extension
 
 setup: $(STAMP) extension graphviz chromium
 
@@ -64,13 +64,19 @@ chromium:
 	fi
 
 # --dist loadgroup: the notebook tests share one Binder rehearsal on one worker (tests/conftest.py).
+# Every test but the exhaustive sweeps, which are test-deep's: under 6 minutes on 2 cores.
 test: setup
-	$(PY) -m pytest -n $(JOBS) --dist loadgroup -q
+	$(PY) -m pytest -n $(JOBS) --dist loadgroup -q -m "not deep"
+
+# The exhaustive sweeps: every op record on every element type on every backend, hundreds of
+# random programs. CI runs it after `make test` (.ci/run).
+test-deep: setup
+	$(PY) -m pytest -n $(JOBS) --dist loadgroup -q -m deep
 
 # The edit-test loop: everything except the tests marked slow (a real JupyterLab, a browser,
 # executed notebooks, subprocesses that compile, the fuzz run), under 2 minutes on 2 cores.
 test-fast: setup
-	$(PY) -m pytest -n $(JOBS) --dist loadgroup -q -m "not slow"
+	$(PY) -m pytest -n $(JOBS) --dist loadgroup -q -m "not slow and not deep"
 
 # What CI checks before the tests: ruff (pyflakes, pycodestyle, bugbear) and a lenient mypy,
 # both configured in pyproject.toml. Only the venv's setup: no Graphviz or Chromium needed.

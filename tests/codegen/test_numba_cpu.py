@@ -130,11 +130,7 @@ def test_in_place_updates_reach_the_caller(rng):
     np.testing.assert_allclose(out, want_x * 2)
 
 
-@pytest.mark.slow  # 50 random programs, each compiled
-@settings(max_examples=50, deadline=None,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-@given(programs())
-def test_random_programs_on_the_cpu_match_numpy(case):
+def _assert_random_program_matches_numpy(case):
     inputs, steps, n_out = case
     program = build(steps, n_out)
     with np.errstate(all="ignore"):
@@ -145,6 +141,24 @@ def test_random_programs_on_the_cpu_match_numpy(case):
     for i, (g, w) in enumerate(zip(got, want)):
         check = compare(f"output {i}", g, w, precision)
         assert check.ok, f"{describe(steps)}\n{check}\n" + "\n".join(ex.kernels.values())
+
+
+_RANDOM = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                     HealthCheck.data_too_large])
+
+
+@pytest.mark.slow  # each program compiled
+@settings(max_examples=12, **_RANDOM)
+@given(programs())
+def test_random_programs_on_the_cpu_match_numpy(case):
+    _assert_random_program_matches_numpy(case)
+
+
+@pytest.mark.deep
+@settings(max_examples=200, **_RANDOM)
+@given(programs())
+def test_many_random_programs_on_the_cpu_match_numpy(case):
+    _assert_random_program_matches_numpy(case)
 
 
 SECOND_PROCESS = textwrap.dedent("""

@@ -1,8 +1,8 @@
 """Every op record on backend="cuda" against NumPy, under the simulator where there is no GPU.
 
-One case per record, on one of the record's element types taken in turn from record to record
-(the simulator runs a kernel as one Python thread per CUDA thread: every type of every record
-would take minutes). A record whose program the cuda backend cannot lay out yet must be
+One case per record: in `make test` on one of the record's element types, taken in turn from
+record to record (the simulator runs a kernel as one Python thread per CUDA thread); every other
+type in `make test-deep`. A record whose program the cuda backend cannot lay out yet must be
 refused with a CompileError naming the op, never answered wrongly.
 """
 from __future__ import annotations
@@ -26,14 +26,16 @@ def _params():
         if r.group == "not-compilable":
             continue
         dtypes = [np.dtype(d) for d in r.dtypes]
-        dtype = dtypes[turn % len(dtypes)]
+        chosen = dtypes[turn % len(dtypes)]
         turn += 1
         cases = list(r.all_cases())
         shapes, variant = next(((sh, v) for sh, v in cases
                                 if all(0 not in np.shape(np.empty(s)) if isinstance(s, tuple)
                                        else True for s in sh)), cases[0])
-        yield pytest.param(r, dtype, shapes, variant,
-                           id=f"{r.name}|{dtype.name}|{_id(shapes)}|{_id(variant)}")
+        for dtype in dtypes:
+            yield pytest.param(r, dtype, shapes, variant,
+                               marks=[] if dtype == chosen else [pytest.mark.deep],
+                               id=f"{r.name}|{dtype.name}|{_id(shapes)}|{_id(variant)}")
 
 
 REFUSED: list[str] = []

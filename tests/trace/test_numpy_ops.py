@@ -153,32 +153,18 @@ def _fast_dtype(dtypes):
     return next((d for d in (np.dtype(F32), np.dtype(F64)) if d in dtypes), dtypes[0])
 
 
-# The integer widths between two others: their arithmetic is their neighbours' at another
-# width, so the sweeps run them on each record's first case only (tests/trace/
-# test_integer_types.py checks their edges), which keeps `make test` within its time.
-MIDDLE_WIDTHS = {np.dtype(np.int16), np.dtype(np.uint16), np.dtype(np.uint32)}
-
-
-def _record_params(records, dtype_filter=None, one_fast_dtype: bool = False):
-    """Every record and type. A record runs every case on its `_fast_dtype` and on one more of
-    its types, taken in turn from record to record so that each type runs every case for a
-    share of the records; on its other types it runs its first case (a middle width: always
-    the first case only). With `one_fast_dtype`, the cases of every type but `_fast_dtype`'s
-    are marked slow: `make test-fast` runs every record and case on one type, `make test` on
-    all of them."""
-    turn = 0
+def _record_params(records, dtype_filter=None):
+    """Every record, type and case: `make test` runs every case of each record on its
+    `_fast_dtype`; every other type is `make test-deep`'s (the integer widths and float16
+    have tests of their own in `make test`: test_integer_types.py, test_float16.py)."""
     for r in records:
         kept = [np.dtype(d) for d in r.dtypes if not dtype_filter or dtype_filter(d)]
         if not kept:
             continue
         fast = _fast_dtype(kept)
-        others = [d for d in kept if d != fast and d not in MIDDLE_WIDTHS]
-        full = {fast, others[turn % len(others)]} if others else {fast}
-        turn += 1
-        cases = list(r.all_cases())
         for dtype in kept:
-            marks = [pytest.mark.slow] if one_fast_dtype and dtype != fast else []
-            for shapes, variant in cases if dtype in full else cases[:1]:
+            marks = [] if dtype == fast else [pytest.mark.deep]
+            for shapes, variant in r.all_cases():
                 yield pytest.param(r, dtype, shapes, variant, marks=marks,
                                    id=f"{r.name}|{dtype.name}|{_id(shapes)}|{_id(variant)}")
 
@@ -193,7 +179,7 @@ def _args_factory(record, shapes, dtype, seed=0):
 
 
 @pytest.mark.parametrize("record,dtype,shapes,variant",
-                         list(_record_params(RECORDS, one_fast_dtype=True)))
+                         list(_record_params(RECORDS)))
 def test_record_matches_numpy(record, dtype, shapes, variant):
     f = _bind(record, variant, dtype)
     make = _args_factory(record, shapes, dtype)
@@ -215,31 +201,25 @@ def test_record_matches_numpy(record, dtype, shapes, variant):
 
 
 def _cpu_params():
-    """One case per record and type (the first with no empty argument): each compiles. A
-    record compiles on its `_fast_dtype` and on one more of its types, taken in turn from
-    record to record so that every type compiles for a share of the records: a compile per
-    record and type (about 0.3 s each) would take `make test` past its time. Every record runs
-    on every type in the interpreter sweep, and the newer types' kernels have tests of their
-    own (test_integer_types.py, test_float16.py)."""
-    turn = 0
+    """One case per record and type (the first with no empty argument), each compiled: a
+    record on its `_fast_dtype` in `make test`, on every other type in `make test-deep` (a
+    compile is about 0.3 s)."""
     for r in RECORDS:
         if r.group == "not-compilable":
             continue
         types = [np.dtype(d) for d in r.dtypes]
         fast = _fast_dtype(types)
-        rest = [d for d in types if d != fast]
-        picked = {rest[turn % len(rest)]} if rest else set()
-        turn += 1
-        for dtype in (d for d in types if d == fast or d in picked):
-            cases = list(r.all_cases())
-            shapes, variant = next(((sh, v) for sh, v in cases
-                                    if all(0 not in np.shape(np.empty(s)) if isinstance(s, tuple)
-                                           else True for s in sh)), cases[0])
+        cases = list(r.all_cases())
+        shapes, variant = next(((sh, v) for sh, v in cases
+                                if all(0 not in np.shape(np.empty(s)) if isinstance(s, tuple)
+                                       else True for s in sh)), cases[0])
+        for dtype in types:
             yield pytest.param(r, dtype, shapes, variant,
+                               marks=[] if dtype == fast else [pytest.mark.deep],
                                id=f"{r.name}|{dtype.name}|{_id(shapes)}|{_id(variant)}")
 
 
-@pytest.mark.slow  # a Numba compile for each of ~700 records and types
+@pytest.mark.slow  # a Numba compile for each record
 @pytest.mark.parametrize("record,dtype,shapes,variant", list(_cpu_params()))
 def test_record_matches_numpy_on_the_cpu(record, dtype, shapes, variant, tmp_path_factory,
                                          monkeypatch):
@@ -272,13 +252,18 @@ def _python_scalar(record, position, kind, rng):
 
 
 def _scalar_params():
+    """Every binary op, side and scalar kind on the op's `_fast_dtype`; its other types in
+    `make test-deep`."""
     for r in _BINARY:
-        for dtype in (d for d in r.dtypes if np.dtype(d) not in MIDDLE_WIDTHS):
+        fast = _fast_dtype([np.dtype(d) for d in r.dtypes])
+        for dtype in r.dtypes:
             for side, kind in itertools.product(("left", "right"), _SCALAR_KINDS):
-                yield pytest.param(r, dtype, side, kind, id=f"{r.name}|{dtype.name}|{side}|{kind}")
+                yield pytest.param(r, dtype, side, kind,
+                                   marks=[] if np.dtype(dtype) == fast else [pytest.mark.deep],
+                                   id=f"{r.name}|{dtype.name}|{side}|{kind}")
 
 
-@pytest.mark.slow  # ~1150 cases: every binary op, type, side and scalar kind
+@pytest.mark.slow  # every binary op, side and scalar kind
 @pytest.mark.parametrize("record,dtype,side,kind", list(_scalar_params()))
 def test_python_scalar_operand(record, dtype, side, kind):
     rng = np.random.default_rng(1)
@@ -329,12 +314,12 @@ _FIRST_TYPES = (BOOL, I32, I64, F32, F64)
 # Every pair of the first five types; for the narrow and unsigned integers and float16, the
 # pairs whose promotion is NumPy's less obvious answers (uint8 + int8 is int16, uint64 + int64
 # float64, uint32 + int32 int64, int8 + float16 float16, int16 + float16 float32) and one of
-# each with bool and float32. The rest are slow.
+# each with bool and float32. The rest are `make test-deep`'s.
 _NEW_PAIRS = [(U8, I8), (I8, U8), (U64, I64), (I64, U64), (U32, I32), (U16, I16), (I8, I16),
               (U8, U16), (U64, U8), (BOOL, U8), (U8, F32), (I16, F32), (U64, F64),
               (F16, F32), (I8, F16), (U8, F16), (F16, I16), (BOOL, F16)]
 _PAIRS = ([(a, b) for a in _FIRST_TYPES for b in _FIRST_TYPES if a != b] + _NEW_PAIRS
-          + [pytest.param(a, b, marks=pytest.mark.slow) for a in ALL for b in ALL
+          + [pytest.param(a, b, marks=pytest.mark.deep) for a in ALL for b in ALL
              if a != b and (a, b) not in _NEW_PAIRS
              and not (a in _FIRST_TYPES and b in _FIRST_TYPES)])
 

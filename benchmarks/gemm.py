@@ -19,7 +19,8 @@ import numpy as np  # noqa: E402
 from numba import njit  # noqa: E402
 
 from xla_explorer.codegen import gemm  # noqa: E402
-from xla_explorer.codegen.gemm import _tile, packed_b_size, product  # noqa: E402
+from xla_explorer.codegen.gemm import packed_b_size, product  # noqa: E402
+from xla_explorer.codegen.gemm_ir import tile  # noqa: E402
 
 try:
     import jax
@@ -30,7 +31,7 @@ except ImportError:  # the [bench] extra is not installed
 @njit
 def _tiles(ap, bp, c, reps):
     for _ in range(reps):
-        _tile(ap, 0, bp, 0, c, 0, c.size // gemm.MR, gemm.KC, True)
+        tile(ap, 0, bp, 0, c, 0, c.size // gemm.MR, gemm.KC, True)
 
 
 def micro_kernel_gflops(seconds: float = 1.0) -> float:

@@ -10,12 +10,12 @@ OpenBLAS's own kernels (Goto's algorithm):
     each group of panels by the thread whose columns of C they make (`next_product_block`);
   - A is packed per block of MC rows into panels MR rows tall, a column of a panel's MR
     elements after another, on the thread's own stack, by the first panel of B to use it
-    (`_tile_packing`);
-  - the micro-kernel (`_tile`) keeps an MR x NR tile of C in vector registers for KC steps,
+    (`tile_packing`);
+  - the micro-kernel (`tile`) keeps an MR x NR tile of C in vector registers for KC steps,
     each step one broadcast of A per row and one fused multiply-add per register. It is
-    written as LLVM IR with explicit vectors of the machine's width, since Numba has no
-    intrinsics for them and LLVM's vectorizers do not keep accumulators in registers across
-    a loop.
+    written as LLVM IR with explicit vectors of the machine's width (gemm_ir.py), since
+    Numba has no intrinsics for them and LLVM's vectorizers do not keep accumulators in
+    registers across a loop.
 
 Why not NumPy's BLAS: where the environment holds NumPy's OpenBLAS to narrower vectors than
 the CPU has (OPENBLAS_CORETYPE, docs/machine-facts.md), a product written for the CPU's own
@@ -45,51 +45,28 @@ os.environ.setdefault("GOMP_SPINCOUNT", "5000")
 
 import llvmlite.binding as llvm  # noqa: E402
 import numpy as np  # noqa: E402
-from llvmlite import ir  # noqa: E402
 from numba import carray, cfunc, njit, prange, types  # noqa: E402
-from numba.core import cgutils  # noqa: E402
-from numba.extending import intrinsic  # noqa: E402
 
-from .parallel import LINE, fetch_add, load_acquire, stack_array, thread, threads  # noqa: E402
-from .target import cpu_features  # noqa: E402
+from .gemm_ir import (MR, NV, PACK_ROWS, VECTOR_BYTES, copy_panel_row, local_array,  # noqa: E402
+                      short_tile, tile, tile_packing, transpose_strip)
+from .parallel import LINE, fetch_add, load_acquire, thread, threads  # noqa: E402
 
 __all__ = ["MR", "NV", "KC", "VECTOR_BYTES", "panel_width", "packed_b_size", "packed_b",
            "pack_b", "pack_b_parallel", "claims", "next_rows", "group_columns",
            "next_product_block", "product_block", "product_rows", "product"]
 
 
-def _target_vectors() -> tuple[int, int]:
-    """(bytes per vector register, number of vector registers) of the CPU Numba compiles
-    for."""
-    features = cpu_features()
-    if "avx512f" in features:
-        return 64, 32
-    if {"avx2", "avx"} & features:
-        return 32, 16
-    if "neon" in features or llvm.get_host_cpu_name().startswith("apple"):
-        return 16, 32
-    return 16, 16
-
-
-VECTOR_BYTES, _REGISTERS = _target_vectors()
-# The register tile: MR rows of C, NV vector registers per row. MR * NV accumulators, NV
-# registers for B's row and one broadcast must fit in the register file: 12 x 2 with 32
-# registers (BLIS's Skylake-X tile, transposed for row-major C), 6 x 2 with 16 (Haswell's).
-MR, NV = (12, 2) if _REGISTERS >= 32 else (6, 2)
 # Rows of B per packed block: a micro-panel (KC x NR: 32 KiB of float32 at 512 bits) stays in
 # L1 (docs/machine-facts.md) while every tile of an A block reuses it.
 KC = 256
 # Row panels per A block at most: the packed block (MC x KC, MC = 96 rows: 96 KiB of float32)
 # stays in L2 while the micro-panels of B pass through L1.
 MC_PANELS = 8
-# Rows of B packed together, a panel at a time (a packing thread's claim, too): few enough
-# that their loads stream, and that the threads' last claims end close together.
-PACK_ROWS = 16
 
 _JIT = dict(cache=True, error_model="numpy", fastmath=True)
 
 # Elements of a thread's packed A block and of its edge tile: on the thread's stack
-# (`_stack_array`), so a product allocates nothing on the heap but packed B.
+# (`local_array`), so a product allocates nothing on the heap but packed B.
 _A_BLOCK = MC_PANELS * MR * KC
 _EDGE_TILE = MR * NV * VECTOR_BYTES // 4
 
@@ -99,205 +76,6 @@ def panel_width(dtype) -> int:
     return NV * VECTOR_BYTES // np.dtype(dtype).itemsize
 
 
-def _float_arrays(*arrays) -> bool:
-    return (isinstance(arrays[0], types.Array) and arrays[0].dtype in (types.float32, types.float64)
-            and all(isinstance(x, types.Array) and x.dtype == arrays[0].dtype for x in arrays))
-
-
-def _data(context, builder, ty, value, offset):
-    """Pointer to element `offset` of array `value` (of type `ty`) counted in its memory."""
-    return builder.gep(context.make_array(ty)(context, builder, value).data, [offset])
-
-
-def _emit_tile(context, builder, dtype, load_a, b_ptr, c_ptr, ldc, kc, accumulate, rows=MR,
-               live=None):
-    """The register tile's loop over k < kc, then its store to C (an add if `accumulate`):
-    `rows` rows (a constant), of which the first `live` (a value; all if None) are stored.
-    load_a(k, r) emits the load of A's element in row r, column k."""
-    lanes = VECTOR_BYTES // (dtype.bitwidth // 8)
-    nr = NV * lanes
-    vec = ir.VectorType(context.get_value_type(dtype), lanes)
-    intp = context.get_value_type(types.intp)
-
-    def const(v):
-        return ir.Constant(intp, v)
-
-    fma = cgutils.get_or_insert_function(
-        builder.module, ir.FunctionType(vec, [vec] * 3), f"llvm.fma.v{lanes}f{dtype.bitwidth}")
-    zero = ir.Constant(vec, None)
-    undef = ir.Constant(vec, ir.Undefined)
-    splat = ir.Constant(ir.VectorType(ir.IntType(32), lanes), [0] * lanes)
-    align = dtype.bitwidth // 8
-
-    entry = builder.block
-    loop = builder.function.append_basic_block("tile.k")
-    done = builder.function.append_basic_block("tile.done")
-    builder.cbranch(builder.icmp_signed(">", kc, const(0)), loop, done)
-
-    # The loop over k: rows x NV accumulators live in registers as phi nodes.
-    builder.position_at_end(loop)
-    k = builder.phi(intp)
-    acc = [[builder.phi(vec) for _ in range(NV)] for _ in range(rows)]
-    b_row = builder.gep(b_ptr, [builder.mul(k, const(nr))])
-    b_vecs = [builder.load(builder.bitcast(builder.gep(b_row, [const(v * lanes)]),
-                                           vec.as_pointer()), align=align)
-              for v in range(NV)]
-    new = []
-    for r in range(rows):
-        x = load_a(k, r)
-        xs = builder.shuffle_vector(
-            builder.insert_element(undef, x, ir.Constant(ir.IntType(32), 0)), undef, splat)
-        new.append([builder.call(fma, [xs, b_vecs[v], acc[r][v]]) for v in range(NV)])
-    k_next = builder.add(k, const(1))
-    latch = builder.block
-    k.add_incoming(const(0), entry)
-    k.add_incoming(k_next, latch)
-    for r in range(rows):
-        for v in range(NV):
-            acc[r][v].add_incoming(zero, entry)
-            acc[r][v].add_incoming(new[r][v], latch)
-    builder.cbranch(builder.icmp_signed("<", k_next, kc), loop, done)
-
-    # Write the tile back once.
-    builder.position_at_end(done)
-    sums = []
-    for r in range(rows):  # phi nodes first: LLVM wants them at the top of the block
-        row = []
-        for v in range(NV):
-            total = builder.phi(vec)
-            total.add_incoming(zero, entry)
-            total.add_incoming(new[r][v], latch)
-            row.append(total)
-        sums.append(row)
-
-    def each_row(emit):
-        """emit(sums, pointers) for each row of the tile that is stored."""
-        for r in range(rows):
-            c_row = builder.gep(c_ptr, [builder.mul(const(r), ldc)])
-            ptrs = [builder.bitcast(builder.gep(c_row, [const(v * lanes)]), vec.as_pointer())
-                    for v in range(NV)]
-            if live is None:
-                emit(sums[r], ptrs)
-            else:
-                with builder.if_then(builder.icmp_signed("<", const(r), live), likely=True):
-                    emit(sums[r], ptrs)
-
-    def add(totals, ptrs):
-        for total, p in zip(totals, ptrs):
-            builder.store(builder.fadd(builder.load(p, align=align), total), p, align=align)
-
-    def store(totals, ptrs):
-        for total, p in zip(totals, ptrs):
-            builder.store(total, p, align=align)
-
-    flag = builder.icmp_unsigned("!=", accumulate, ir.Constant(accumulate.type, 0))
-    with builder.if_else(flag) as (then, otherwise):
-        with then:
-            each_row(add)
-        with otherwise:
-            each_row(store)
-
-
-def _packed(builder, k, r):
-    """Where a packed panel of A keeps its row r, column k: at k*MR + r."""
-    return builder.add(builder.mul(k, ir.Constant(k.type, MR)), ir.Constant(k.type, r))
-
-
-def _packed_a_tile(rows, short):
-    """Code for a tile of `rows` rows reading A packed, from the arguments (a, a_off, b, b_off,
-    c, c_off, ldc, kc, accumulate), and if `short`, (rows, live) after them."""
-    def codegen(context, builder, signature, args):
-        a_, a_off_, b_, b_off_, c_, c_off_, ldc_, kc_, accumulate_ = args[:9]
-        aty, bty, cty = signature.args[0], signature.args[2], signature.args[4]
-        a_ptr = _data(context, builder, aty, a_, a_off_)
-        _emit_tile(context, builder, aty.dtype,
-                   lambda k, r: builder.load(builder.gep(a_ptr, [_packed(builder, k, r)])),
-                   _data(context, builder, bty, b_, b_off_),
-                   _data(context, builder, cty, c_, c_off_), ldc_, kc_, accumulate_,
-                   rows=rows, live=args[10] if short else None)
-        return context.get_dummy_value()
-
-    return codegen
-
-
-@intrinsic
-def _tile(typingctx, a, a_off, b, b_off, c, c_off, ldc, kc, accumulate):
-    """C[c_off + r*ldc + j] (+)= sum over k < kc of A[a_off + k*MR + r] * B[b_off + k*NR + j],
-    for r < MR, j < NR: one register tile, A packed. Stores when `accumulate` is false."""
-    if not _float_arrays(a, b, c):
-        return None
-    sig = types.void(a, types.intp, b, types.intp, c, types.intp, types.intp, types.intp,
-                     types.boolean)
-    return sig, _packed_a_tile(MR, short=False)
-
-
-@intrinsic
-def _short_tile(typingctx, a, a_off, b, b_off, c, c_off, ldc, kc, accumulate, rows, live):
-    """`_tile` over A's last row panel, where only `live` rows are left: `rows` rows (a
-    constant, at least `live`) computed, the first `live` stored."""
-    if not (_float_arrays(a, b, c) and isinstance(rows, types.IntegerLiteral)):
-        return None
-    sig = types.void(a, types.intp, b, types.intp, c, types.intp, types.intp, types.intp,
-                     types.boolean, rows, types.intp)
-    return sig, _packed_a_tile(rows.literal_value, short=True)
-
-
-@intrinsic
-def _tile_packing(typingctx, a, a_off, lda, ap, ap_off, b, b_off, c, c_off, ldc, kc,
-                  accumulate):
-    """`_tile` reading A unpacked (row r, column k at A[a_off + r*lda + k]) and packing it on
-    the way: it writes each element it reads to ap[ap_off + k*MR + r], where `_tile` reads it
-    for the next panels of B. The packing stores ride along with the multiply-adds instead of
-    costing a pass over A of their own."""
-    if not _float_arrays(a, ap, b, c):
-        return None
-    sig = types.void(a, types.intp, types.intp, ap, types.intp, b, types.intp, c, types.intp,
-                     types.intp, types.intp, types.boolean)
-
-    def codegen(context, builder, signature, args):
-        a_, a_off_, lda_, ap_, ap_off_, b_, b_off_, c_, c_off_, ldc_, kc_, accumulate_ = args
-        aty, apty, bty, cty = (signature.args[i] for i in (0, 3, 5, 7))
-        a_ptr = _data(context, builder, aty, a_, a_off_)
-        ap_ptr = _data(context, builder, apty, ap_, ap_off_)
-        rows = [builder.gep(a_ptr, [builder.mul(ir.Constant(lda_.type, r), lda_)])
-                for r in range(MR)]
-        bits = ir.IntType(aty.dtype.bitwidth)
-
-        def load_a(k, r):
-            at = builder.gep(rows[r], [k])
-            x = builder.load(at)
-            # The element is copied to packed A through an integer register, loaded a second
-            # time: stored from the vector register it is broadcast into, its store would
-            # take a slot on the floating-point pipes the multiply-adds need
-            # (docs/performance.md). The load is atomic (monotonic: a plain move on x86 and
-            # Arm) only so that LLVM keeps it apart from the broadcast's load instead of
-            # merging the two.
-            copy = builder.load_atomic(builder.bitcast(at, bits.as_pointer()), "monotonic",
-                                       bits.width // 8)
-            builder.store(copy, builder.bitcast(builder.gep(ap_ptr, [_packed(builder, k, r)]),
-                                                bits.as_pointer()))
-            return x
-
-        _emit_tile(context, builder, aty.dtype, load_a, _data(context, builder, bty, b_, b_off_),
-                   _data(context, builder, cty, c_, c_off_), ldc_, kc_, accumulate_)
-        return context.get_dummy_value()
-
-    return sig, codegen
-
-
-@intrinsic
-def _stack_array(typingctx, like, size):
-    """A 1-d array of `size` (a constant) elements of like's dtype in the calling function's
-    stack frame: gone when it returns, never seen by an allocator."""
-    if not isinstance(size, types.IntegerLiteral):
-        return None
-    n = size.literal_value
-    array = types.Array(like.dtype, 1, "C")
-
-    def codegen(context, builder, signature, args):
-        return stack_array(context, builder, like.dtype, n)[0]
-
-    return array(like, size), codegen
 
 
 @njit(inline="always")
@@ -333,28 +111,6 @@ def packed_b(b, work):
     return work[:_packed_elements(k, n, b.itemsize) * b.itemsize].view(b.dtype)
 
 
-@intrinsic
-def _copy_panel_row(typingctx, src, src_off, dst, dst_off):
-    """dst[dst_off:dst_off + NR] = src[src_off:src_off + NR]: NV vector loads and stores.
-    (Written out, since LLVM leaves the packing loop's copy scalar.)"""
-    if not _float_arrays(src, dst):
-        return None
-
-    def codegen(context, builder, signature, args):
-        s, s_off, d, d_off = args
-        sty, dty = signature.args[0], signature.args[2]
-        lanes = VECTOR_BYTES // (sty.dtype.bitwidth // 8)
-        vec = ir.VectorType(context.get_value_type(sty.dtype), lanes).as_pointer()
-        s_ptr = _data(context, builder, sty, s, s_off)
-        d_ptr = _data(context, builder, dty, d, d_off)
-        align = sty.dtype.bitwidth // 8
-        for v in range(NV):
-            at = ir.Constant(s_off.type, v * lanes)
-            x = builder.load(builder.bitcast(builder.gep(s_ptr, [at]), vec), align=align)
-            builder.store(x, builder.bitcast(builder.gep(d_ptr, [at]), vec), align=align)
-        return context.get_dummy_value()
-
-    return types.void(src, types.intp, dst, types.intp), codegen
 
 
 @njit(**_JIT)
@@ -379,7 +135,7 @@ def _pack_b_rows(b, bp, r0, r1, jp0, jp1):
         for jp in range(jp0, min(jp1, full)):
             dst = first + jp * kc * nr
             for k in range(k0, k1):
-                _copy_panel_row(flat, k * n + jp * nr, bp, dst)
+                copy_panel_row(flat, k * n + jp * nr, bp, dst)
                 dst += nr
         if full < jp1:  # the last panel, past B's last column: zeros
             dst = first + full * kc * nr
@@ -391,64 +147,14 @@ def _pack_b_rows(b, bp, r0, r1, jp0, jp1):
         k0 = k1
 
 
-@intrinsic
-def _transpose_strip(typingctx, src, src_off, ld, dst, dst_off):
-    """dst[dst_off + k*NR + j] = src[src_off + j*ld + k] for j < NR, k < PACK_ROWS: NR rows
-    of B's transpose, PACK_ROWS long, into PACK_ROWS rows of a panel of B. In square blocks
-    of vector registers, each loaded along the rows and transposed in log2(lanes) rounds of
-    shuffles (each round swaps one bit of the row number with that bit of the lane), then
-    stored whole: element by element, the panel's stores or the strip's loads would go one
-    scalar at a time."""
-    if not _float_arrays(src, dst):
-        return None
 
-    def codegen(context, builder, signature, args):
-        s, s_off, ld_, d, d_off = args
-        sty, dty = signature.args[0], signature.args[3]
-        lanes = VECTOR_BYTES // (sty.dtype.bitwidth // 8)
-        vec = ir.VectorType(context.get_value_type(sty.dtype), lanes)
-        s_ptr = _data(context, builder, sty, s, s_off)
-        d_ptr = _data(context, builder, dty, d, d_off)
-        align = sty.dtype.bitwidth // 8
-
-        def const(v):
-            return ir.Constant(s_off.type, v)
-
-        def mask(indices):
-            return ir.Constant(ir.VectorType(ir.IntType(32), lanes), indices)
-
-        for jb in range(NV):
-            for kb in range(PACK_ROWS // lanes):
-                rows = []
-                for j in range(lanes):
-                    at = builder.add(builder.mul(const(jb * lanes + j), ld_), const(kb * lanes))
-                    rows.append(builder.load(builder.bitcast(builder.gep(s_ptr, [at]),
-                                                             vec.as_pointer()), align=align))
-                bit = 1
-                while bit < lanes:
-                    for i in range(lanes):
-                        if i & bit:
-                            continue
-                        lo, hi = rows[i], rows[i + bit]
-                        rows[i] = builder.shuffle_vector(lo, hi, mask(
-                            [c + lanes - bit if c & bit else c for c in range(lanes)]))
-                        rows[i + bit] = builder.shuffle_vector(lo, hi, mask(
-                            [c + lanes if c & bit else c + bit for c in range(lanes)]))
-                    bit *= 2
-                for k in range(lanes):
-                    at = const((kb * lanes + k) * NV * lanes + jb * lanes)
-                    builder.store(rows[k], builder.bitcast(builder.gep(d_ptr, [at]),
-                                                           vec.as_pointer()), align=align)
-        return context.get_dummy_value()
-
-    return types.void(src, types.intp, types.intp, dst, types.intp), codegen
 
 
 @njit(**_JIT)
 def _pack_bt_rows(bt, bp, r0, r1, jp0, jp1):
     """`_pack_b_rows` for B given as its transpose, bt (n x k, C-contiguous): what q @ k.T
     hands the product. A panel's rows of B are NR rows of bt, transposed PACK_ROWS at a time
-    on the way in (`_transpose_strip`). A panel at a time, all its rows: bt's NR rows are
+    on the way in (`transpose_strip`). A panel at a time, all its rows: bt's NR rows are
     read front to back and the panel written front to back, where PACK_ROWS rows of every
     panel at a time would read a few elements from each of bt's n rows, k elements apart."""
     n, kk = bt.shape
@@ -466,7 +172,7 @@ def _pack_bt_rows(bt, bp, r0, r1, jp0, jp1):
             dst = pc * panels * nr + jp * kc * nr + (k0 - pc) * nr
             src = jp * nr * kk + k0
             if jp < full and k1 - k0 == PACK_ROWS:
-                _transpose_strip(flat, src, kk, bp, dst)
+                transpose_strip(flat, src, kk, bp, dst)
             else:  # a block's last rows, fewer than PACK_ROWS, or the last panel: zero-padded
                 for k in range(k1 - k0):
                     for j in range(nr):
@@ -477,8 +183,8 @@ def _pack_bt_rows(bt, bp, r0, r1, jp0, jp1):
 @njit(**_JIT)
 def _pack_a(a, i, pc, kc, ap, base):
     """A[i:i+MR, pc:pc+kc] into ap[base:], each column's MR elements contiguous: the order in
-    which `_tile` reads them. Rows past A's end are zeros. (Panels of whole rows are packed by
-    `_tile_packing` instead, as it computes with them.)"""
+    which `tile` reads them. Rows past A's end are zeros. (Panels of whole rows are packed by
+    `tile_packing` instead, as it computes with them.)"""
     m = a.shape[0]
     for k in range(kc):
         for r in range(MR):
@@ -547,12 +253,12 @@ _THIRD_TILE, _TWO_THIRDS_TILE = MR // 3, 2 * MR // 3
 @njit(**_JIT, inline="always")
 def _last_rows_tile(ap, a_off, bp, b_off, c, c_off, ldc, kc, accumulate, left):
     if left <= _THIRD_TILE:
-        _short_tile(ap, a_off, bp, b_off, c, c_off, ldc, kc, accumulate, _THIRD_TILE, left)
+        short_tile(ap, a_off, bp, b_off, c, c_off, ldc, kc, accumulate, _THIRD_TILE, left)
     elif left <= _TWO_THIRDS_TILE:
-        _short_tile(ap, a_off, bp, b_off, c, c_off, ldc, kc, accumulate, _TWO_THIRDS_TILE,
+        short_tile(ap, a_off, bp, b_off, c, c_off, ldc, kc, accumulate, _TWO_THIRDS_TILE,
                     left)
     else:
-        _short_tile(ap, a_off, bp, b_off, c, c_off, ldc, kc, accumulate, MR, left)
+        short_tile(ap, a_off, bp, b_off, c, c_off, ldc, kc, accumulate, MR, left)
 
 
 @njit(**_JIT)
@@ -562,7 +268,7 @@ def _product_block(a, bp, c, r0, r1, c0, c1):
     m, kk = a.shape
     n = c.shape[1]
     # A transposed is packed by `_pack_a`, which then reads each column's MR elements from
-    # one place; `_tile_packing` reads A's rows.
+    # one place; `tile_packing` reads A's rows.
     by_rows = a.flags.c_contiguous
     if r0 >= r1 or c0 >= c1:
         return
@@ -574,8 +280,8 @@ def _product_block(a, bp, c, r0, r1, c0, c1):
     full = n // nr
     jp0, jp1 = c0 // nr, _panels(c1, a.itemsize)
     cf = c.reshape(-1)
-    ap = _stack_array(a, _A_BLOCK)
-    edge = _stack_array(a, _EDGE_TILE)
+    ap = local_array(a, _A_BLOCK)
+    edge = local_array(a, _EDGE_TILE)
     for i0 in range(r0, r1, MC_PANELS * MR):
         rows = min(MC_PANELS * MR, r1 - i0)
         tiles = (rows + MR - 1) // MR
@@ -596,10 +302,10 @@ def _product_block(a, bp, c, r0, r1, c0, c1):
                         _pack_a(a, i, pc, kc, ap, a_off)
                     if whole and jp < full:
                         if packing:
-                            _tile_packing(a, i * kk + pc, kk, ap, a_off, bp, b_off,
+                            tile_packing(a, i * kk + pc, kk, ap, a_off, bp, b_off,
                                           cf, i * n + j0, n, kc, later)
                         else:
-                            _tile(ap, a_off, bp, b_off, cf, i * n + j0, n, kc, later)
+                            tile(ap, a_off, bp, b_off, cf, i * n + j0, n, kc, later)
                         continue
                     if jp < full:  # A's last rows, fewer than MR
                         _last_rows_tile(ap, a_off, bp, b_off, cf, i * n + j0, n, kc, later,
@@ -607,10 +313,10 @@ def _product_block(a, bp, c, r0, r1, c0, c1):
                         continue
                     # A tile over C's edge: computed whole, then its part inside C kept.
                     if packing:
-                        _tile_packing(a, i * kk + pc, kk, ap, a_off, bp, b_off, edge, 0, nr,
+                        tile_packing(a, i * kk + pc, kk, ap, a_off, bp, b_off, edge, 0, nr,
                                       kc, False)
                     else:
-                        _tile(ap, a_off, bp, b_off, edge, 0, nr, kc, False)
+                        tile(ap, a_off, bp, b_off, edge, 0, nr, kc, False)
                     for r in range(min(MR, m - i)):
                         for j in range(min(nr, n - j0)):
                             if later:

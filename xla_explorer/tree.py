@@ -14,17 +14,19 @@ where kind is
   dict);
 - a list or tuple type (a named tuple's own class), and body (treedef, ...).
 
-This module imports nothing of the package: the tracer, the runtime, the API and the notebook
-cells all walk containers with it.
+This module imports nothing of the package but its error base: the tracer, the runtime, the
+API and the notebook cells all walk containers with it.
 """
 from __future__ import annotations
 
 from typing import Any, Callable, Iterator
 
+from .errors import XlaExplorerError
+
 LEAF = "leaf"
 
 
-class CycleError(ValueError):
+class CycleError(XlaExplorerError, ValueError):
     """A container that holds itself: it has no finite leaves. `path` is the keys from the
     root to the place where it holds itself."""
 

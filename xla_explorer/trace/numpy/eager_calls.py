@@ -19,11 +19,11 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ...errors import CompileError
+from ...errors import CompileError, XlaExplorerError
 from ...ir.module import Instruction
 
 
-class NotWritable(TypeError):
+class NotWritable(XlaExplorerError, TypeError):
     """A call argument that JSON cannot hold."""
 
 

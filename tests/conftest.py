@@ -42,11 +42,21 @@ LONG_FIRST = ("tests/test_binder.py", "tests/test_notebooks.py", "tests/test_not
               "tests/extension/test_typescript.py", "tests/test_make_lab.py")
 
 
-def pytest_collection_modifyitems(items):
+@pytest.hookimpl(trylast=True)  # after xdist has added each test's group to its id
+def pytest_collection_modifyitems(config, items):
     def rank(item) -> int:
         return next((i for i, p in enumerate(LONG_FIRST) if item.nodeid.startswith(p)),
                     len(LONG_FIRST))
     items.sort(key=rank)  # stable: every worker collects the same order, as xdist requires
+    # Under `--dist loadgroup` xdist sends a group to one worker by the `@group` it adds to
+    # each id. Where it cannot (a pytest it does not know), both workers would wait for the
+    # one Binder rehearsal: say so, rather than run a suite minutes slower.
+    if getattr(config.option, "loadgroup", False):
+        grouped = [i for i in items if i.get_closest_marker("xdist_group")]
+        if grouped and "@" not in grouped[0].nodeid:
+            raise pytest.UsageError(
+                "pytest-xdist could not group the tests marked xdist_group under this pytest "
+                f"({pytest.__version__}): install the test extra's versions (make setup)")
 
 
 def pytest_unconfigure(config):

@@ -22,15 +22,23 @@ from xla_explorer.viz.format import bytes_text
 IPYTHON_NAMES = {"In", "Out", "exit", "quit", "get_ipython"}
 
 
+def forget_user_names(sh) -> None:
+    """Every name a cell bound, gone, as `sh.reset()` leaves it, without the full garbage
+    collection reset() runs: seconds, in a test worker whose heap holds thousands of
+    compiled kernels."""
+    for name in [n for n in sh.user_ns if n not in sh.user_ns_hidden]:
+        del sh.user_ns[name]
+
+
 @pytest.fixture
 def shell():
     sh = InteractiveShell.instance()
-    sh.reset(new_session=False)
+    forget_user_names(sh)
     result = sh.run_cell("%reload_ext xla_explorer")  # a fresh compile cache each test
     assert result.success
     sh.run_cell("import numpy as np")
     yield sh
-    sh.reset(new_session=False)
+    forget_user_names(sh)
 
 
 def magics(shell):

@@ -30,7 +30,7 @@ from numba import njit, prange  # noqa: E402
 from xla_explorer.codegen import fastmath  # noqa: E402
 
 try:  # the flags the generated kernels are compiled with
-    from xla_explorer.codegen.numba_cpu import FASTMATH
+    from xla_explorer.codegen.cpu import FASTMATH
 except ImportError:
     FASTMATH = {"nsz", "contract", "afn", "reassoc"}
 

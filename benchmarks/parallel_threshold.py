@@ -27,7 +27,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from run import timed_rounds  # noqa: E402
 
 from xla_explorer.codegen.fastmath import tanh_f32  # noqa: E402
-from xla_explorer.codegen.numba_cpu import FASTMATH  # noqa: E402
+from xla_explorer.codegen.cpu import FASTMATH  # noqa: E402
 
 F = np.float32
 

@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 
 import xla_explorer as xe
-from xla_explorer.codegen import numba_cpu
+from xla_explorer.codegen.options import DEFAULT_OPTIONS
 
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
 
@@ -265,7 +265,7 @@ def sum_tolerance(terms: np.ndarray, pairwise: bool = True) -> float:
     return steps * float(np.finfo(terms.dtype).eps) * float(np.sum(np.abs(terms.astype(F64))))
 
 
-@pytest.mark.parametrize("n", [1000, numba_cpu.PARALLEL_THRESHOLD + 1000],
+@pytest.mark.parametrize("n", [1000, DEFAULT_OPTIONS.parallel_threshold + 1000],
                          ids=["serial", "parallel"])
 @pytest.mark.parametrize("dtype", DTYPES, ids=IDS)
 def test_reductions_of_exact_element_wise_values(rng, dtype, n):
@@ -332,7 +332,7 @@ def _packed(asm: str, op: str) -> int:
     ("row sums, float32 blocks", lambda x: np.sum(x * 2, axis=1), "add", (64, 512), F32),
     ("product", lambda x: np.prod(x * 2), "mul", (4000,), F32),
     ("max", lambda x: np.max(x * 2), "max", (4000,), F32),
-    ("parallel sum", lambda x: np.sum(x * 2), "add", (numba_cpu.PARALLEL_THRESHOLD,), F32),
+    ("parallel sum", lambda x: np.sum(x * 2), "add", (DEFAULT_OPTIONS.parallel_threshold,), F32),
 ])
 def test_reductions_still_vectorize(name, f, op, shape, dtype):
     """The reduction loop holds packed adds (multiplies, maxima): LLVM split it into vector

@@ -27,7 +27,7 @@ import pytest
 
 import xla_explorer as xe
 from xla_explorer.codegen import exprs
-from xla_explorer.codegen.numba_cpu import FASTMATH
+from xla_explorer.codegen.cpu import FASTMATH
 from xla_explorer.ir.module import Instruction, Metadata
 from xla_explorer.ir.ops import COMPARISONS, OPS, Group, op
 from xla_explorer.ir.shape import Shape

@@ -14,7 +14,7 @@ import pytest
 from numba import njit, prange, types
 
 from xla_explorer.codegen import fastmath as fm
-from xla_explorer.codegen.numba_cpu import FASTMATH
+from xla_explorer.codegen.cpu import FASTMATH
 
 F32, F64 = np.float32, np.float64
 NAMES = ["exp", "expm1", "log", "log1p", "tanh", "logistic"]

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import xla_explorer as xe
-from xla_explorer.codegen import numba_cpu
+from xla_explorer.codegen.options import DEFAULT_OPTIONS
 
 F16 = np.float16
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
@@ -75,7 +75,7 @@ def test_a_float16_scan_fused_with_arithmetic_after_it_rounds_each_prefix():
 
 def test_many_float16_rows_scan_and_sort_in_parallel_with_numpys_bits():
     rng = np.random.default_rng(5)
-    x = (rng.standard_normal((64, numba_cpu.PARALLEL_THRESHOLD // 64)) * 4).astype(F16)
+    x = (rng.standard_normal((64, DEFAULT_OPTIONS.parallel_threshold // 64)) * 4).astype(F16)
     x[rng.random(x.shape) < 0.01] = np.nan
 
     def f(x):

@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 import xla_explorer as xe
-from xla_explorer.codegen import numba_cpu
+from xla_explorer.codegen.analysis import elementwise_closure
+from xla_explorer.codegen.options import DEFAULT_OPTIONS
 
 
 @pytest.fixture(autouse=True)
@@ -99,7 +100,7 @@ def test_softmax_computes_each_exponential_once(rng, shape, dtype):
     suffix = "f32" if dtype == np.float32 else "f64"
     assert source.count(f"exp_{suffix}(") == 1, source
     assert "kept for the row's later passes" in source
-    parallel = x.size >= numba_cpu.PARALLEL_THRESHOLD_EXPENSIVE  # exp is expensive
+    parallel = x.size >= DEFAULT_OPTIONS.parallel_threshold_expensive  # exp is expensive
     assert ("prange(" in source) == parallel
     assert ex.check(x).ok, str(ex.check(x))
 
@@ -107,11 +108,10 @@ def test_softmax_computes_each_exponential_once(rng, shape, dtype):
 @pytest.mark.parametrize("shape, transposed", [((64, 200), False), ((3, 70, 512), False),
                                                ((200, 64), True)])
 def test_row_kernels_past_the_last_level_cache_fetch_the_next_row_ahead(
-        rng, monkeypatch, shape, transposed):
+        rng, codegen_options, shape, transposed):
     # The threshold lowered to these small arrays: the next row of the input (the last
     # leading index plus one, inside its dimension) and this row of the output.
-    default = numba_cpu.PREFETCH_MIN_BYTES
-    monkeypatch.setattr(numba_cpu, "PREFETCH_MIN_BYTES", 1024)
+    codegen_options(prefetch_min_bytes=1024)
     x = normal(rng, *shape)
     x = x.T if transposed else x
     ex = xe.explore(softmax, x, backend="cpu")
@@ -123,9 +123,10 @@ def test_row_kernels_past_the_last_level_cache_fetch_the_next_row_ahead(
     assert f"prefetch_write(out0, ({', '.join(lead + [row])}, line_" in source, source
     assert ex.check(x).ok, str(ex.check(x))
     # Rows longer than PREFETCH_ROW_BYTES, and arrays within the cache, are left alone.
-    monkeypatch.setattr(numba_cpu, "PREFETCH_ROW_BYTES", 4 * x.shape[-1] - 4)
+    codegen_options(prefetch_row_bytes=4 * x.shape[-1] - 4)
     assert "prefetch" not in next(iter(xe.explore(softmax, x, backend="cpu").kernels.values()))
-    monkeypatch.setattr(numba_cpu, "PREFETCH_MIN_BYTES", default)
+    codegen_options(prefetch_row_bytes=DEFAULT_OPTIONS.prefetch_row_bytes,
+                    prefetch_min_bytes=DEFAULT_OPTIONS.prefetch_min_bytes)
     assert "prefetch" not in next(iter(xe.explore(softmax, x, backend="cpu").kernels.values()))
 
 
@@ -145,7 +146,7 @@ ENTRY e {
   ROOT d = f32[4,8] divide(e, t)
 }
 """)
-    found = {i.name for i in numba_cpu.elementwise_closure([m.entry.root], (4, 8))}
+    found = {i.name for i in elementwise_closure([m.entry.root], (4, 8))}
     assert found == {"d", "e", "sub", "t"}
 
 
@@ -155,7 +156,7 @@ def test_row_sums_in_float32_blocks_are_as_accurate_as_numpy(rng, n):
     x = (rng.random((64, n)) * 1e3).astype(np.float32) ** 2
     ex = xe.explore(lambda x: x.sum(axis=1), x, backend="cpu")
     (source,) = ex.kernels.values()
-    assert "part" in source and ("block" in source) == (n > numba_cpu.SUM_BLOCK)
+    assert "part" in source and ("block" in source) == (n > DEFAULT_OPTIONS.sum_block)
     got = ex.run(x)
     exact = x.astype(np.float64).sum(axis=1)
     ours = np.abs(got.astype(np.float64) - exact) / exact

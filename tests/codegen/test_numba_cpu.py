@@ -76,7 +76,7 @@ def test_outputs_are_fresh_arrays_not_views_of_the_arena(rng):
 
 
 def test_the_arena_starts_on_a_cache_line(rng):
-    from xla_explorer.codegen.numba_cpu import CACHE_LINE
+    from xla_explorer.codegen.cpu import CACHE_LINE
 
     # A product's arena holds packed B, split between the threads.
     x, w = f32(rng, 64, 64), f32(rng, 64, 64)

@@ -11,7 +11,8 @@ import pytest
 from numba import njit, prange
 
 import xla_explorer as xe
-from xla_explorer.codegen import numba_cpu
+from xla_explorer.codegen.cpu import GEMM_IMPORT, PARALLEL_IMPORT
+from xla_explorer.codegen.options import DEFAULT_OPTIONS
 from xla_explorer.codegen.parallel import (block_counter, fetch_add, load_acquire, next_block,
                                            nonnegative, thread, threads)
 
@@ -104,7 +105,7 @@ def softmax(x):
 
 
 def programs(rng):
-    n = numba_cpu.PARALLEL_THRESHOLD + 1001  # blocks of unequal size
+    n = DEFAULT_OPTIONS.parallel_threshold + 1001  # blocks of unequal size
     x, y, z = (rng.standard_normal(n).astype(np.float32) for _ in range(3))
     big = rng.integers(-2**31, 2**31, n, dtype=np.int64).astype(np.int32)
     rows = rng.standard_normal((3, 300, 1200)).astype(np.float32)
@@ -139,7 +140,7 @@ def test_a_parallel_loop_and_a_shared_product_in_one_program(rng):
     # Both kinds of kernel claim their blocks, each through a routine of its own: the
     # generated file imports the two, and neither may hide the other.
     x, w = rng.standard_normal((160, 128), np.float32), rng.standard_normal((128, 256), np.float32)
-    y = rng.standard_normal(numba_cpu.PARALLEL_THRESHOLD, np.float32)
+    y = rng.standard_normal(DEFAULT_OPTIONS.parallel_threshold, np.float32)
 
     def f(x, w, y):
         return np.maximum(x @ w, np.float32(0)), y * np.float32(2) + np.float32(1)
@@ -157,7 +158,7 @@ def test_the_names_a_kernel_file_imports_are_distinct():
 
     imported = [set(scalar.__all__)] + [
         set(re.findall(r"\w+", line.split(" import ", 1)[1]))
-        for line in (numba_cpu.PARALLEL_IMPORT, numba_cpu.GEMM_IMPORT)]
+        for line in (PARALLEL_IMPORT, GEMM_IMPORT)]
     for k, names in enumerate(imported):
         for other in imported[k + 1:]:
             assert not names & other, names & other

@@ -11,7 +11,7 @@ import pytest
 
 import xla_explorer as xe
 from xla_explorer import compiler
-from xla_explorer.codegen import numba_cpu
+from xla_explorer.codegen.options import DEFAULT_OPTIONS
 
 F32 = np.float32
 
@@ -76,7 +76,7 @@ def test_a_sort_kernel_orders_as_numpy_with_nan_ties_and_signed_zeros():
 
 def test_many_rows_run_in_parallel_with_the_same_answers():
     rng = np.random.default_rng(3)
-    scan_x = rng.standard_normal((64, numba_cpu.PARALLEL_THRESHOLD // 64)).astype(F32)
+    scan_x = rng.standard_normal((64, DEFAULT_OPTIONS.parallel_threshold // 64)).astype(F32)
     sort_x = rng.integers(-50, 50, (256, 512)).astype(np.int32)
 
     def f(a, b):

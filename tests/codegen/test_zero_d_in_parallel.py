@@ -13,7 +13,6 @@ import numpy as np
 import pytest
 
 import xla_explorer as xe
-from xla_explorer.codegen import numba_cpu
 
 from .test_exact_arithmetic import bit_mismatches, sum_tolerance
 from .test_signed_zero_min_max import clamp_module, run_hlo
@@ -25,10 +24,9 @@ N = 3 * 4096 + 3
 
 
 @pytest.fixture(autouse=True)
-def small_parallel_loops(tmp_path_factory, monkeypatch):
+def small_parallel_loops(tmp_path_factory, monkeypatch, codegen_options):
     monkeypatch.setenv("XLA_EXPLORER_CACHE", str(tmp_path_factory.getbasetemp() / "kernels"))
-    monkeypatch.setattr(numba_cpu, "PARALLEL_THRESHOLD", 4096)
-    monkeypatch.setattr(numba_cpu, "PARALLEL_THRESHOLD_EXPENSIVE", 4096)
+    codegen_options(parallel_threshold=4096, parallel_threshold_expensive=4096)
 
 
 def std_and_argmax(x):

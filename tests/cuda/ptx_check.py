@@ -98,8 +98,8 @@ def main(cc=(9, 0), records: bool = False) -> int:
     dispatcher.get_current_device = lambda: types.SimpleNamespace(compute_capability=cc)
     import xla_explorer as xe
     from xla_explorer.codegen import cache
-    from xla_explorer.codegen.numba_cpu import identifier
-    from xla_explorer.codegen.numba_cuda import generate_cuda_program
+    from xla_explorer.codegen.cuda import generate_cuda_program
+    from xla_explorer.codegen.writer import identifier
     from xla_explorer.passes.buffer_assignment import OUTPUT
 
     failed = 0

@@ -1,6 +1,7 @@
-"""The CUDA backend: each kernel generated as Numba CUDA source (`codegen/numba_cuda.py`)
-from the same fusions and buffer assignment as the CPU backend, run over one device arena
-(`runtime/cuda.py`). It needs a GPU, or Numba's simulator (NUMBA_ENABLE_CUDASIM=1).
+"""The CUDA backend: each kernel generated as Numba CUDA source (`codegen/cuda/`, one module
+per kernel shape) from the same fusions, elemental core and buffer assignment as the CPU
+backend, run over one device arena (`runtime/cuda.py`). It needs a GPU, or Numba's simulator
+(NUMBA_ENABLE_CUDASIM=1).
 
 It compiles what the CPU backend compiles and inherits `unsupported` (custom-calls are NumPy
 run eagerly). What its code generator cannot lay out on the GPU yet (a scatter, sort or scan

@@ -72,7 +72,7 @@ with. The others, added one at a time (max ulp against the exact value, same swe
   nnan, ninf  (fastmath=True) LLVM may assume no NaN or Inf: `x != x` folds to False and the
               Inf selects vanish; NaN and Inf come out wrong in exp, expm1 and logistic.
   arcp        x / d -> x * (1 / d): logistic goes from 1.6 to 2.1 ulp (the others do not
-              change); the kernels leave it out too (numba_cpu.FASTMATH).
+              change); the kernels leave it out too (cpu/driver.py, FASTMATH).
   contract (fused multiply-add) only removes roundings here, and nsz concerns only the sign
   of zero, which these functions set by bits or select wherever NumPy's result has one.
 

@@ -392,7 +392,7 @@ def _f16_from(x):
 # A hint that a[idx]'s cache line will be read (or written) soon, into L1 (LLVM's
 # `llvm.prefetch`, x86's prefetcht0 / prefetchw); it never faults and changes no value. A row
 # kernel asks for the next row while it computes this one, so that memory is busy while it
-# computes (numba_cpu._prefetch_rows).
+# computes (codegen/cpu/rows.py, `_prefetch_rows`).
 
 
 def _prefetch(rw: int):

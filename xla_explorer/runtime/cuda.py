@@ -20,8 +20,8 @@ from typing import Sequence
 import numpy as np
 
 from ..codegen import cache
-from ..codegen.numba_cpu import identifier
-from ..codegen.numba_cuda import CudaProgram, generate_cuda_program
+from ..codegen.cuda import CudaProgram, generate_cuda_program
+from ..codegen.writer import identifier
 from ..errors import CompileError
 from ..ir.module import Module
 from ..passes.buffer_assignment import BufferAssignment

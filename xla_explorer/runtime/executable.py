@@ -16,7 +16,8 @@ from numba.core import event
 from numba.core.errors import NumbaError
 
 from ..codegen import cache
-from ..codegen.numba_cpu import CACHE_LINE, Program, generate_program, identifier
+from ..codegen.cpu import CACHE_LINE, DEFAULT_OPTIONS, CodegenOptions, Program, generate_program
+from ..codegen.writer import identifier
 from ..errors import CompileError
 from ..ir.module import Module
 from ..ir.printer import format_instruction
@@ -41,7 +42,9 @@ def _aligned_bytes(nbytes: int) -> np.ndarray:
 class CpuExecutable(GeneratedExecutable):
     """`module` compiled for the CPU with its buffer assignment."""
 
-    def __init__(self, module: Module, assignment: BufferAssignment):
+    def __init__(self, module: Module, assignment: BufferAssignment,
+                 options: CodegenOptions = DEFAULT_OPTIONS):
+        self.options = options  # the code generator's tuning (read by `generate`)
         super().__init__(module, assignment)
         # The buffer assignment's temporaries, then the kernels' scratch space (packed B).
         self.arena = _aligned_bytes(self.program.arena_bytes)
@@ -52,13 +55,13 @@ class CpuExecutable(GeneratedExecutable):
                            for k, s in enumerate(self.output_shapes)]
         self._returns_outputs = list(self.program.outputs) == [
             ("output", k) for k in range(len(self.output_shapes))]
-        # Kernels take float16 arrays as their bits (codegen/numba_cpu.storage_type).
+        # Kernels take float16 arrays as their bits (codegen/writer.storage_type).
         self._half = (any(p.dtype == F16 for p in self.params)
                       or any(spec[1] == F16 for spec in self._out_specs))
         self._kernel_constants = [half_bits(c) for c in self.constants]
 
     def generate(self, module: Module, assignment: BufferAssignment):
-        program: Program = generate_program(module, assignment)
+        program: Program = generate_program(module, assignment, self.options)
         return program, cache.write_source(identifier(module.name), program.source)
 
     @property

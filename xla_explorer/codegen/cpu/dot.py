@@ -1,0 +1,198 @@
+"""The CPU's product shape: a dot as a phase of its own, by codegen/gemm.py's register-tiled
+product for floats (B packed into panels, C in blocks the threads claim when it is big enough
+to share, the element-wise epilogue on each block while it is in cache), by a plain loop nest
+for integers and booleans."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from math import prod
+
+import numpy as np
+
+from ...errors import CompileError
+from ...ir.module import Instruction
+from ...ir.ops import Group, in_group
+from .. import exprs, gemm
+from ..analysis import refuse_float16
+from ..options import CACHE_LINE
+from ..writer import np_type, tuple_text
+from .loop import Loops
+
+def whole_lines(nbytes: int) -> int:
+    """nbytes rounded up to whole cache lines."""
+    return -(-nbytes // CACHE_LINE) * CACHE_LINE
+
+
+@dataclass
+class Products:
+    """What a kernel's products ask of the program: codegen/gemm.py imported, scratch space
+    for packed B, outputs on a cache line; and whether the epilogue is written already."""
+
+    gemm: bool = False
+    workspace: int = 0
+    line_outputs: list[int] = field(default_factory=list)
+    epilogue_done: bool = False
+
+
+def emit_dot(loops: Loops, inst: Instruction, products: Products) -> None:
+    core, w = loops.core, loops.w
+    refuse_float16(inst)
+    w.comment(inst)
+    a, b = inst.operands
+    if not (isinstance(a, Instruction) and a.opcode == "parameter"
+            and b.opcode == "parameter"):
+        raise CompileError(f"{inst.name}: a dot reads its operands from memory; "
+                           "nothing may be fused into them", op="dot")
+    only = core.outputs[0] if len(core.outputs) == 1 else None
+    if id(inst) not in core.out_names and only is not None and only.shape == inst.shape:
+        # The epilogue reads each product element once where it writes the result: the
+        # product goes into the output, and the epilogue runs over it in place.
+        out = core.out_names[id(only)]
+    else:
+        out = core.storage(inst)
+    core.stored[id(inst)] = out
+    lb, lc = inst.attr("lhs_batch_dims", ()), inst.attr("lhs_contracting_dims", ())
+    rb, rc = inst.attr("rhs_batch_dims", ()), inst.attr("rhs_contracting_dims", ())
+    lf = [d for d in range(len(a.dims)) if d not in lb and d not in lc]
+    rf = [d for d in range(len(b.dims)) if d not in rb and d not in rc]
+    batch = prod(a.dims[d] for d in lb)
+    m = prod(a.dims[d] for d in lf)
+    k = prod(a.dims[d] for d in lc)
+    n = prod(b.dims[d] for d in rf)
+    pa, pb = f"p{a.parameter_number}", f"p{b.parameter_number}"
+    float_dot = np.dtype(inst.dtype).kind == "f" and np.dtype(a.dtype) == np.dtype(inst.dtype)
+    plain = not lb and not rb and len(a.dims) == 2 and len(b.dims) == 2
+    la, rb_ = w.fresh("lhs"), w.fresh("rhs")
+    # As (batch, m, k) and (batch, k, n) arrays, copied only where the layout needs it: an
+    # operand whose contracting dimensions come first (a) or last (b), as in q @ k.T, is
+    # read as the transpose of the parameter, which the product packs as it is.
+    w.line(f"{la} = {_operand(pa, lb, lf, lc, batch, m, k, plain)}")
+    w.line(f"{rb_} = {_operand(pb, rb, rc, rf, batch, k, n, plain)}")
+    if float_dot:
+        _emit_tiled_product(loops, inst, la, rb_, out, plain, batch, m, n, k, products)
+        return
+    res = w.fresh("product")
+    t = w.fresh("t")
+    i, j, q = w.fresh("i"), w.fresh("j"), w.fresh("k")
+    acc = w.fresh("acc")
+    lhs, rhs = (f"{la}[{i}, {q}]", f"{rb_}[{q}, {j}]") if plain else \
+        (f"{la}[{t}, {i}, {q}]", f"{rb_}[{t}, {q}, {j}]")
+    w.line(f"{res} = {out}.reshape(({batch}, {m}, {n}))")
+    w.line(f"for {t} in range({batch}):")
+    w.line(f"    for {i} in range({m}):")
+    w.line(f"        for {j} in range({n}):")
+    w.line(f"            {acc} = {exprs.literal(0, inst.dtype)}")
+    w.line(f"            for {q} in range({k}):")
+    if inst.dtype == np.bool_:
+        w.line(f"                {acc} = {acc} or ({lhs} and {rhs})")
+    else:
+        w.line(f"                {acc} = {np_type(inst.dtype)}({acc} + {lhs} * {rhs})")
+    w.line(f"            {res}[{t}, {i}, {j}] = {acc}")
+
+
+def _emit_tiled_product(loops: Loops, inst, lhs, rhs, out, plain, batch, m, n, k,
+                        products: Products) -> None:
+    """C = A @ B by codegen/gemm.py's register-tiled product: B packed into panels, then
+    C in blocks the threads claim, when the product is big enough to share. A plain
+    product whose epilogue is element-wise runs the epilogue in the same loop, on the
+    block the thread has just made, while it is in cache."""
+    core, w, options = loops.core, loops.w, loops.options
+    products.gemm = True
+    products.line_outputs += [k for k, o in enumerate(core.outputs) if core.out_names[id(o)] == out]
+    size = gemm.packed_b_size(k, n, inst.dtype)
+    products.workspace = max(products.workspace, whole_lines(max(size, 1)))
+    packed = w.fresh("packed")
+    serial = options.serial_only
+    pack = "pack_b_parallel" if k * n >= options.parallel_threshold and not serial else "pack_b"
+    parallel = m * n * k >= options.gemm_parallel_macs and m > gemm.MR and not serial
+    if plain:
+        w.line(f"{packed} = packed_b({rhs}, work)")
+        _emit_product(loops, lhs, rhs, packed, out, m, parallel, pack, products,
+                      epilogue=_epilogue_in_rows(core, inst) if parallel else None)
+        return
+    res, t = w.fresh("product"), w.fresh("t")
+    w.line(f"{res} = {out}.reshape(({batch}, {m}, {n}))")
+    w.line(f"{packed} = packed_b({rhs}[0], work)")
+    w.line(f"for {t} in range({batch}):")
+    w.depth += 1
+    _emit_product(loops, f"{lhs}[{t}]", f"{rhs}[{t}]", packed, f"{res}[{t}]", m, parallel,
+                  pack, products, epilogue=None)
+    w.depth -= 1
+
+
+def _emit_product(loops: Loops, lhs, rhs, packed, out, m, parallel, pack, products: Products,
+                  epilogue) -> None:
+    """C = A @ B: B packed into `packed` (by `pack` on this thread, or by the threads of
+    the loop that shares the product, each its own columns, if `parallel`), then C."""
+    core, w = loops.core, loops.w
+    if not parallel:
+        w.line(f"{pack}({rhs}, {packed})  # B in panels of the register tile's width")
+        w.line(f"product_rows({lhs}, {packed}, {out}, 0, {m})")
+        return
+    # prange over more iterations than there are threads: each iteration claims blocks
+    # until none are left, so the first one on each thread does the work and the rest
+    # find nothing. The source stays the same whatever the thread count.
+    claimed, s = w.fresh("claimed"), w.fresh("s")
+    r0, r1, c0, c1 = (w.fresh(v) for v in ("r0", "r1", "c0", "c1"))
+    w.line(f"{claimed} = claims({rhs})  # B's columns in a group per thread; the "
+           "rows of C and of B handed out in each")
+    w.line(f"for {s} in prange({loops.options.gemm_workers}):  # each thread takes blocks of C "
+           "until none are left")
+    loops.open(with_inner=True)
+    loops.parallel = True
+    w.line("while True:")
+    loops.open()
+    w.line(f"{r0}, {r1}, {c0}, {c1} = next_product_block({rhs}, {packed}, {claimed}, "
+           f"{m})  # its own columns first; B's panels packed when first reached")
+    w.line(f"if {r0} == {r1}:")
+    w.line("    break")
+    w.line(f"product_block({lhs}, {packed}, {out}, {r0}, {r1}, {c0}, {c1})")
+    if epilogue:
+        i, j = w.fresh("i"), w.fresh("j")
+        # The columns counted unsigned: Numba wraps a signed index that may be negative,
+        # and a loop from a start it cannot see is not negative stays scalar.
+        w.line(f"for {i} in range({r0}, {r1}):  # the epilogue, on this block")
+        loops.open()
+        w.line(f"for {j} in range(np.uint64({c0}), np.uint64({c1})):")
+        loops.open()
+        for o in epilogue:
+            w.comment(o)
+            core.store(core.out_names[id(o)], (i, j), core.value(o, (i, j)))
+        loops.close(2)
+        products.epilogue_done = True
+    loops.close(1)  # the while loop, and the prange with it
+
+
+def _epilogue_in_rows(core, dot: Instruction) -> list[Instruction] | None:
+    """The outputs to write row by row right after the product, or None where that would
+    be wrong: every output must have the product's shape, and everything that reads the
+    product, directly or not, must be element-wise, so that an output's element reads
+    only the same element of the product."""
+    if any(o.shape.is_tuple or o.dims != dot.dims for o in core.outputs):
+        return None
+    after = {id(dot)}
+    for inst in core.comp.instructions:  # in order: operands come first
+        if inst.opcode == "tuple" or not any(id(o) in after for o in inst.operands):
+            continue
+        if inst.dims != dot.dims or not in_group(inst.opcode, Group.ELEMENTWISE,
+                                                 Group.COMPARE_SELECT):
+            return None
+        after.add(id(inst))
+    return [o for o in core.outputs if not core.written(o)]
+
+
+def _operand(param: str, batch_dims, rows, cols, batch: int, r: int, c: int,
+             plain: bool) -> str:
+    """A dot operand as a (batch, r, c) array (r x c if `plain`) whose dimensions are, in
+    order, `batch_dims`, `rows` and `cols` of the parameter: the parameter itself where they
+    are in its order already, its transpose where they are once rows and cols swap places,
+    else a transposed copy."""
+    order = [*batch_dims, *rows, *cols]
+    if order == sorted(order):
+        view = f"np.ascontiguousarray({param})"
+        return view if plain else f"{view}.reshape(({batch}, {r}, {c}))"
+    if [*batch_dims, *cols, *rows] == sorted(order):
+        view = f"np.ascontiguousarray({param})"
+        return f"{view}.T" if plain else f"{view}.reshape(({batch}, {c}, {r})).transpose(0, 2, 1)"
+    return (f"np.ascontiguousarray(np.transpose({param}, {tuple_text(order)}))"
+            f".reshape(({batch}, {r}, {c}))")

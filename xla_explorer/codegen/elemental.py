@@ -1,0 +1,352 @@
+"""The elemental core every target shares: the value of an output element, as XLA's
+elemental IR emitter computes it.
+
+`value(inst, index)` returns a scalar expression for `inst` at a multi-index, asking its
+operands for their values at the indices they map to. Element-wise ops apply their scalar
+expression from the op table (`exprs.scalar_expr`); broadcast, reshape, transpose, slice,
+reverse, concatenate, pad, gather and the dynamic slices are index arithmetic, never
+materialised arrays. A reduce, dot, scan or sort is a phase of its own that fills an array (or
+holds a register) before the values that read it are computed: the target records where
+(`stored`, `row_scalars`) and the core reads it from there.
+
+A target does not subclass this: it supplies, at construction, how it keeps an array a phase
+fills that is no kernel output (`allocate`: `np.empty` on a CPU, shared memory on a GPU), and
+writes its loops around the values it asks for.
+"""
+from __future__ import annotations
+
+import re
+from math import prod
+from typing import Callable
+
+import numpy as np
+
+from ..errors import UnsupportedOpError
+from ..ir.module import Computation, Instruction, Module
+from ..ir.ops import Group, elementwise_like, in_group
+from . import exprs
+from .analysis import tuple_rooted
+from .reducers import combine
+from .writer import F16, affine, index_text, Writer, np_type, tuple_text
+
+
+def allocate_array(core: "Elemental", inst: Instruction, index: int | None) -> str:
+    """The CPU's place for a phase's value that is no output: a new array, `np.empty`."""
+    shape = inst.shape if index is None else inst.shape.elements[index]
+    var = core.w.fresh(inst.name if index is None else f"{inst.name}_{index}")
+    core.w.line(f"{var} = np.empty({tuple_text(shape.dims)}, dtype={np_type(shape.dtype)})")
+    return var
+
+
+class Elemental:
+    """One kernel's values: its computation, its outputs' names, and where each phase left
+    its result; every line goes to the writer `w`."""
+
+    def __init__(self, module: Module, comp: Computation, w: Writer,
+                 allocate: Callable = allocate_array, backend: str = "CPU"):
+        self.module = module
+        self.comp = comp = tuple_rooted(comp)
+        self.w = w
+        self.allocate = allocate
+        self.backend = backend  # in error messages
+        root = comp.root
+        self.outputs = list(root.operands) if root.opcode == "tuple" else [root]
+        self.params = comp.parameters
+        self.out_names = {}
+        for k, o in enumerate(self.outputs):
+            self.out_names.setdefault(id(o), f"out{k}")
+        # The float16 arrays the kernel is given, as bits (see writer.storage_type).
+        self.half_arrays = ({f"p{p.parameter_number}" for p in self.params if p.dtype == F16}
+                            | {f"out{k}" for k, o in enumerate(self.outputs) if o.dtype == F16})
+        # Materialised values: reduce / dot results, as an array name or a per-row scalar.
+        self.stored: dict = {}
+        self.row_scalars: dict = {}
+        # Row kernels: expensive values an earlier pass over the row computed, kept in a
+        # row-sized array for the later passes ({id: array}); which are written so far; the
+        # index of the current pass's element (row, then position in the row).
+        self.stash: dict[int, str] = {}
+        self.stashed: set[int] = set()
+        self.stashed_now: set[int] = set()
+        self.row_index: tuple[str, ...] | None = None
+        self.row_tail: tuple[str, ...] = ()
+        # 0-d arrays read inside loops, as scalars read before them ({array: local}, see
+        # `element`); one-element arrays standing for 0-d values (a GPU's shared memory).
+        self.scalar_reads: dict[str, str] = {}
+        self.scalar_arrays: set[str] = set()
+
+    @property
+    def arguments(self) -> list[str]:
+        """The kernel's parameters then its outputs, as the driver passes them."""
+        params = sorted(self.params, key=lambda p: p.parameter_number)
+        return ([f"p{p.parameter_number}" for p in params]
+                + [f"out{k}" for k in range(len(self.outputs))])
+
+    # -- scalar values at an index --------------------------------------------------------
+
+    def value(self, inst: Instruction, idx: tuple[str, ...]) -> str:
+        key = (id(inst), idx)
+        found = self.w.lookup(key)
+        if found is not None:
+            return found
+        expr = self._expr(inst, idx)
+        if re.fullmatch(r"[\w.]+|-?\d+(\.\d*)?", expr):
+            return expr  # a name or a number: nothing to keep
+        var = self.w.fresh(inst.name)
+        self.w.line(f"{var} = {expr}")
+        self.w.keep(key, var)
+        if id(inst) in self.stash and id(inst) not in self.stashed and idx == self.row_index:
+            buf, tidx = self.stash[id(inst)], idx[len(idx) - len(self.row_tail):]
+            self.w.line(f"{index_text(buf, tidx)} = {var}  # kept for the row's later passes")
+            self.stashed_now.add(id(inst))
+        return var
+
+    def _expr(self, inst: Instruction, idx: tuple[str, ...]) -> str:
+        op = inst.opcode
+        if id(inst) in self.stashed and idx == self.row_index:
+            return index_text(self.stash[id(inst)], idx[len(idx) - len(self.row_tail):])
+        if id(inst) in self.row_scalars:
+            return self.row_scalars[id(inst)]
+        if id(inst) in self.stored:
+            return self.element(self.stored[id(inst)], idx)
+        if op == "parameter":
+            return self.element(f"p{inst.parameter_number}", idx)
+        if op == "constant":
+            return exprs.literal(inst.literal.reshape(-1)[0], inst.dtype)
+        if op == "iota":
+            ramp = f"{np_type(inst.dtype)}({idx[inst.attr('iota_dimension')]})"
+            return f"f16_round({ramp})" if inst.dtype == F16 else ramp
+        if elementwise_like(op):
+            # clamp's bounds may be scalars (0-d) beside an array x
+            return exprs.scalar_expr(inst, [self.value(o, idx if o.dims or not inst.dims else ())
+                                            for o in inst.operands])
+        if in_group(op, Group.DATA_MOVEMENT):
+            return self._data_movement(inst, idx)
+        if op == "get-tuple-element":
+            key = (id(inst.operands[0]), inst.attr("index"))
+            if key in self.row_scalars:
+                return self.row_scalars[key]
+            if key in self.stored:
+                return self.element(self.stored[key], idx)
+        raise UnsupportedOpError(f"the {self.backend} backend cannot compute {inst.name} ({op}) "
+                                 "inside a kernel", op=op,
+                                 source_file=inst.metadata.source_file or None,
+                                 source_line=inst.metadata.source_line or None)
+
+    # -- loads and stores -------------------------------------------------------------------
+
+    def element(self, array: str, idx: tuple[str, ...]) -> str:
+        """`array[idx]`, an array the kernel reads (a parameter, a reduce's or dot's result).
+        A 0-d one is read once, into a scalar at the kernel's top level, before the loop being
+        written: Numba hands a 0-d array to a prange body as a scalar, where `a[()]` fails to
+        compile (`getitem(float64, Tuple())`), as in x.std() beside x.argmax()."""
+        if array in self.scalar_arrays:
+            return f"{array}[0]"
+        if idx or self.w.depth == 1:
+            return self.load(array, index_text(array, idx))
+        if array not in self.scalar_reads:
+            var = self.w.fresh(f"{array}_value")
+            self.w.insert_top(f"{var} = {self.load(array, f'{array}[()]')}  # a 0-d array, "
+                              "read before the loop")
+            self.scalar_reads[array] = var
+        return self.scalar_reads[array]
+
+    def load(self, array: str, element: str) -> str:
+        return f"f16_load({element})" if array in self.half_arrays else element
+
+    def store(self, array: str, idx, value: str) -> None:
+        """`array[idx] = value`, rounded to float16 bits for a float16 array."""
+        if array in self.scalar_arrays:
+            idx = ("0",)
+        if array in self.half_arrays:
+            value = f"f16_bits({value})"
+        self.w.line(f"{index_text(array, idx)} = {value}")
+
+    def store_result(self, array: str, idx, value: str, dtype) -> None:
+        """`array[idx] = value`, where value is an op's float32 result of type `dtype`: a
+        float16 one is rounded, to its bits in a float16 array, to float16 precision in a
+        float32 temporary (which later reads take as a float16 value)."""
+        if np.dtype(dtype) == F16 and array not in self.half_arrays:
+            value = f"f16_round({value})"
+        self.store(array, idx, value)
+
+    def copy(self, dst: str, dst_idx, src: str, src_idx) -> None:
+        """`dst[dst_idx] = src[src_idx]`: the bits as they are between two float16 arrays
+        (a NaN's payload kept), else converted as the two are stored."""
+        element = index_text(src, src_idx)
+        if (dst in self.half_arrays) == (src in self.half_arrays):
+            self.w.line(f"{index_text(dst, dst_idx)} = {element}")
+        else:
+            self.store(dst, dst_idx, self.load(src, element))
+
+    # -- where a phase's result goes ----------------------------------------------------------
+
+    def storage(self, inst: Instruction, index: int | None = None) -> str:
+        """Where a materialised value goes: the output it is, or the target's new array."""
+        if index is None and id(inst) in self.out_names:
+            return self.out_names[id(inst)]
+        return self.allocate(self, inst, index)
+
+    def element_storage(self, inst: Instruction, k: int, needed: bool) -> str | None:
+        """Where element k of a tuple-shaped reduce goes: the output that is its
+        get-tuple-element, else a new array if anything reads it (or if `needed`), else
+        nowhere (None)."""
+        gtes = [i for i in self.comp.instructions if i.opcode == "get-tuple-element"
+                and i.operands[0] is inst and i.attr("index") == k]
+        out = next((self.out_names[id(g)] for g in gtes if id(g) in self.out_names), None)
+        if out is None and (gtes or needed):
+            out = self.storage(inst, k)
+        if out is not None:
+            self.stored[(id(inst), k)] = out
+            for g in gtes:
+                if self.out_names.get(id(g)) == out:
+                    self.stored[id(g)] = out  # written in the reduce's phase (`written`)
+        return out
+
+    def written(self, o) -> bool:
+        """A reduce or dot output writes itself in its phase."""
+        return id(o) in self.stored and self.stored[id(o)] == self.out_names.get(id(o))
+
+    def hold(self, inst: Instruction, values: list[str]) -> None:
+        """A reduce's value(s) held in registers for what reads it at this element."""
+        if inst.shape.is_tuple:
+            for k, v in enumerate(values):
+                self.row_scalars[(id(inst), k)] = v
+        else:
+            self.row_scalars[id(inst)] = values[0]
+
+    def combine(self, reducer: Computation, accs, vals, dtype=None) -> list[str]:
+        return combine(self.w, reducer, accs, vals, dtype)
+
+    # -- data movement as index arithmetic ----------------------------------------------------
+
+    def _data_movement(self, inst: Instruction, idx: tuple[str, ...]) -> str:
+        op, x = inst.opcode, inst.operands[0]
+        if op in ("copy",) or (op in ("reshape", "bitcast") and x.dims == inst.dims):
+            return self.value(x, idx)
+        if op == "broadcast":
+            return self.value(x, tuple(idx[d] for d in inst.attr("dimensions")))
+        if op in ("reshape", "bitcast"):
+            return self.value(x, self._reindex(idx, inst.dims, x.dims))
+        if op == "transpose":
+            perm = inst.attr("dimensions")
+            src = [""] * len(perm)
+            for k, d in enumerate(perm):
+                src[d] = idx[k]
+            return self.value(x, tuple(src))
+        if op == "slice":
+            return self.value(x, tuple(affine(i, a, c) for i, (a, _, c)
+                                       in zip(idx, inst.attr("slice"))))
+        if op == "reverse":
+            rev = set(inst.attr("dimensions"))
+            return self.value(x, tuple(f"({n - 1} - {i})" if d in rev else i
+                                       for d, (i, n) in enumerate(zip(idx, x.dims))))
+        if op == "concatenate":
+            return self._concatenate(inst, idx)
+        if op == "pad":
+            return self._pad(inst, idx)
+        if op == "dynamic-slice":
+            starts = self._starts(inst.operands[1:], x.dims, inst.dims)
+            return self.value(x, tuple(f"({s} + {i})" for s, i in zip(starts, idx)))
+        if op == "dynamic-update-slice":
+            return self._dynamic_update_slice(inst, idx)
+        if op == "gather":
+            return self._gather(inst, idx)
+        raise UnsupportedOpError(f"the {self.backend} backend has no index arithmetic for {op}",
+                                 op=op)
+
+    def index_vector_at(self, indices, ivd, batch_idx, k) -> str:
+        """Element k of the index vector at batch position `batch_idx` of `indices`, as an
+        int64 (the indices' other dimensions are the batch, in order)."""
+        sub = list(batch_idx)
+        if ivd < indices.shape.rank:
+            sub.insert(ivd, str(k))
+        return f"np.int64({self.value(indices, tuple(sub))})"
+
+    def _gather(self, inst, idx):
+        """XLA's gather as index arithmetic: read the start indices at the output's batch
+        position, clamp each into [0, dim - slice_size] (as XLA does), add the offset."""
+        x, indices = inst.operands
+        offset_dims = tuple(inst.attr("offset_dims"))
+        collapsed = set(inst.attr("collapsed_slice_dims", ()))
+        start_map = tuple(inst.attr("start_index_map"))
+        sizes = tuple(inst.attr("slice_sizes"))
+        ivd = inst.attr("index_vector_dim")
+        batch = tuple(i for d, i in enumerate(idx) if d not in offset_dims)
+        offsets = iter(i for d, i in enumerate(idx) if d in offset_dims)
+        src = []
+        for d, n in enumerate(x.dims):
+            parts = []
+            if d in start_map:
+                start = self.index_vector_at(indices, ivd, batch, start_map.index(d))
+                var = self.w.fresh("start")
+                self.w.line(f"{var} = min(max({start}, 0), {n - sizes[d]})")
+                parts.append(var)
+            if d not in collapsed:
+                parts.append(next(offsets))
+            src.append("(" + " + ".join(parts) + ")" if parts else "0")
+        return self.value(x, tuple(src))
+
+    def _reindex(self, idx, out_dims, in_dims) -> tuple[str, ...]:
+        """The operand index of a row-major reshape: linearise, then split."""
+        lin = self.w.fresh("flat")
+        terms = []
+        stride = 1
+        for i, n in reversed(list(zip(idx, out_dims))):
+            terms.append(i if stride == 1 else f"{i} * {stride}")
+            stride *= n
+        self.w.line(f"{lin} = {' + '.join(reversed(terms)) or '0'}")
+        out = []
+        stride = prod(in_dims)
+        for n in in_dims:
+            stride //= n
+            out.append(f"(({lin} // {stride}) % {n})" if stride > 1 else f"({lin} % {n})")
+        return tuple(out)
+
+    def _concatenate(self, inst, idx):
+        (axis,) = inst.attr("dimensions")
+        pieces, offset = [], 0
+        for o in inst.operands:
+            n = o.dims[axis]
+            i = idx[axis]
+            clamped = f"min(max({i} - {offset}, 0), {n - 1})"
+            sub = tuple(clamped if d == axis else j for d, j in enumerate(idx))
+            pieces.append((offset + n, self.value(o, sub)))
+            offset += n
+        expr = pieces[-1][1]
+        for end, v in reversed(pieces[:-1]):
+            expr = f"({v} if {idx[axis]} < {end} else {expr})"
+        return expr
+
+    def _pad(self, inst, idx):
+        x, pad_value = inst.operands
+        conds, src = [], []
+        for i, n, (lo, _, interior) in zip(idx, x.dims, inst.attr("padding")):
+            step = interior + 1
+            rel = f"({i} - {lo})"
+            conds.append(f"{rel} >= 0 and {rel} % {step} == 0 and {rel} // {step} < {n}")
+            src.append(f"min(max({rel} // {step}, 0), {n - 1})")
+        inside = self.value(x, tuple(src))
+        fill = self.value(pad_value, ())
+        return f"({inside} if ({' and '.join(conds) or 'True'}) else {fill})"
+
+    def _starts(self, operands, full, window) -> list[str]:
+        """XLA clamps dynamic start indices so the window stays inside the operand."""
+        out = []
+        for s, n, k in zip(operands, full, window):
+            v = self.value(s, ())
+            out.append(f"min(max(np.int64({v}), 0), {n - k})")
+        return out
+
+    def _dynamic_update_slice(self, inst, idx):
+        x, update = inst.operands[:2]
+        starts = self._starts(inst.operands[2:], x.dims, update.dims)
+        names = []
+        for s in starts:
+            var = self.w.fresh("start")
+            self.w.line(f"{var} = {s}")
+            names.append(var)
+        conds = [f"{s} <= {i} < {s} + {k}" for s, i, k in zip(names, idx, update.dims)]
+        sub = tuple(f"min(max({i} - {s}, 0), {k - 1})" for s, i, k in zip(names, idx, update.dims))
+        new = self.value(update, sub)
+        old = self.value(x, idx)
+        return f"({new} if ({' and '.join(conds) or 'True'}) else {old})"

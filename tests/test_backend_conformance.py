@@ -175,6 +175,24 @@ def test_kernels_are_timed_and_the_last_call_recorded(target, rng):
         assert record.to_device_bytes in (0, sum(a.nbytes for a in args))
 
 
+@pytest.mark.parametrize("program", PROGRAMS)
+def test_a_profiled_call_times_each_kernel_and_gives_the_roots_values(target, program, rng):
+    # The kernels called one by one over the arena, as the driver calls them: what they
+    # compute must be the program's answer, and each kernel the program has gets a time.
+    exe = compiled(target, program).executable
+    _, numpy, make = PROGRAMS[program]
+    args = make(rng)
+    assert_matches(exe.profile(*args, repeat=2), numpy(*args))
+    record = exe.last_call
+    assert isinstance(record, CallRecord) and record.kernel_seconds > 0
+    assert set(record.kernels) == set(exe.kernels)  # none, where nothing was generated
+    assert all(t > 0 for t in record.kernels.values())
+    if record.kernels:
+        assert record.kernel_seconds == pytest.approx(sum(record.kernels.values()))
+    if get_backend(target).generates_code:
+        assert record.kernels
+
+
 def test_bench_times_the_program_against_eager(target, rng):
     exe = compiled(target, "plumbing").executable
     args = plumbing_args(rng)

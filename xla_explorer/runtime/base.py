@@ -11,12 +11,13 @@ buffer twice.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
 import numpy as np
 
 from ..codegen import cache
+from ..codegen.program import BufferRef, Launch
 from ..ir.module import Module
 from ..passes.buffer_assignment import OUTPUT, BufferAssignment
 
@@ -32,12 +33,14 @@ def half_bits(a: np.ndarray) -> np.ndarray:
 @dataclass
 class CallRecord:
     """What one call did besides computing: the bytes it moved between host and device and
-    the seconds of its transfers and of its kernels (launches and the wait for them)."""
+    the seconds of its transfers and of its kernels (launches and the wait for them); for a
+    call profiled kernel by kernel (`Executable.profile`), each kernel's seconds."""
 
     to_device_bytes: int = 0
     to_host_bytes: int = 0
     transfer_seconds: float = 0.0
     kernel_seconds: float = 0.0
+    kernels: dict[str, float] = field(default_factory=dict)  # kernel name -> seconds
 
 
 class Executable:
@@ -55,8 +58,9 @@ class Executable:
     compile_seconds: float | None = None
     # Bytes the executable allocates once and reuses on every call (its arena).
     arena_bytes: int = 0
-    # What the last call did apart from computing (`CallRecord`); None where calls are not
-    # recorded (the CPU's call path stays within a microsecond of its kernels).
+    # What the last call did apart from computing (`CallRecord`). The CPU records only a
+    # profiled call (`profile`), so that its call path stays within a microsecond of its
+    # kernels: None until then.
     last_call: CallRecord | None = None
 
     def __call__(self, *args) -> list:
@@ -78,6 +82,16 @@ class Executable:
             self(*arrays)
             times.append(time.perf_counter() - start)
         return times
+
+    def profile(self, *args, repeat: int = 5) -> list:
+        """A call that times each kernel on its own: the root's values, as a call gives them,
+        and in `last_call` each kernel's seconds (the median of `repeat` runs, launch and
+        wait) and their sum. Where there are no kernels of its own (the interpreter runs
+        NumPy op by op) the call is timed whole."""
+        start = time.perf_counter()
+        results = self(*args)
+        self.last_call = CallRecord(kernel_seconds=time.perf_counter() - start)
+        return results
 
     def bench(self, name: str, eager: Callable, run: Callable, args: Sequence, repeat: int,
               output_bytes: int):
@@ -151,6 +165,37 @@ class GeneratedExecutable(Executable):
             raise TypeError(f"argument {n} has shape {arr.shape}; it was compiled for "
                             f"{p.shape}")
         return arr if arr.dtype == p.dtype else arr.astype(p.dtype)
+
+    def launch_arguments(self, launch: Launch, buffers: dict[str, Sequence]) -> list:
+        """What the driver passes `launch`, for calling its kernel alone: a temporary as its
+        view of the arena, a parameter, constant or output from `buffers` (by kind, in the
+        kernel's storage: float16 as bits), then the kernel's scratch space."""
+        arena = self.arena  # type: ignore[attr-defined]  # each target allocates its own
+        args = []
+        for b in launch.inputs + launch.outputs:
+            if isinstance(b, BufferRef):
+                storage = np.uint16 if b.dtype == F16 else b.dtype
+                args.append(arena[b.offset:b.end].view(storage).reshape(b.shape))
+            else:
+                args.append(buffers[b.kind][b.number])
+        if launch.scratch is not None:
+            args.append(arena[launch.scratch.offset:launch.scratch.offset + launch.scratch.size])
+        return args
+
+    def time_launches(self, buffers: dict[str, Sequence], launch: Callable[[Launch, list], float],
+                      repeat: int) -> CallRecord:
+        """Every kernel of the program run alone, in schedule order, `repeat` + 1 times
+        (the first pass readies each kernel for a call of its own, and is not counted):
+        `launch(launch, arguments)` runs one and says its seconds."""
+        launches = self.program.plan.launches
+        seconds: dict[str, list[float]] = {k.kernel: [] for k in launches}
+        for n in range(repeat + 1):
+            for k in launches:
+                took = launch(k, self.launch_arguments(k, buffers))
+                if n:
+                    seconds[k.kernel].append(took)
+        kernels = {name: float(np.median(s)) for name, s in seconds.items()}
+        return CallRecord(kernel_seconds=sum(kernels.values()), kernels=kernels)
 
     def gather(self, outs: list, arguments: Sequence, constants: Sequence,
                copy: Callable) -> list:

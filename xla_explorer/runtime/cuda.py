@@ -15,6 +15,7 @@ from __future__ import annotations
 import sys
 import time
 import warnings
+from contextlib import contextmanager
 from typing import Sequence
 
 import numpy as np
@@ -90,12 +91,47 @@ class CudaExecutable(GeneratedExecutable):
         self._launch(dev_args, outs)
         cuda.synchronize()
         record.kernel_seconds = time.perf_counter() - t1
+        final = self._results(outs, dev_args, device_kind, record)
+        self.last_call = record
+        return final
+
+    def _results(self, outs, dev_args, device_kind, record: CallRecord) -> list:
+        """The root's values, handed back as the inputs' kind (a transfer for NumPy)."""
         results = self.gather(outs, dev_args, self._device_constants,
-                              lambda dev: _device_copy(cuda, dev))
-        t2 = time.perf_counter()
+                              lambda dev: _device_copy(self.cuda, dev))
+        start = time.perf_counter()
         shapes = [self._result_dtype(where, k) for where, k in self.program.outputs]
         final = [self._hand_back(v, dt, device_kind, record) for v, dt in zip(results, shapes)]
-        record.transfer_seconds += time.perf_counter() - t2
+        record.transfer_seconds += time.perf_counter() - start
+        return final
+
+    def profile(self, *args, repeat: int = 5) -> list:
+        """The call with each kernel launched alone, in schedule order, as the driver would
+        launch it, and timed to the end of its work (`last_call.kernels`)."""
+        self.check_count(args)
+        self.run_arrays(args)  # compiles every kernel, once
+        cuda = self.cuda
+        moved = CallRecord()
+        device_kind = next((k for k in map(_kind, args) if k != "numpy"), None)
+        dev_args = [self._to_device(a, p, n, moved)
+                    for n, (a, p) in enumerate(zip(args, self.params))]
+        outs = [cuda.device_array(s.dims, np.uint16 if s.dtype == F16 else s.dtype)
+                for s in self.output_shapes]
+        buffers = {"parameter": dev_args, "constant": self._device_constants, "output": outs}
+
+        def launch(k, arguments) -> float:
+            grid = k.shape
+            blocks = (self._py.cooperative_blocks(grid.blocks) if grid.cooperative
+                      else grid.blocks)
+            start = time.perf_counter()
+            with self._simulating():
+                getattr(self._py, k.kernel)[blocks, grid.threads](*arguments)
+                cuda.synchronize()
+            return time.perf_counter() - start
+
+        record = self.time_launches(buffers, launch, repeat)
+        record.to_device_bytes = moved.to_device_bytes
+        final = self._results(outs, dev_args, device_kind, record)
         self.last_call = record
         return final
 
@@ -107,20 +143,25 @@ class CudaExecutable(GeneratedExecutable):
         return self.constants[k].dtype
 
     def _run(self, dev_args, outs) -> None:
-        if not self.simulated:
+        with self._simulating():
             self._py.run(self.arena, *dev_args, *self._device_constants, *outs)
+
+    @contextmanager
+    def _simulating(self):
+        """Where the simulator runs the kernels: it runs a block as one Python thread per
+        CUDA thread, which meet at every barrier and shuffle, and switching between them
+        often makes that several times faster than Python's default 5 ms switch interval.
+        Its threads compute with NumPy scalars, which warn on the wrap-around and overflow
+        that a GPU (and HLO) does silently; np.errstate would not reach those threads."""
+        if not self.simulated:
+            yield
             return
-        # The simulator runs a block as one Python thread per CUDA thread, which meet at
-        # every barrier and shuffle: switching between them often makes that several
-        # times faster than Python's default 5 ms switch interval.
-        # Its threads compute with NumPy scalars, which warn on the wrap-around and overflow
-        # that a GPU (and HLO) does silently; np.errstate would not reach those threads.
         before = sys.getswitchinterval()
         sys.setswitchinterval(SIMULATOR_SWITCH_INTERVAL)
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", RuntimeWarning)
-                self._py.run(self.arena, *dev_args, *self._device_constants, *outs)
+                yield
         finally:
             sys.setswitchinterval(before)
 

@@ -8,6 +8,7 @@ dispatch into Numba: the driver `run` calls every kernel in schedule order.
 from __future__ import annotations
 
 import re
+import time
 from math import prod
 from typing import Sequence
 
@@ -115,6 +116,26 @@ class CpuExecutable(GeneratedExecutable):
             self._call(arrays, outs)
         if self._returns_outputs:  # each output once, in order: the common case
             return outs
+        return self.gather(outs, arrays, self.constants, _copy)
+
+    def profile(self, *args, repeat: int = 5) -> list:
+        """The call with each kernel called alone from Python, in schedule order, as the
+        driver would call it, and timed (`last_call.kernels`)."""
+        self.check_count(args)
+        arrays = self.host_arguments(args)
+        self.run_arrays(arrays)  # compiles the program, once
+        outs = [np.empty(dims, dtype) for dims, dtype, _ in self._out_specs]
+        buffers = {"parameter": [half_bits(a) for a in arrays],
+                   "constant": self._kernel_constants,
+                   "output": [half_bits(o) for o in outs]}
+
+        def launch(k, arguments) -> float:
+            kernel = getattr(self._py, k.kernel)
+            start = time.perf_counter()
+            kernel(*arguments)
+            return time.perf_counter() - start
+
+        self.last_call = self.time_launches(buffers, launch, repeat)
         return self.gather(outs, arrays, self.constants, _copy)
 
     def _call(self, arrays, outs) -> None:

@@ -1,7 +1,7 @@
 """Where does a parallel loop start to pay? Times the same fused kernel compiled serial and
 with `prange`, over sizes from 2**12 to 2**24 elements, and prints the ratio and the first
-size from which parallel stays ahead. `numba_cpu.PARALLEL_THRESHOLD` (for the sum) and
-`PARALLEL_THRESHOLD_EXPENSIVE` (for gelu) are set from this.
+size from which parallel stays ahead. `CodegenOptions.parallel_threshold` (for the sum)
+and `parallel_threshold_expensive` (for gelu, codegen/options.py) are set from this.
 
     python benchmarks/parallel_threshold.py [--budget 1.0]
 

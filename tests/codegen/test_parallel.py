@@ -11,8 +11,10 @@ import pytest
 from numba import njit, prange
 
 import xla_explorer as xe
+from xla_explorer import compiler
+from xla_explorer.backends.cpu import CpuBackend
 from xla_explorer.codegen.cpu import GEMM_IMPORT, PARALLEL_IMPORT
-from xla_explorer.codegen.options import DEFAULT_OPTIONS
+from xla_explorer.codegen.options import DEFAULT_OPTIONS, CodegenOptions
 from xla_explorer.codegen.parallel import (block_counter, fetch_add, load_acquire, next_block,
                                            nonnegative, thread, threads)
 
@@ -162,3 +164,23 @@ def test_the_names_a_kernel_file_imports_are_distinct():
     for k, names in enumerate(imported):
         for other in imported[k + 1:]:
             assert not names & other, names & other
+
+
+def test_serial_only_keeps_every_kernel_on_one_thread(rng):
+    # Options reach the code generator through the backend that compiles: the same programs
+    # that run in parallel by default (the sum's blocks, the product's rows) run serially,
+    # with the same results.
+    x, w = rng.standard_normal((160, 128), np.float32), rng.standard_normal((128, 256), np.float32)
+    y = rng.standard_normal(DEFAULT_OPTIONS.parallel_threshold + 1001, np.float32)
+
+    def f(x, w, y):
+        return np.maximum(x @ w, np.float32(0)), np.sum(y * np.float32(2))
+
+    module = xe.explore(f, x, w, y).stages[0].module  # as traced: each compile runs the passes
+    for options, parallel in ((DEFAULT_OPTIONS, True), (CodegenOptions(serial_only=True), False)):
+        exe = compiler.compile(module, CpuBackend(options)).executable
+        source = exe.sources[""]
+        assert ("prange(" in source) == parallel, source
+        relu, total = exe(x, w, y)
+        np.testing.assert_allclose(relu, np.maximum(x @ w, 0), rtol=1e-4, atol=1e-4)
+        np.testing.assert_allclose(total, np.sum(y.astype(np.float64) * 2), rtol=1e-5)

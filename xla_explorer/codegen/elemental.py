@@ -27,15 +27,7 @@ from ..ir.ops import Group, elementwise_like, in_group
 from . import exprs
 from .analysis import tuple_rooted
 from .reducers import combine
-from .writer import F16, affine, index_text, Writer, np_type, tuple_text
-
-
-def allocate_array(core: "Elemental", inst: Instruction, index: int | None) -> str:
-    """The CPU's place for a phase's value that is no output: a new array, `np.empty`."""
-    shape = inst.shape if index is None else inst.shape.elements[index]
-    var = core.w.fresh(inst.name if index is None else f"{inst.name}_{index}")
-    core.w.line(f"{var} = np.empty({tuple_text(shape.dims)}, dtype={np_type(shape.dtype)})")
-    return var
+from .writer import F16, Writer, affine, index_text, np_type
 
 
 class Elemental:
@@ -43,12 +35,12 @@ class Elemental:
     its result; every line goes to the writer `w`."""
 
     def __init__(self, module: Module, comp: Computation, w: Writer,
-                 allocate: Callable = allocate_array, backend: str = "CPU"):
+                 allocate: Callable[[Elemental, Instruction, int | None], str], backend: str):
         self.module = module
         self.comp = comp = tuple_rooted(comp)
         self.w = w
-        self.allocate = allocate
-        self.backend = backend  # in error messages
+        self.allocate = allocate  # (core, inst, tuple index or None) -> a new array's name
+        self.backend = backend  # its name in error messages
         root = comp.root
         self.outputs = list(root.operands) if root.opcode == "tuple" else [root]
         self.params = comp.parameters

@@ -18,6 +18,8 @@ import numpy as np
 from ..errors import not_compilable
 from ..ir.module import Computation, Instruction, Module
 from ..ir.printer import format_instruction
+from ..passes.buffer_assignment import CONSTANT, EAGER, OUTPUT, PARAMETER, buffer_name
+from ..passes.dataflow import dataflow, is_kernel
 from .analysis import kernel_computation
 from .writer import identifier, storage_type, tuple_text
 
@@ -125,9 +127,6 @@ def plan_program(module: Module, assignment, emit: Emit | None = None,
     """The launches of `module`'s kernels over the arena `assignment` lays out. `emit`
     generates each kernel (a target's); without it the launches name no code. An op left to
     run eagerly (a custom-call) cannot be in a compiled program: refused by name."""
-    from ..passes.buffer_assignment import CONSTANT, EAGER, OUTPUT, PARAMETER, buffer_name
-    from ..passes.dataflow import dataflow, is_kernel
-
     entry = module.entry
     flow = dataflow(entry)
     params = tuple(sorted(entry.parameters, key=lambda p: p.parameter_number))

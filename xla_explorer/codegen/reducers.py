@@ -21,10 +21,15 @@ def is_single_op(reducer: Computation, opcode: str) -> bool:
     return simple_op(reducer) and reducer.root.opcode == opcode
 
 
+def is_sum(reducer: Computation, n: int) -> bool:
+    """A single sum (`x += v` accumulates it)."""
+    return n == 1 and is_single_op(reducer, "add")
+
+
 def parallel_reducer(reducer: Computation, n: int) -> bool:
     """A sum runs in parallel (each block into a partial sum of its own, see
     `cpu/loop.py`'s parallel loop); other reducers run serially."""
-    return n == 1 and is_single_op(reducer, "add")
+    return is_sum(reducer, n)
 
 
 def reassociable_step(reducer: Computation, n: int, dtype: np.dtype) -> str | None:
@@ -37,11 +42,6 @@ def reassociable_step(reducer: Computation, n: int, dtype: np.dtype) -> str | No
         if is_single_op(reducer, opcode):
             return helper
     return None
-
-
-def is_sum(reducer: Computation, n: int) -> bool:
-    """A single sum (`x += v` accumulates it)."""
-    return n == 1 and is_single_op(reducer, "add")
 
 
 def wide_accumulator(reducer: Computation, dtype: np.dtype, n: int) -> np.dtype:

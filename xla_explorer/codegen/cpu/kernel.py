@@ -19,7 +19,7 @@ from ..phases.scatter import emit_scatter
 from ..phases.sort import emit_sort
 from ..writer import KernelSource, Writer
 from .dot import Products, emit_dot
-from .loop import Loops, emit_outputs
+from .loop import Loops, allocate_array, emit_outputs
 from .reduce import emit_reduce
 from .rows import emit_rows
 
@@ -30,7 +30,7 @@ PHASES = {"reduce-window": emit_scan, "sort": emit_sort}
 def emit_kernel(module: Module, comp: Computation, name: str, kind: str, row: bool,
                 options: CodegenOptions = DEFAULT_OPTIONS) -> KernelSource:
     """The `@njit` function computing `comp` (a fusion's computation, or one op's)."""
-    core = Elemental(module, comp, Writer())
+    core = Elemental(module, comp, Writer(), allocate=allocate_array, backend="CPU")
     expensive = any(is_expensive(i) for i in core.comp.instructions)
     loops = Loops(core, options, options.parallel_from(expensive))
     products = Products()

@@ -10,9 +10,18 @@ from __future__ import annotations
 from math import prod
 
 from .. import exprs
+from ...ir.module import Instruction
 from ..elemental import Elemental
 from ..options import CodegenOptions
-from ..writer import np_type
+from ..writer import np_type, tuple_text
+
+
+def allocate_array(core: Elemental, inst: Instruction, index: int | None) -> str:
+    """The CPU's place for a phase's value that is no kernel output: a new array."""
+    shape = inst.shape if index is None else inst.shape.elements[index]
+    var = core.w.fresh(inst.name if index is None else f"{inst.name}_{index}")
+    core.w.line(f"{var} = np.empty({tuple_text(shape.dims)}, dtype={np_type(shape.dtype)})")
+    return var
 
 
 class Loops:

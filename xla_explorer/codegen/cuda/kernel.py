@@ -52,9 +52,8 @@ def emit_kernel(module: Module, comp: Computation, name: str, kind: str,
                 row: bool) -> CudaKernel:
     """The `@cuda.jit` kernel computing `comp` (a fusion's computation, or one op's)."""
     w = Writer()
-    layout: Layout
 
-    def allocate(core, inst, index):
+    def allocate(core, inst, index):  # a phase's array: shared memory, which `layout` counts
         return shared_storage(layout, core, inst, index)
 
     core = Elemental(module, comp, w, allocate=allocate, backend="cuda")

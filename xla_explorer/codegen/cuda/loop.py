@@ -76,11 +76,12 @@ class Layout:
             idx.append(i)
         return tuple(idx)
 
-    def strided(self, n: int, start: str, step) -> str:
-        """Open `for j in range(start, n, step)`; the caller closes it with close(1)."""
+    def strided(self, n: int, start: str, step, loops: int = 1) -> str:
+        """Open `for j in range(start, n, step)`, standing for `loops` of the caller's loops
+        (a flattened nest); the caller closes it with close(loops)."""
         j = self.w.fresh("j")
         self.w.line(f"for {j} in range({start}, {n}, {step}):")
-        self.w.open()
+        self.w.open(extra=loops - 1)
         return j
 
     def grid_stride(self) -> None:

@@ -48,8 +48,7 @@ class BlockLoops:
     def loop_nest(self, dims, parallel: bool, sums=()) -> tuple[str, ...]:
         if self.serial or not dims or sums:
             return self.w.for_nest(dims)
-        flat = self.layout.strided(prod(dims), "tid", self.layout.threads)
-        self.w.scopes[-1].extra = len(dims) - 1  # the one loop stands for len(dims)
+        flat = self.layout.strided(prod(dims), "tid", self.layout.threads, loops=len(dims))
         return self.layout.unravel(flat, dims)
 
 

@@ -238,3 +238,24 @@ def test_must_compile_names_the_outer_function_that_an_autoclustered_jit_was_tra
     with pytest.raises(xe.CompileError) as info:  # an inner without autocluster: as before
         xe.jit(lambda x: xe.jit(unique_sum)(x) * 2)(x)
     assert "outer function" not in str(info.value)
+
+
+def test_clusters_compiled_with_other_codegen_options_are_not_shared():
+    # Auto-clustering caches each cluster's executable across compilations; a cpu backend
+    # with other tuning values must get its own, or it would run code made for the first.
+    from xla_explorer.backends.cpu import CpuBackend
+    from xla_explorer.codegen.options import CodegenOptions
+
+    def f(x):
+        return np.unique(np.tanh(x) * 2.0)
+
+    x = np.linspace(-1, 1, 64, dtype=np.float32)
+    module = trace(f, [x], autocluster=True).module
+    plain, serial = CpuBackend(), CpuBackend(CodegenOptions(serial_only=True))
+    assert plain.compile_key() != serial.compile_key()
+    first = compiler.compile(module, plain, autocluster=True)
+    np.testing.assert_allclose(first.executable(x)[0], f(x), rtol=1e-6)
+    misses = compiler.CLUSTER_CACHE["misses"]
+    again = compiler.compile(module, serial, autocluster=True)
+    np.testing.assert_allclose(again.executable(x)[0], f(x), rtol=1e-6)
+    assert compiler.CLUSTER_CACHE["misses"] > misses

@@ -121,7 +121,7 @@ def compile(module: Module, backend: str | Backend = "cpu", *, autocluster: bool
 # Cluster fingerprint -> its executable, shared by every compilation in the process: XLA's
 # compilation cache plays this part for TensorFlow's clusters, so a program traced again for
 # a new value-dependent shape recompiles only the clusters that shape changed.
-_CLUSTERS: dict[tuple[str, str], Executable] = {}
+_CLUSTERS: dict[tuple[tuple, str], Executable] = {}
 _LOCK = threading.Lock()
 CLUSTER_CACHE = {"hits": 0, "misses": 0}
 
@@ -129,7 +129,7 @@ CLUSTER_CACHE = {"hits": 0, "misses": 0}
 def compile_cluster(module: Module, backend: Backend) -> Executable:
     """One auto-clustered cluster, already fused and scheduled with its program: verified,
     given a buffer assignment of its own, compiled (or found in the cache)."""
-    key = (backend.name, module.fingerprint())
+    key = (backend.compile_key(), module.fingerprint())
     with _LOCK:
         executable = _CLUSTERS.get(key)
         CLUSTER_CACHE["hits" if executable is not None else "misses"] += 1

@@ -51,6 +51,11 @@ class Backend:
         partitioning pass for a distributed one) overrides this."""
         return default_passes(autocluster=options.autocluster)
 
+    def compile_key(self) -> tuple:
+        """What, besides the module, decides what `compile` makes: executables cached across
+        compilations (auto-clustering's clusters) are shared only under an equal key."""
+        return (self.name,)
+
     def unsupported(self, inst: Instruction) -> CompileError | None:
         """The error must-compile raises for `inst`, or None when the backend compiles it.
         A custom-call is NumPy run eagerly (np.unique: its shape depends on values)."""

@@ -19,6 +19,9 @@ class CpuBackend(Backend):
     def __init__(self, options: CodegenOptions = DEFAULT_OPTIONS):
         self.options = options  # the code generator's tuning values, for every compile
 
+    def compile_key(self) -> tuple:
+        return (self.name, self.options)
+
     def compile(self, module: Module, assignment: BufferAssignment | None) -> Executable:
         # Imported here: Numba takes a while to import, and `import xla_explorer` should not.
         from ..runtime.executable import CpuExecutable

@@ -13,6 +13,10 @@ root (tests/conftest.py) while holding a file lock; the others wait for the lock
 `python tests/binder_rehearsal.py OUT NOTEBOOK...` is what runs inside the fresh environment
 (stdlib and that environment's nbclient only): it executes each notebook and writes it, with
 its wall time, to OUT.
+
+`execute_here()` executes the notebooks the same way on this environment's own Python, with
+no venv to build: what `make test` asserts on (tests/test_notebooks.py); the rehearsal in a
+fresh venv is `make test-deep`'s (tests/test_binder.py).
 """
 from __future__ import annotations
 
@@ -124,8 +128,17 @@ def execute_all(venv: Path, out: Path, log: Path) -> dict:
 
 
 def rehearse() -> Rehearsal:
-    """The session's rehearsal, built by the first caller (in any xdist worker)."""
-    base = _cache_root() / "binder"
+    """The session's rehearsal in a fresh venv made from binder/, built by the first caller
+    (in any xdist worker)."""
+    return _once(_cache_root() / "binder", build=True)
+
+
+def execute_here() -> Rehearsal:
+    """Every notebook executed once per session on a fresh kernel of this environment."""
+    return _once(_cache_root() / "notebooks-here", build=False)
+
+
+def _once(base: Path, build: bool) -> Rehearsal:
     base.mkdir(parents=True, exist_ok=True)
     done = base / "rehearsal.json"
     with open(base / "lock", "w") as lock:
@@ -133,11 +146,13 @@ def rehearse() -> Rehearsal:
         if not done.exists():
             log = base / "log.txt"
             start = time.perf_counter()
-            record: dict = {"venv": str(base / "venv")}
+            venv = base / "venv" if build else Path(sys.prefix)
+            record: dict = {"venv": str(venv)}
             try:
-                build_venv(base / "venv", log)
+                if build:
+                    build_venv(venv, log)
                 record["build_seconds"] = time.perf_counter() - start
-                record["notebooks"] = execute_all(base / "venv", base / "executed", log)
+                record["notebooks"] = execute_all(venv, base / "executed", log)
             except Exception as e:  # recorded, so other workers fail alike, not rebuild
                 record["failed"] = str(e)
             done.write_text(json.dumps(record))

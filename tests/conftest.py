@@ -65,12 +65,13 @@ def pytest_unconfigure(config):
 
 
 @pytest.fixture(scope="session")
-def rehearsal():
-    """The Binder rehearsal (tests/binder_rehearsal.py): every notebook executed once per test
-    session in a venv made from binder/ alone; the notebook tests read its executed copies."""
-    from tests.binder_rehearsal import rehearse
+def executed():
+    """Every notebook executed once per test session on a fresh kernel of this environment
+    (tests/binder_rehearsal.py); the notebook tests read the executed copies. The same run in
+    a venv made from binder/ alone is tests/test_binder.py's, under `make test-deep`."""
+    from tests.binder_rehearsal import execute_here
 
-    return rehearse()
+    return execute_here()
 
 
 @pytest.fixture

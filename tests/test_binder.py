@@ -61,6 +61,7 @@ def test_binder_files_say_what_they_install():
     assert re.search(r"^python -m pip install --no-cache-dir \.$", post, re.M)
 
 
+@pytest.mark.deep  # a venv built from nothing, every notebook executed again in it
 def test_rehearsal_executes_every_notebook_in_a_venv_made_from_binder():
     r = rehearse()
     python = r.venv / "bin" / "python"

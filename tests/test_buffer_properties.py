@@ -47,10 +47,23 @@ BOUNDARY_OPS = ["gram", "sum0", "var0", "min0", "mean-all", "softmax1", "argmax1
                 "add", "multiply", "where", "tanh", "sin", "exp(-|x|)", "flip0"]
 
 
-@settings(max_examples=500, suppress_health_check=[HealthCheck.too_slow,
-                                                   HealthCheck.data_too_large])
+_HEALTH = [HealthCheck.too_slow, HealthCheck.data_too_large]
+
+
+@settings(max_examples=100, suppress_health_check=_HEALTH)
 @given(programs(BOUNDARY_OPS))
 def test_buffer_assignment_of_random_programs(case):
+    check_buffer_assignment(case)
+
+
+@pytest.mark.deep  # hundreds more
+@settings(max_examples=500, suppress_health_check=_HEALTH)
+@given(programs(BOUNDARY_OPS))
+def test_buffer_assignment_of_hundreds_of_random_programs(case):
+    check_buffer_assignment(case)
+
+
+def check_buffer_assignment(case):
     inputs, steps, n_out = case
     program = build(steps, n_out)
     with np.errstate(all="ignore"):

@@ -1,4 +1,4 @@
-"""notebooks/09_gpu, as the Binder rehearsal ran it: on the GPU where there is one, else under
+"""notebooks/09_gpu, as the session executed it: on the GPU where there is one, else under
 Numba's CUDA simulator, which its first cell turns on; it shows what its text says it shows."""
 from __future__ import annotations
 
@@ -9,13 +9,13 @@ import pytest
 from .test_notebooks import check_common, find, text_of
 
 
-# One Binder rehearsal runs the notebooks for all of these: one xdist worker.
+# One execution of the notebooks serves all of these: one xdist worker.
 pytestmark = pytest.mark.xdist_group("notebooks")
 
 
-@pytest.mark.slow  # the Binder rehearsal runs the notebooks
-def test_09_gpu(rehearsal):
-    nb = rehearsal.notebook("09_gpu")
+@pytest.mark.slow  # executing the notebooks
+def test_09_gpu(executed):
+    nb = executed.notebook("09_gpu")
     check_common(nb)
     first = text_of(find(nb, "import ctypes.util"))
     assert "simulator" in first or "kernels run on the GPU" in first

@@ -1,8 +1,8 @@
 """Every teaching notebook runs on a fresh kernel and shows what its text says it shows.
 
-The notebooks are executed once per test session, by the Binder rehearsal
-(tests/binder_rehearsal.py: a fresh venv made from binder/ alone, nbclient on that venv's
-kernel); the tests here assert on those executed copies: the numbers each notebook's text
+The notebooks are executed once per test session, each on a fresh kernel of this environment
+(tests/binder_rehearsal.py's `execute_here`; tests/test_binder.py runs them again in a fresh
+venv made from binder/ alone, under `make test-deep`); the tests here assert on those executed copies: the numbers each notebook's text
 explains (computed again here from the inputs where they can be), the explorer's output and
 its widget state saved in the notebook's metadata. They assert on values and key facts, not
 on the exact layout of the `%%xla` summary or on timings, which vary by machine.
@@ -16,7 +16,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-# One Binder rehearsal runs the notebooks for all of these: one xdist worker.
+# One execution of the notebooks serves all of these: one xdist worker.
 pytestmark = pytest.mark.xdist_group("notebooks")
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -84,9 +84,9 @@ def check_common(nb):
         assert model in state, f"widget {model} shown but its state was not saved"
 
 
-@pytest.mark.slow  # the Binder rehearsal executes it
-def test_01_first_cell(rehearsal):
-    nb = rehearsal.notebook("01_first_cell")
+@pytest.mark.slow  # executing the notebooks
+def test_01_first_cell(executed):
+    nb = executed.notebook("01_first_cell")
     n = 1000  # the notebook's inputs: three float32 vectors of n elements
     assert shows_explorer(find(nb, "%%xla"))
     first, eager = text_of(find(nb, "print(float(total)")).split("\n", 1)
@@ -114,8 +114,8 @@ def test_01_first_cell(rehearsal):
 
 
 @pytest.mark.slow
-def test_02_fusion(rehearsal):
-    nb = rehearsal.notebook("02_fusion")
+def test_02_fusion(executed):
+    nb = executed.notebook("02_fusion")
     outs = [text_of(c) for c in nb.cells if c.cell_type == "code"
             and c.source.startswith("show_fusions(_xla)")]
     softmax, layernorm, adam, attention = outs
@@ -167,8 +167,8 @@ def test_02_fusion(rehearsal):
 
 
 @pytest.mark.slow
-def test_03_must_compile_and_autocluster(rehearsal):
-    nb = rehearsal.notebook("03_must_compile_and_autocluster")
+def test_03_must_compile_and_autocluster(executed):
+    nb = executed.notebook("03_must_compile_and_autocluster")
     assert text_of(find(nb, "a = np.array")) == "(3,) (1,)\n"
     refused = text_of(find(nb, "def f(x):"))
     assert refused.startswith("CompileError : np.unique is not compilable")
@@ -204,8 +204,8 @@ def test_03_must_compile_and_autocluster(rehearsal):
 
 
 @pytest.mark.slow
-def test_04_recompilation(rehearsal):
-    nb = rehearsal.notebook("04_recompilation")
+def test_04_recompilation(executed):
+    nb = executed.notebook("04_recompilation")
     calls = text_of(find(nb, "rng = np.random.default_rng(0)\ncalls"))
     assert [line.split()[-1] for line in calls.splitlines()[:5]] == \
         ["compiled", "compiled", "hit", "hit", "hit"]
@@ -224,8 +224,8 @@ def test_04_recompilation(rehearsal):
 
 
 @pytest.mark.slow
-def test_05_memory(rehearsal):
-    nb = rehearsal.notebook("05_memory")
+def test_05_memory(executed):
+    nb = executed.notebook("05_memory")
     csv = text_of(find(nb, "bufs = xe.explore(three_layers")).splitlines()
     rows = [r.split(",") for r in csv[1:] if r and r[0].isdigit()]
     assert len(rows) == 3 and all(r[3] == str(64 * 32 * 4) for r in rows)  # 64x32 float32
@@ -257,8 +257,8 @@ def test_05_memory(rehearsal):
 
 
 @pytest.mark.slow
-def test_06_speed(rehearsal):
-    nb = rehearsal.notebook("06_speed")
+def test_06_speed(executed):
+    nb = executed.notebook("06_speed")
     timed = text_of(find(nb, "explorations, benches"))
     for name in ("sum_xyz", "gelu", "softmax", "layernorm"):
         assert re.search(rf"{name} +1 kernel\(s\)", timed), name
@@ -275,8 +275,8 @@ def test_06_speed(rehearsal):
 
 
 @pytest.mark.slow
-def test_07_tiny_ops(rehearsal):
-    nb = rehearsal.notebook("07_tiny_ops")
+def test_07_tiny_ops(executed):
+    nb = executed.notebook("07_tiny_ops")
     assert text_of(find(nb, "x = np.linspace")).startswith("60 operations traced; 1 kernel")
     sizes = text_of(find(nb, "sizes = ")).splitlines()
     assert len(sizes) == 6
@@ -292,8 +292,8 @@ def test_07_tiny_ops(rehearsal):
 
 
 @pytest.mark.slow
-def test_08_training_step(rehearsal):
-    nb = rehearsal.notebook("08_training_step")
+def test_08_training_step(executed):
+    nb = executed.notebook("08_training_step")
     step = find(nb, "%%xla\ndef train_step")
     assert shows_explorer(step)
     kernels = text_of(find(nb, "traced = "))
@@ -320,6 +320,16 @@ def _tests_by_name() -> set[str]:
     for path in (ROOT / "tests").glob("test_notebook*.py"):
         names |= set(re.findall(r"^def test_(\d\d_\w+)\(", path.read_text(), re.M))
     return names
+
+
+@pytest.mark.slow  # executing the notebooks
+def test_every_notebook_runs_clean_within_its_cpu_time(executed):
+    from tests.binder_rehearsal import NOTEBOOK_SECONDS
+
+    assert set(executed.executed) == {p.stem for p in NOTEBOOKS}
+    for stem in sorted(executed.executed):
+        check_common(executed.notebook(stem))
+        assert executed.cpu_seconds[stem] < NOTEBOOK_SECONDS, (stem, executed.cpu_seconds[stem])
 
 
 def test_every_notebook_is_tested_and_paired():

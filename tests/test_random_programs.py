@@ -15,13 +15,26 @@ from xla_explorer.api import compare, computed_precision
 from .programs import (BINARY, INT_BINARY, INT_OPS, INT_UNARY, OPS, REDUCE,  # noqa: F401
                        UNARY, build, describe, int_programs, programs)
 
-# Hundreds of random programs each (make fuzz runs more).
+# A hundred random programs of each kind in `make test`, hundreds in `make test-deep` (and
+# `make fuzz` runs more).
 pytestmark = pytest.mark.slow
+_HEALTH = [HealthCheck.too_slow, HealthCheck.data_too_large]
 
 
-@settings(max_examples=500, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(max_examples=100, suppress_health_check=_HEALTH)
 @given(programs())
 def test_random_program_matches_numpy(case):
+    check_random_program(case)
+
+
+@pytest.mark.deep
+@settings(max_examples=500, suppress_health_check=_HEALTH)
+@given(programs())
+def test_hundreds_of_random_programs_match_numpy(case):
+    check_random_program(case)
+
+
+def check_random_program(case):
     inputs, steps, n_out = case
     program = build(steps, n_out)
     with np.errstate(all="ignore"):
@@ -43,9 +56,20 @@ def test_random_program_matches_numpy(case):
         xe.verify(stage.module)
 
 
-@settings(max_examples=200, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=60, suppress_health_check=_HEALTH)
 @given(int_programs())
 def test_random_integer_program_matches_numpy(case):
+    check_integer_program(case)
+
+
+@pytest.mark.deep
+@settings(max_examples=200, suppress_health_check=_HEALTH)
+@given(int_programs())
+def test_hundreds_of_random_integer_programs_match_numpy(case):
+    check_integer_program(case)
+
+
+def check_integer_program(case):
     inputs, steps = case
 
     def program(*xs):

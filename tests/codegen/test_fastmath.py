@@ -267,6 +267,7 @@ AVX2 = {"NUMBA_CPU_NAME": "haswell",
 
 
 @pytest.mark.slow  # this file's tests, compiled again in a subprocess
+@pytest.mark.deep  # every bound again, for a second target
 @pytest.mark.skipif(platform.machine().lower() not in ("x86_64", "amd64"),
                     reason="the AVX2 CPU named is an x86-64 one")
 def test_the_same_bounds_compiled_for_a_cpu_without_avx512(tmp_path):

@@ -244,8 +244,8 @@ TRANSPOSED_DOTS = [
 ]
 
 
-@pytest.mark.slow  # 18 products, each compiled
-@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.slow  # a product compiled for each
+@pytest.mark.parametrize("dtype", [np.float32, pytest.param(np.float64, marks=pytest.mark.deep)])
 @pytest.mark.parametrize("fn, shapes", TRANSPOSED_DOTS,
                          ids=[f"{f.__name__}-{'x'.join(map(str, s[0]))}" for f, s in TRANSPOSED_DOTS])
 def test_a_transposed_operand_is_read_in_place_and_matches_numpy(rng, dtype, fn, shapes):

@@ -121,7 +121,8 @@ def mismatches(got: dict, want: dict) -> list[str]:
 
 @pytest.mark.parametrize("program", [elementwise, reductions])
 @pytest.mark.parametrize("backend", BACKENDS)
-@pytest.mark.parametrize("dtype", DTYPES, ids=["f32", "f64"])
+@pytest.mark.parametrize("dtype", [DTYPES[0], pytest.param(DTYPES[1], marks=pytest.mark.deep)],
+                         ids=["f32", "f64"])
 def test_nan_and_inf_tests_of_computed_values(program, backend, dtype):
     x, y = pairs(dtype)
     with np.errstate(all="ignore"):

@@ -103,6 +103,7 @@ def test_one_long_row_read_back_is_a_cooperative_grid(rng):
     assert f"{name}[cooperative_blocks(12), 256](" in ex.executable.program.source
 
 
+@pytest.mark.deep  # 20,000 elements: long under the simulator
 def test_float32_sums_are_as_accurate_as_numpys(rng):
     x = (rng.random(20000) + 1000).astype(np.float32)
     _, got = run_cuda(np.sum, x)

@@ -242,9 +242,20 @@ def rewritable_programs(draw):
     return hlo("\n".join(lines))
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=40, deadline=None)
 @given(rewritable_programs())
 def test_random_programs_keep_their_meaning(text):
+    check_meaning_kept(text)
+
+
+@pytest.mark.deep
+@settings(max_examples=150, deadline=None)
+@given(rewritable_programs())
+def test_many_random_programs_keep_their_meaning(text):
+    check_meaning_kept(text)
+
+
+def check_meaning_kept(text):
     m = xe.verify(xe.parse_hlo(text))
     for p in default_passes():
         run_pass(p, text)  # each pass alone: valid, honest, same meaning

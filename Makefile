@@ -69,7 +69,7 @@ test: setup
 	$(PY) -m pytest -n $(JOBS) --dist loadgroup -q -m "not deep"
 
 # The exhaustive sweeps: every op record on every element type on every backend, hundreds of
-# random programs. CI runs it after `make test` (.ci/run).
+# random programs, the Binder rehearsal in a fresh venv. CI runs it after `make test` (.ci/run).
 test-deep: setup
 	$(PY) -m pytest -n $(JOBS) --dist loadgroup -q -m deep
 

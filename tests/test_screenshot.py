@@ -40,6 +40,7 @@ def png_size(path: Path) -> tuple[int, int]:
 
 
 @pytest.mark.slow  # JupyterLab in headless Chromium
+@pytest.mark.deep  # the screenshot script's run; the extension's own browser test is make test's
 def test_screenshot_renders_the_explorer(tmp_path):
     chromium_or_skip()
     out, report = tmp_path / "explorer.png", tmp_path / "facts.json"

@@ -73,6 +73,7 @@ def test_a_float16_scan_fused_with_arithmetic_after_it_rounds_each_prefix():
     _same_bits(got, want)
 
 
+@pytest.mark.deep  # the parallel copies of the serial cases above, on a million elements
 def test_many_float16_rows_scan_and_sort_in_parallel_with_numpys_bits():
     rng = np.random.default_rng(5)
     x = (rng.standard_normal((64, DEFAULT_OPTIONS.parallel_threshold // 64)) * 4).astype(F16)

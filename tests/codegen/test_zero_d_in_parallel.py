@@ -47,7 +47,8 @@ def explored(f, *args):
     return ex, ex.run(*args)
 
 
-@pytest.mark.parametrize("dtype", [F32, F64], ids=["f32", "f64"])
+@pytest.mark.parametrize("dtype", [F32, pytest.param(F64, marks=pytest.mark.deep)],
+                         ids=["f32", "f64"])
 def test_a_sum_read_by_a_parallel_sum_beside_an_argmax(rng, dtype):
     x = rng.standard_normal(N).astype(dtype)
     _, (std, arg) = explored(std_and_argmax, x)
@@ -59,7 +60,8 @@ def test_a_sum_read_by_a_parallel_sum_beside_an_argmax(rng, dtype):
     assert abs(float(total) - float((x - x.mean()).sum())) <= 2 * sum_tolerance(d.astype(dtype))
 
 
-@pytest.mark.parametrize("dtype", [F32, F64], ids=["f32", "f64"])
+@pytest.mark.parametrize("dtype", [F32, pytest.param(F64, marks=pytest.mark.deep)],
+                         ids=["f32", "f64"])
 def test_five_outputs_with_a_mean_read_in_parallel(rng, dtype):
     x, y = (rng.standard_normal(N).astype(dtype) for _ in range(2))
     _, got = explored(five, x, y)

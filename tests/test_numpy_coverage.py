@@ -1,7 +1,9 @@
 """Everyday NumPy, compiled: each entry is a small program of the kind a teacher or a scientist
-writes in a notebook, compiled whole by `xe.jit` on the cpu backend (must-compile: no eager
-fallback) and compared with NumPy on the same inputs, exactly in dtype and shape, and in value
-within the dtype's tolerance (exactly for integers and booleans).
+writes in a notebook, compiled whole by `xe.jit` (must-compile: no eager fallback) and
+compared with NumPy on the same inputs, exactly in dtype and shape, and in value within the
+dtype's tolerance (exactly for integers and booleans). Every program runs on the interpreter
+and a third of them on the cpu backend in `make test` (each a Numba compile); all of them on
+the cpu backend in `make test-deep`.
 
 The names are NumPy's; `docs/numpy-coverage.md` lists what stays refused and why.
 """
@@ -208,11 +210,18 @@ def test_the_list_is_long_enough():
     assert len(functions) >= 80, len(functions)
 
 
-@pytest.mark.parametrize("name", list(EVERYDAY))
-def test_everyday_numpy_compiles_and_matches(name):
+def _everyday_params():
+    for k, name in enumerate(EVERYDAY):
+        yield pytest.param(name, "interpreter", id=f"{name}-interpreter")
+        yield pytest.param(name, "cpu", id=f"{name}-cpu",
+                           marks=[] if k % 3 == 0 else [pytest.mark.deep])
+
+
+@pytest.mark.parametrize("name, backend", list(_everyday_params()))
+def test_everyday_numpy_compiles_and_matches(name, backend):
     program, inputs = EVERYDAY[name]
     want = numpy_call(program, [np.array(a, copy=True) for a in inputs])
-    got = xe.jit(program, backend="cpu")(*[np.array(a, copy=True) for a in inputs])
+    got = xe.jit(program, backend=backend)(*[np.array(a, copy=True) for a in inputs])
     assert_tree_same(got, want, tol=4.0)
 
 

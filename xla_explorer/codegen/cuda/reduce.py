@@ -68,6 +68,17 @@ def step_plain(layout: Layout, inst, reducer, accs, vals) -> None:
         layout.w.line(f"{acc} = {v}")
 
 
+def fold_partials(layout: Layout, inst, reducer, accs, arrays, count, name: str) -> None:
+    """Each accumulator (which starts as element 0 of its array) combined with elements 1 to
+    count - 1 of it, in order: the partials a block's warps or a grid's blocks left there."""
+    w = layout.w
+    k = w.fresh(name)
+    w.line(f"for {k} in range(1, {count}):")
+    w.open()
+    step_plain(layout, inst, reducer, accs, [f"{a}[{k}]" for a in arrays])
+    w.close(1)
+
+
 def acc_types(inst, reducer):
     n = len(inst.operands) // 2
     wide = wide_accumulator(reducer, np.dtype(inst.operands[0].dtype), n)
@@ -101,11 +112,7 @@ def block_reduce(layout: Layout, inst, reducer, accs, types) -> None:
     w.line("cuda.syncthreads()")
     for s, acc in zip(slots, accs):
         w.line(f"{acc} = {s}[0]")
-    k = w.fresh("w")
-    w.line(f"for {k} in range(1, {warps}):")
-    w.open()
-    step_plain(layout, inst, reducer, accs, [f"{s}[{k}]" for s in slots])
-    w.close(1)
+    fold_partials(layout, inst, reducer, accs, slots, warps, "w")
     w.line("cuda.syncthreads()  # every thread has read the slots before they are "
            "reused")
 

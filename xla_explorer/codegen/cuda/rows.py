@@ -22,8 +22,8 @@ from ...ir.ops import is_expensive
 from ..analysis import elementwise_closure, phases
 from ..writer import np_type
 from .loop import MAX_BLOCKS, ROW_THREADS, SHARED_BUDGET, WARP, Layout, round_up
-from .reduce import acc_types, block_reduce, finish, identity_start, reducer_parts, step, \
-    step_plain
+from .reduce import acc_types, block_reduce, finish, fold_partials, identity_start, \
+    reducer_parts, step
 
 # Blocks a cooperative launch may have (one per multiprocessor; no GPU has more): the
 # scratch space holds a partial per block.
@@ -205,11 +205,7 @@ def _emit_one_row_grid(layout: Layout, trail, reduces, full, small) -> None:
         w.line("grid.sync()  # every block's partial is written")
         for part, acc in zip(parts, accs):
             w.line(f"{acc} = {part}[0]")
-        b = w.fresh("b")
-        w.line(f"for {b} in range(1, cuda.gridDim.x):")
-        w.open()
-        step_plain(layout, inst, reducer, accs, [f"{part}[{b}]" for part in parts])
-        w.close(1)
+        fold_partials(layout, inst, reducer, accs, parts, "cuda.gridDim.x", "b")
         core.hold(inst, finish(layout, inst, reducer, accs, late))
     layout.scratch = offset
     if small:
@@ -280,11 +276,7 @@ def _emit_full_reduction(layout: Layout, trail, reduces) -> None:
             acc = w.fresh("acc")
             w.line(f"{acc} = {p}[0]")
             accs.append(acc)
-        b = w.fresh("b")
-        w.line(f"for {b} in range(1, {layout.blocks}):")
-        w.open()
-        step_plain(layout, inst, reducer, accs, [f"{p}[{b}]" for p in parts])
-        w.close(1)
+        fold_partials(layout, inst, reducer, accs, parts, layout.blocks, "b")
         core.hold(inst, finish(layout, inst, reducer, accs, late))
     w.line("if tid == 0:")
     w.open()

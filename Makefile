@@ -4,6 +4,10 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 # pytest-xdist workers: the machines here have 2 cores.
 JOBS   ?= 2
+# Python writes bytecode even where the shell says not to (PYTHONDONTWRITEBYTECODE): without
+# it every test worker, notebook kernel and subprocess compiles the package and rewrites the
+# tests' asserts from source again, a minute of the suite's CPU time. (__pycache__ is ignored.)
+unexport PYTHONDONTWRITEBYTECODE
 
 .PHONY: setup test test-fast test-deep lint lab lab-copy clean graphviz chromium fuzz screenshot extension
 

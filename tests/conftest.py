@@ -42,6 +42,12 @@ LONG_FIRST = ("tests/test_binder.py", "tests/test_notebooks.py", "tests/test_not
               "tests/extension/test_typescript.py", "tests/test_make_lab.py")
 
 
+def pytest_configure(config):
+    from tests import sweeps
+
+    sweeps.WANTED = "notdeep" not in (config.option.markexpr or "").replace(" ", "")
+
+
 @pytest.hookimpl(trylast=True)  # after xdist has added each test's group to its id
 def pytest_collection_modifyitems(config, items):
     def rank(item) -> int:

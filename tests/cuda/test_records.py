@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import xla_explorer as xe
+from tests import sweeps
 
 from ..trace.op_records import RECORDS
 from ..trace.test_numpy_ops import (_args_factory, _bind, _id, assert_matches_numpy,
@@ -33,6 +34,8 @@ def _params():
                                 if all(0 not in np.shape(np.empty(s)) if isinstance(s, tuple)
                                        else True for s in sh)), cases[0])
         for dtype in dtypes:
+            if not sweeps.keep(dtype != chosen):
+                continue
             yield pytest.param(r, dtype, shapes, variant,
                                marks=[] if dtype == chosen else [pytest.mark.deep],
                                id=f"{r.name}|{dtype.name}|{_id(shapes)}|{_id(variant)}")

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import xla_explorer as xe
+from tests import sweeps
 from xla_explorer.api import tolerance
 from xla_explorer.trace.numpy import registry
 
@@ -163,6 +164,8 @@ def _record_params(records, dtype_filter=None):
             continue
         fast = _fast_dtype(kept)
         for dtype in kept:
+            if not sweeps.keep(dtype != fast):
+                continue
             marks = [] if dtype == fast else [pytest.mark.deep]
             for shapes, variant in r.all_cases():
                 yield pytest.param(r, dtype, shapes, variant, marks=marks,
@@ -214,6 +217,8 @@ def _cpu_params():
                                 if all(0 not in np.shape(np.empty(s)) if isinstance(s, tuple)
                                        else True for s in sh)), cases[0])
         for dtype in types:
+            if not sweeps.keep(dtype != fast):
+                continue
             yield pytest.param(r, dtype, shapes, variant,
                                marks=[] if dtype == fast else [pytest.mark.deep],
                                id=f"{r.name}|{dtype.name}|{_id(shapes)}|{_id(variant)}")
@@ -257,6 +262,8 @@ def _scalar_params():
     for r in _BINARY:
         fast = _fast_dtype([np.dtype(d) for d in r.dtypes])
         for dtype in r.dtypes:
+            if not sweeps.keep(np.dtype(dtype) != fast):
+                continue
             for side, kind in itertools.product(("left", "right"), _SCALAR_KINDS):
                 yield pytest.param(r, dtype, side, kind,
                                    marks=[] if np.dtype(dtype) == fast else [pytest.mark.deep],
@@ -320,7 +327,7 @@ _NEW_PAIRS = [(U8, I8), (I8, U8), (U64, I64), (I64, U64), (U32, I32), (U16, I16)
               (F16, F32), (I8, F16), (U8, F16), (F16, I16), (BOOL, F16)]
 _PAIRS = ([(a, b) for a in _FIRST_TYPES for b in _FIRST_TYPES if a != b] + _NEW_PAIRS
           + [pytest.param(a, b, marks=pytest.mark.deep) for a in ALL for b in ALL
-             if a != b and (a, b) not in _NEW_PAIRS
+             if sweeps.WANTED and a != b and (a, b) not in _NEW_PAIRS
              and not (a in _FIRST_TYPES and b in _FIRST_TYPES)])
 
 

@@ -148,7 +148,7 @@ _RANDOM = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow,
 
 
 @pytest.mark.slow  # each program compiled
-@settings(max_examples=12, **_RANDOM)
+@settings(max_examples=6, **_RANDOM)
 @given(programs())
 def test_random_programs_on_the_cpu_match_numpy(case):
     _assert_random_program_matches_numpy(case)

@@ -10,6 +10,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.deep  # the benchmark script's run, under the simulator
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")
 def test_gpu_benchmark_runs_at_tiny_sizes(capsys):
     spec = importlib.util.spec_from_file_location("bench_gpu", ROOT / "benchmarks" / "gpu.py")

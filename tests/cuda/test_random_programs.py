@@ -1,4 +1,4 @@
-"""50 random programs from the fuzzer's generator (tests/programs.py) on backend="cuda",
+"""50 random programs (20 in `make test`, the rest in test-deep) from the fuzzer's generator (tests/programs.py) on backend="cuda",
 each output judged against eager NumPy as `make fuzz` judges it."""
 from __future__ import annotations
 
@@ -12,8 +12,10 @@ SEED = 27
 pytestmark = pytest.mark.slow  # fifty random programs compiled: `make test`, not test-fast
 
 
-@pytest.mark.parametrize("case", draw_cases(50, SEED, kinds=("float", "int")),
-                         ids=lambda c: f"program{c.index}-{c.kind}")
+@pytest.mark.parametrize("case", [
+    pytest.param(c, marks=[] if c.index < 20 else [pytest.mark.deep],
+                 id=f"program{c.index}-{c.kind}")
+    for c in draw_cases(50, SEED, kinds=("float", "int"))])
 def test_random_program_on_cuda(case):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

@@ -492,11 +492,12 @@ def test_the_issue_22_defects_stay_fixed(name):
 
 
 @pytest.mark.slow  # a small fuzz run: scenarios on every backend
+@pytest.mark.parametrize("examples", [2, pytest.param(5, marks=pytest.mark.deep)])
 @pytest.mark.parametrize("kind", SCENARIO_KINDS)
-def test_random_scenarios_match_numpy(kind):
+def test_random_scenarios_match_numpy(kind, examples):
     """A few scenarios of each kind on every backend (`make fuzz` runs many)."""
 
-    @settings(max_examples=5, deadline=None, suppress_health_check=list(HealthCheck))
+    @settings(max_examples=examples, deadline=None, suppress_health_check=list(HealthCheck))
     @given(STRATEGIES[kind]())
     def agrees(scenario):
         for backend in BACKENDS:

@@ -68,7 +68,7 @@ chromium:
 	fi
 
 # --dist loadgroup: the notebook tests share one Binder rehearsal on one worker (tests/conftest.py).
-# Every test but the exhaustive sweeps, which are test-deep's: under 6 minutes on 2 cores.
+# Every test but the exhaustive sweeps, which are test-deep's: about 6 minutes on 2 cores.
 test: setup
 	$(PY) -m pytest -n $(JOBS) --dist loadgroup -q -m "not deep"
 

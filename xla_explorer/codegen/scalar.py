@@ -140,9 +140,10 @@ multiply_reassoc.__doc__ = "acc * x, which LLVM may reassociate: the step of a f
 
 @njit(inline="always")
 def sign(x):
-    """np.sign: -1, 0 or 1 in x's type; NaN stays NaN and both zeros give +0."""
-    zero, one, minus_one = type(x)(0), type(x)(1), type(x)(-1)
-    return one if x > zero else (minus_one if x < zero else (zero if x == zero else x))
+    """np.sign: -1, 0 or 1 in x's type; NaN stays NaN and both zeros give +0. (-1 is made
+    only where x is negative: the CUDA simulator's NumPy scalars refuse uint8(-1).)"""
+    zero, one = type(x)(0), type(x)(1)
+    return one if x > zero else (type(x)(-1) if x < zero else (zero if x == zero else x))
 
 
 @njit(inline="always")

@@ -34,8 +34,8 @@ settings.load_profile("ci" if os.environ.get("CI") else "dev")
 
 # The long integration tests first, so that with pytest-xdist they start at once, one worker
 # each, and the thousands of short tests fill in around them, instead of one worker finishing
-# them alone at the end. The notebook tests share one Binder rehearsal: one xdist group
-# (`--dist loadgroup` in the Makefile), so only one worker waits for it.
+# them alone at the end. The notebook tests share one execution of the notebooks: one xdist
+# group (`--dist loadgroup` in the Makefile), so only one worker waits for it.
 LONG_FIRST = ("tests/test_binder.py", "tests/test_notebooks.py", "tests/test_notebook_gpu.py",
               "tests/extension/test_browser.py", "tests/test_live_widget.py",
               "tests/cuda/test_records.py", "tests/test_screenshot.py",
@@ -43,6 +43,7 @@ LONG_FIRST = ("tests/test_binder.py", "tests/test_notebooks.py", "tests/test_not
 
 
 def pytest_configure(config):
+    # Whether the deep sweeps' cases are wanted at all (tests/sweeps.py).
     from tests import sweeps
 
     sweeps.WANTED = "notdeep" not in (config.option.markexpr or "").replace(" ", "")

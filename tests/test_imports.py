@@ -212,3 +212,14 @@ def test_no_module_imports_another_modules_private_names(package):
                 found += [f"{name}: {alias.name} from {base}" for alias in node.names
                           if alias.name.startswith("_") and not alias.name.startswith("__")]
     assert not found, "private names imported:\n" + "\n".join(found)
+
+
+def test_importing_the_package_leaves_numba_unloaded():
+    # Numba takes most of a second to import: only compiling for a target should pay it.
+    import subprocess
+    import sys
+
+    code = "import sys, xla_explorer; print('numba' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.strip()
+    assert out == "False"

@@ -12,14 +12,16 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
 import numpy as np
 
 from ..codegen import cache
-from ..codegen.program import BufferRef, Launch
 from ..ir.module import Module
 from ..passes.buffer_assignment import OUTPUT, BufferAssignment
+
+if TYPE_CHECKING:  # codegen.program brings Numba in, which `import xla_explorer` must not
+    from ..codegen.program import Launch
 
 F16 = np.dtype(np.float16)
 
@@ -172,6 +174,8 @@ class GeneratedExecutable(Executable):
         """What the driver passes `launch`, for calling its kernel alone: a temporary as its
         view of the arena, a parameter, constant or output from `buffers` (by kind, in the
         kernel's storage: float16 as bits), then the kernel's scratch space."""
+        from ..codegen.program import BufferRef  # here: see the imports above
+
         arena = self.arena  # type: ignore[attr-defined]  # each target allocates its own
         args = []
         for b in launch.inputs + launch.outputs:

@@ -4,7 +4,7 @@ values a pass over a row reads at its own element."""
 from __future__ import annotations
 
 from ..errors import UnsupportedOpError
-from ..ir.module import Computation, Instruction, Module
+from ..ir.module import COMPUTATION_ATTRS, Computation, Instruction, Module
 from ..ir.ops import elementwise_like
 from ..passes.kinds import fits_rows, is_row_fusion, kernel_kind
 from .writer import F16
@@ -24,6 +24,24 @@ def kernel_computation(module: Module, inst: Instruction) -> tuple[Computation, 
     kind = kernel_kind(inst)
     body = params + (inst.replace(operands=params),)
     return Computation(f"{inst.name}.computation", body), kind, False
+
+
+def structure(module: Module, comp: Computation) -> tuple:
+    """What a kernel's code is made from, as a hashable value: each instruction's opcode,
+    shape, attributes, literal and operands (by position), and the same of each computation
+    it calls; not names, nor metadata. Two kernels of one structure are one function
+    (codegen/program.py), as XLA's computation deduplicator makes them one computation."""
+    where: dict[int, int] = {}
+    rows = []
+    for n, inst in enumerate(comp.instructions):
+        where[id(inst)] = n
+        attrs = tuple((k, structure(module, module.computation(v))
+                       if k in COMPUTATION_ATTRS else v) for k, v in inst.attrs)
+        literal = None if inst.literal is None else (
+            inst.literal.dtype.str, inst.literal.shape, inst.literal.tobytes())
+        rows.append((inst.opcode, str(inst.shape), tuple(where[id(o)] for o in inst.operands),
+                     attrs, literal, inst.parameter_number))
+    return tuple(rows)
 
 
 def tuple_rooted(comp: Computation) -> Computation:

@@ -80,6 +80,8 @@ class Elemental:
         found = self.w.lookup(key)
         if found is not None:
             return found
+        if self._from_operands(inst, idx):
+            self._operands_first(inst, idx)
         expr = self._expr(inst, idx)
         if re.fullmatch(r"[\w.]+|-?\d+(\.\d*)?", expr):
             return expr  # a name or a number: nothing to keep
@@ -91,6 +93,39 @@ class Elemental:
             self.w.line(f"{index_text(buf, tidx)} = {var}  # kept for the row's later passes")
             self.stashed_now.add(id(inst))
         return var
+
+    def _from_operands(self, inst: Instruction, idx: tuple[str, ...]) -> bool:
+        """inst's element at idx is computed from its operands' at the same index (as
+        `_expr` does for an element-wise op it neither reads from memory nor was given)."""
+        return (elementwise_like(inst.opcode) and id(inst) not in self.row_scalars
+                and id(inst) not in self.stored
+                and not (id(inst) in self.stashed and idx == self.row_index))
+
+    def _operands_first(self, inst: Instruction, idx: tuple[str, ...]) -> None:
+        """The element-wise operands of inst, and theirs, computed before inst in the order
+        the recursion in `value` would compute them, but walked with a stack of our own: a
+        kernel fusing thousands of element-wise ops in a chain (an unrolled loop) would take
+        one Python frame per op, and pass the recursion limit."""
+        order, seen = [], set()
+        stack = [(inst, idx, False)]
+        while stack:
+            node, at, done = stack.pop()
+            key = (id(node), at)
+            if done:
+                order.append((node, at))
+                continue
+            if key in seen or self.w.lookup(key) is not None:
+                continue
+            seen.add(key)
+            # An operand computed otherwise (a load, a constant, a gather) is computed where
+            # the recursion would reach it, by `value` itself.
+            stack.append((node, at, True))
+            if not self._from_operands(node, at):
+                continue
+            for o in reversed(node.operands):  # popped in operand order, as recursed
+                stack.append((o, at if o.dims or not node.dims else (), False))
+        for node, at in order[:-1]:  # inst itself is the caller's to compute
+            self.value(node, at)
 
     def _expr(self, inst: Instruction, idx: tuple[str, ...]) -> str:
         op = inst.opcode

@@ -10,6 +10,7 @@ temporaries, aligned as the target wants, lies the scratch space the kernels use
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Callable
 
@@ -20,7 +21,7 @@ from ..ir.module import Computation, Instruction, Module
 from ..ir.printer import format_instruction
 from ..passes.buffer_assignment import CONSTANT, EAGER, OUTPUT, PARAMETER, buffer_name
 from ..passes.dataflow import dataflow, is_kernel
-from .analysis import kernel_computation
+from .analysis import kernel_computation, structure
 from .writer import identifier, storage_type, tuple_text
 
 
@@ -83,6 +84,12 @@ class Launch:
     scratch: Scratch | None = None
     shape: Threads | Grid | None = None
     code: object = None  # the target's generated kernel (its source and how it is called)
+    same_as: str | None = None  # the earlier kernel whose function this one is, if any
+
+    @property
+    def function(self) -> str:
+        """The generated function this launch calls (its own, or the one it shares)."""
+        return self.same_as or self.kernel
 
 
 @dataclass(frozen=True)
@@ -157,6 +164,7 @@ def plan_program(module: Module, assignment, emit: Emit | None = None,
     scratch_bytes = 0
     names: set[str] = set()
     launches = []
+    made: dict[tuple, tuple[str, Instruction, object, object]] = {}  # structure -> kernel
     for inst in entry.instructions:
         if not is_kernel(inst):
             continue
@@ -169,14 +177,20 @@ def plan_program(module: Module, assignment, emit: Emit | None = None,
         for o in inst.operands:
             (key,) = flow.points_to[o.name].values()
             ins.append(ref(key))
-        code = shape = scratch = None
+        code = shape = scratch = same_as = None
         if emit is not None:
             comp, kind, row = kernel_computation(module, inst)
-            code, shape = emit(comp, fname, kind, row)
+            key = (structure(module, comp), kind, row)
+            if key in made:
+                same_as = made[key][0]
+                code, shape = _same_kernel(fname, inst, *made[key])
+            else:
+                code, shape = emit(comp, fname, kind, row)
+                made[key] = (fname, inst, code, shape)
             if code.scratch:
                 scratch = Scratch(scratch_at, code.scratch)
                 scratch_bytes = max(scratch_bytes, code.scratch)
-        launches.append(Launch(fname, inst, tuple(ins), outs, scratch, shape, code))
+        launches.append(Launch(fname, inst, tuple(ins), outs, scratch, shape, code, same_as))
 
     # What the root hands back, element by element.
     outputs = []
@@ -189,6 +203,16 @@ def plan_program(module: Module, assignment, emit: Emit | None = None,
                            scratch_bytes)
     return ProgramPlan(module, tuple(launches), layout, params, constants, tuple(outputs),
                        len(out_index))
+
+
+def _same_kernel(fname: str, inst: Instruction, first: str, first_inst: Instruction, code,
+                 shape) -> tuple[object, object]:
+    """A kernel that computes what an earlier one does (a step of an unrolled loop, say): its
+    name bound to the earlier function, so the program compiles it once. Compiling is what a
+    first call waits for: 200 steps of a stencil are one kernel, not 200."""
+    source = (f"# {inst.name} computes what {first_inst.name} does: the same kernel, compiled "
+              f"once.\n{fname} = {first}\n")
+    return dataclasses.replace(code, name=fname, source=source), shape
 
 
 # -- what every target's driver spells alike ----------------------------------------------------
@@ -211,6 +235,60 @@ def launch_lines(launch: Launch) -> list[str]:
             lines.append(f"    {buffer_text(b)} = arena[{b.offset}:{b.end}]"
                          f".view({storage_type(b.dtype)}).reshape({tuple_text(b.shape)})")
     return lines
+
+
+def driver_lines(plan: ProgramPlan, call: Callable[[Launch], str]) -> list[str]:
+    """The driver's body: each launch's comment, the arena views it writes and its call
+    (`call(launch)`, as the target spells one), in schedule order; a run of launches that
+    repeats, the same kernels on the same buffers, is written once in a `for` loop."""
+    lines = []
+    for count, body in repeats(plan.launches):
+        if count == 1:
+            lines += launch_lines(body[0]) + [f"    {call(body[0])}"]
+            continue
+        # The steps of a loop the tracer unrolled: compiling one call per step is what
+        # made a long loop slow to compile.
+        names = ", ".join(launch.instruction.name for launch in body)
+        lines.append(f"    # the next {count * len(body)} launches: {names} and the same "
+                     f"kernels on the same buffers {count - 1} times more")
+        lines.append(f"    for _ in range({count}):")
+        for launch in body:
+            lines += ["    " + line for line in launch_lines(launch)]
+            lines.append(f"        {call(launch)}")
+        # Later launches name the last step's buffers: the same bytes, under their names.
+        last = plan.launches.index(body[-1]) + (count - 1) * len(body)
+        for launch in plan.launches[last - len(body) + 1:last + 1]:
+            lines += launch_lines(launch)[1:]
+    return lines
+
+
+def repeats(launches: tuple[Launch, ...], longest: int = 8,
+            fewest: int = 3) -> list[tuple[int, tuple[Launch, ...]]]:
+    """The launches as (count, body) runs, in order: `body` (at most `longest` launches)
+    called `count` times in a row on the same buffers, where that happens at least `fewest`
+    times; else (1, (launch,))."""
+    sig = [_signature(launch) for launch in launches]
+    out, i, n = [], 0, len(launches)
+    while i < n:
+        best_count, best_period = 1, 1
+        for period in range(1, longest + 1):
+            count = 1
+            while sig[i + count * period:i + (count + 1) * period] == sig[i:i + period] \
+                    and i + (count + 1) * period <= n:
+                count += 1
+            if count >= fewest and count * period > best_count * best_period:
+                best_count, best_period = count, period
+        out.append((best_count, launches[i:i + best_period]))
+        i += best_count * best_period
+    return out
+
+
+def _signature(launch: Launch) -> tuple:
+    """What a launch does, but not which values it names: its function and its buffers."""
+    def where(b):
+        return (b.offset, b.size, b.shape, b.dtype.str) if isinstance(b, BufferRef) else b
+    return (launch.function, tuple(map(where, launch.inputs)),
+            tuple(map(where, launch.outputs)), launch.scratch, launch.shape)
 
 
 def call_arguments(launch: Launch) -> list[str]:

@@ -8,11 +8,15 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from typing import Any, Iterable, Iterator, Sequence
 
 import numpy as np
 
 from .shape import Shape, TupleShape
+
+# The attributes whose value names another computation of the module (a reducer, a fusion's body).
+COMPUTATION_ATTRS = frozenset({"to_apply", "calls"})
 
 
 @dataclass(frozen=True)
@@ -158,6 +162,12 @@ class Module:
 
     def fingerprint(self) -> str:
         """A structural hash: equal for modules that print alike, ignoring metadata."""
+        return self._fingerprint
+
+    @cached_property
+    def _fingerprint(self) -> str:
+        # Once per module (modules are immutable): the pipeline asks before and after every
+        # pass, and printing a module of thousands of instructions is not free.
         return hashlib.sha256(self.to_text(metadata=False).encode()).hexdigest()[:16]
 
     def __str__(self) -> str:

@@ -13,14 +13,13 @@ import re
 import numpy as np
 
 from ..errors import HloParseError
-from .module import Computation, Instruction, Metadata, Module
+from .module import COMPUTATION_ATTRS, Computation, Instruction, Metadata, Module
 from .printer import INT_ATTRS, INT_LIST_ATTRS, QUOTED_ATTRS
 from .shape import HLO_DTYPES, Shape, TupleShape
 
 _NAME = r"%?([A-Za-z_][\w.\-]*)"
 _COMPUTATION = re.compile(rf"^(ENTRY\s+)?{_NAME}\s*(\(.*\)\s*->\s*.*?)?\s*\{{\s*$")
 _INSTRUCTION = re.compile(rf"^(ROOT\s+)?{_NAME}\s*=\s*(.*)$")
-_COMPUTATION_ATTRS = frozenset({"to_apply", "calls"})
 # Tables XLA prints between the header and the computations (stack frames for metadata).
 _TABLES = frozenset({"FileNames", "FunctionNames", "FileLocations", "StackFrames"})
 # A /* comment */ (XLA prints `/*index=5*/` in long operand lists), or a quoted string, which
@@ -201,7 +200,7 @@ def _attr_value(key: str, raw: str):
         return _padding(raw)
     if key in QUOTED_ATTRS:
         return _unquote(raw)
-    if key in _COMPUTATION_ATTRS:
+    if key in COMPUTATION_ATTRS:
         return raw.lstrip("%")
     return raw
 

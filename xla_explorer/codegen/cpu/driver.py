@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from ...ir.module import Instruction, Module
 from .. import exprs
 from ..options import CACHE_LINE, DEFAULT_OPTIONS, CodegenOptions
-from ..program import ProgramPlan, Threads, call_arguments, driver_arguments, launch_lines, \
+from ..program import ProgramPlan, Threads, call_arguments, driver_arguments, driver_lines, \
     plan_program
 from .kernel import emit_kernel
 
@@ -71,10 +71,9 @@ def generate_program(module: Module, assignment,
     """The Python source of every kernel of `module` and of its driver, using `assignment`
     (the module's buffer assignment) for where every value between kernels lives."""
     plan = plan_cpu_program(module, assignment, options)
-    driver, line_outputs = [], set()
+    line_outputs = set()
+    driver = driver_lines(plan, lambda k: f"{k.kernel}({', '.join(call_arguments(k))})")
     for launch in plan.launches:
-        driver += launch_lines(launch)
-        driver.append(f"    {launch.kernel}({', '.join(call_arguments(launch))})")
         for pos, b in enumerate(launch.outputs):
             if getattr(b, "kind", None) == "output" and pos in launch.code.line_outputs:
                 line_outputs.add(b.number)

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from ...ir.module import Instruction, Module
 from ..options import DEFAULT_OPTIONS, CodegenOptions
-from ..program import Grid, ProgramPlan, call_arguments, driver_arguments, launch_lines, \
+from ..program import Grid, ProgramPlan, call_arguments, driver_arguments, driver_lines, \
     plan_program
 from .kernel import emit_kernel
 
@@ -56,13 +56,12 @@ def generate_cuda_program(module: Module, assignment,
     """The source of every CUDA kernel of `module` and of its driver, `run(arena, params...,
     constants..., outputs...)`, where `arena` is the device arena as bytes."""
     plan = plan_cuda_program(module, assignment, options)
-    driver = []
-    for launch in plan.launches:
+    def call(launch) -> str:
         grid = launch.shape
-        driver += launch_lines(launch)
         blocks = f"cooperative_blocks({grid.blocks})" if grid.cooperative else str(grid.blocks)
-        driver.append(f"    {launch.kernel}[{blocks}, {grid.threads}]"
-                      f"({', '.join(call_arguments(launch))})")
+        return f"{launch.kernel}[{blocks}, {grid.threads}]({', '.join(call_arguments(launch))})"
+
+    driver = driver_lines(plan, call)
     driver_src = (f"def run({', '.join(driver_arguments(plan))}):\n"
                   '    """Launch every kernel in schedule order (asynchronously: the caller '
                   'synchronizes)."""\n'

@@ -1,0 +1,91 @@
+"""Long unrolled loops compile in time linear in the steps, and at any depth.
+
+Python loops unroll while tracing, so a time-stepping loop is the same kernel over and over.
+The program compiles it once (a kernel that computes what an earlier one does is that
+function again) and the driver calls it in a `for` loop where the same kernels run on the
+same buffers step after step. A chain of element-wise ops fused into one kernel is emitted
+without one Python frame per op.
+"""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+import xla_explorer as xe
+from xla_explorer.codegen.program import repeats
+
+
+def heat(u, steps=40):
+    for _ in range(steps):
+        u = u + np.float32(0.25) * (np.roll(u, 1) - np.float32(2) * u + np.roll(u, -1))
+    return u
+
+
+def heat_numpy(u, steps=40):
+    for _ in range(steps):
+        u = u + np.float32(0.25) * (np.roll(u, 1) - np.float32(2) * u + np.roll(u, -1))
+    return u
+
+
+def defined_kernels(source: str) -> list[str]:
+    return re.findall(r"^def (\w+)\(", source, re.M)
+
+
+@pytest.mark.parametrize("backend", ["cpu"])  # and tests/cuda/test_unrolled_loops.py
+def test_the_steps_of_a_loop_are_one_kernel_called_in_a_loop(backend):
+    u = np.sin(np.linspace(0, 6, 48)).astype(np.float32)
+    ex = xe.explore(heat, u, backend=backend)
+    source = ex.executable.program.source
+    kernels = [k for k in defined_kernels(source) if k != "run"]
+    # Two steps fuse into a kernel (fusion's duplication limit): 20 launches, and the first
+    # (it reads the parameter) and the last (it writes the output) differ from the rest.
+    assert len(ex.fusions) == 20
+    assert len(kernels) <= 3, kernels
+    # Every launch still has a kernel name of its own, bound to the function it shares.
+    assert len(ex.kernels) == 20
+    shared = [src for src in ex.kernels.values() if "the same kernel, compiled once" in src]
+    assert len(shared) >= 17
+    assert re.search(r"^    for _ in range\((\d+)\):", source, re.M), source
+    np.testing.assert_allclose(ex.run(u), heat_numpy(u), rtol=1e-5, atol=1e-6)
+
+
+def test_a_rolled_driver_is_short_and_the_last_step_is_read_after_it():
+    u = np.cos(np.linspace(0, 6, 32)).astype(np.float32)
+    ex = xe.explore(lambda u: heat(u, 120), u, backend="cpu")
+    plan = ex.executable.program.plan
+    runs = repeats(plan.launches)
+    assert sum(count * len(body) for count, body in runs) == len(plan.launches) == 60
+    assert max(count for count, _ in runs) >= 25
+    driver = ex.executable.program.source.split("def run(")[1]
+    assert driver.count("\n") < 25, driver
+    np.testing.assert_allclose(ex.run(u), heat_numpy(u, 120), rtol=1e-4, atol=1e-6)
+
+
+def test_repeats_need_the_same_buffers_not_only_the_same_kernel():
+    # Each step keeps its result (all are outputs): the same kernel on new buffers each time.
+    def keep_every_step(x):
+        out = []
+        for _ in range(6):
+            x = np.sin(x) * np.float32(0.5)
+            out.append(x)
+        return tuple(out)
+
+    x = np.linspace(-1, 1, 50).astype(np.float32)
+    ex = xe.explore(keep_every_step, x, backend="cpu")
+    assert all(count == 1 for count, _ in repeats(ex.executable.program.plan.launches))
+    for got, want in zip(ex.run(x), keep_every_step(x)):
+        np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+def test_a_chain_of_a_thousand_fused_ops_compiles():
+    def decay(x):
+        for _ in range(500):
+            x = x * np.float32(0.999) + np.float32(0.001)
+        return x
+
+    x = np.linspace(0, 1, 64).astype(np.float32)
+    ex = xe.explore(decay, x, backend="cpu")
+    assert len(ex.fusions) == 1  # one kernel, 1000 element-wise ops deep
+    np.testing.assert_allclose(ex.run(x), decay(x), rtol=1e-5)

@@ -23,6 +23,7 @@ from ..ir.ops import elementwise_like, in_group, is_expensive
 from .autocluster import cluster_boundary
 from .base import Pass, PassResult
 from .fusion_groups import FusionGroup, GroupIndex, emit, is_fusible, joined_size
+from .fusion_order import Depths
 from .kinds import Decision, fits_rows, row_reduce_space
 from .names import NameGen
 
@@ -109,16 +110,16 @@ class Fusion(Pass):
         decided: set[tuple[int, int]] = set()
         heap: list = []
         seq = itertools.count()
-        depth = _depths(g.root, graph)
+        depth = Depths(g.root, graph.entry.instructions, graph.order)
 
         def candidates(member):
             for producer in member.operands:
-                heapq.heappush(heap, (depth[id(producer)], next(seq), producer, member))
+                heapq.heappush(heap, (*depth.key(producer), next(seq), producer, member))
 
         for member in g.members:
             candidates(member)
         while heap:
-            _, _, producer, member = heapq.heappop(heap)
+            *_, producer, member = heapq.heappop(heap)
             key = (id(producer), id(member))
             if key in decided or g.contains(producer):
                 continue
@@ -420,18 +421,6 @@ class _IndexEvaluations:
             times = ", ".join(map(str, counts[:-1])) + " and " + str(counts[-1])
             said += f", which this kernel computes {times} times"
         return said
-
-
-def _depths(root: Instruction, graph: _Graph) -> dict[int, int]:
-    """The longest path from each instruction root depends on to root, in operand edges."""
-    depth = {id(root): 0}
-    stop = graph.order[id(root)]
-    for inst in reversed(graph.entry.instructions[:stop + 1]):
-        d = depth.get(id(inst))
-        if d is not None:
-            for o in inst.operands:
-                depth[id(o)] = max(depth.get(id(o), 0), d + 1)
-    return depth
 
 
 def _readers(producer: Instruction, g: FusionGroup, graph: _Graph, owner) -> list:

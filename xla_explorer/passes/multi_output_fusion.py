@@ -116,15 +116,23 @@ class MultiOutputFusion(Pass):
         return PassResult(new, True, tuple(decisions))
 
     def _find(self, groups, users, decisions):
+        # Each group's kind, loop and inputs, worked out once per search rather than once per
+        # pair: a long unrolled loop makes hundreds of kernels, and tens of thousands of pairs.
+        ok = {id(g): _mergeable(g) for g in groups}
+        loop = {id(g): loop_shape(g) for g in groups}
+        inputs = {id(g): g.external_operands() for g in groups}
+        reads = {id(g): {id(x) for x in inputs[id(g)]} for g in groups}
         for gp in groups:
-            if not _mergeable(gp):
+            if not ok[id(gp)]:
                 continue
             # Producer-consumer: gp's value is recomputed inside gc, or read element-wise by it.
             for gc in groups:
-                if gc is gp or not _mergeable(gc) or loop_shape(gc) != loop_shape(gp):
+                if gc is gp or not ok[id(gc)] or loop[id(gc)] != loop[id(gp)]:
+                    continue
+                read = [o for o in gp.outputs if id(o) in reads[id(gc)]]
+                if not read and not gc.contains(gp.members[0]):
                     continue
                 inside = all(gc.contains(m) for m in gp.members)
-                read = [o for o in gp.outputs if any(x is o for x in gc.external_operands())]
                 if not (inside or read) or not all(_aligned_reads(o, gc) for o in read):
                     continue
                 names = ", ".join(o.name for o in (read or gp.outputs))
@@ -143,10 +151,10 @@ class MultiOutputFusion(Pass):
                 return gc, gp, msg, "producer-consumer"
         for i, g1 in enumerate(groups):
             for g2 in groups[i + 1:]:
-                if not (_mergeable(g1) and _mergeable(g2)) or loop_shape(g1) != loop_shape(g2):
+                if not (ok[id(g1)] and ok[id(g2)]) or loop[id(g1)] != loop[id(g2)] \
+                        or reads[id(g1)].isdisjoint(reads[id(g2)]):
                     continue
-                shared = [x for x in g1.external_operands()
-                          if x.shape.size > 1 and any(y is x for y in g2.external_operands())]
+                shared = [x for x in inputs[id(g1)] if x.shape.size > 1 and id(x) in reads[id(g2)]]
                 if not shared:
                     continue
                 x = shared[0]

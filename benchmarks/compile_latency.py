@@ -1,0 +1,211 @@
+"""Time to the first answer: how long a new program waits for its first result, ours against
+XLA's (jax.jit on CPU), each program in fresh Python processes.
+
+    python benchmarks/compile_latency.py [--only NAME] [--repeats N] [--json FILE]
+
+For each program, per round (rounds interleave the runners, so a slow moment hits them all):
+
+  cold       a fresh process and an empty kernel cache: `xe.jit(f)(*args)` from the call to
+             the result (imports and making the inputs are not counted; Numba's start-up,
+             paid by the first compile of a process, is)
+  disk       a second fresh process on the same cache: the kernels are on disk
+  new shape  in the cold process, right after: the same program on inputs of a new shape
+  jax        a fresh process: `jax.jit(f)(*args)` to the result (`block_until_ready`),
+             `import jax` not counted; and its new shape likewise
+
+Medians over the rounds. Ratios are ours / jax: at or below 1 means the first answer comes as
+fast as XLA's. Every process checks its answer against NumPy before it reports a time.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+F32 = np.float32
+
+
+# -- the programs, written once for NumPy and jax.numpy (xp) -----------------------------------
+
+def sum_xyz(xp, x, y, z):
+    return xp.sum(x + y * z)
+
+
+def softmax(xp, x):
+    e = xp.exp(x - x.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
+
+
+def layernorm(xp, x, g, b):
+    m = x.mean(axis=-1, keepdims=True)
+    v = ((x - m) ** 2).mean(axis=-1, keepdims=True)
+    return (x - m) / xp.sqrt(v + F32(1e-5)) * g + b
+
+
+def attention(xp, q, k, v):
+    s = q @ k.T / xp.sqrt(F32(q.shape[1]))
+    s = xp.exp(s - s.max(axis=1, keepdims=True))
+    return (s / s.sum(axis=1, keepdims=True)) @ v
+
+
+def mlp_step(xp, x, y, w1, b1, w2, b2):
+    """One step of gradient descent on a two-layer perceptron with a squared loss."""
+    h = xp.maximum(x @ w1 + b1, F32(0))
+    d = (h @ w2 + b2 - y) * F32(2 / y.size)
+    dh = (d @ w2.T) * (h > 0)
+    lr = F32(0.01)
+    return (w1 - lr * (x.T @ dh), b1 - lr * dh.sum(axis=0),
+            w2 - lr * (h.T @ d), b2 - lr * d.sum(axis=0))
+
+
+def heat(steps):
+    """`steps` explicit steps of the 1-D heat equation on a ring."""
+    def heat(xp, u):
+        for _ in range(steps):
+            u = u + F32(0.25) * (xp.roll(u, 1) - F32(2) * u + xp.roll(u, -1))
+        return u
+    heat.__name__ = f"heat_{steps}"
+    return heat
+
+
+def gradient_descent(xp, a, b, w):
+    """100 steps of gradient descent on least squares |a w - b|^2."""
+    for _ in range(100):
+        w = w - F32(0.01) * (a.T @ (a @ w - b))
+    return w
+
+
+def power_iteration(xp, a, v):
+    """50 steps of power iteration towards a's dominant eigenvector."""
+    for _ in range(50):
+        v = a @ v
+        v = v / xp.sqrt(xp.sum(v * v))
+    return v
+
+
+def adam(xp, w, g, m, v):
+    """Notebook 02's Adam step."""
+    m = F32(0.9) * m + F32(0.1) * g
+    v = F32(0.999) * v + F32(0.001) * g * g
+    return w - F32(1e-3) * (m / F32(0.1)) / (xp.sqrt(v / F32(0.001)) + F32(1e-8)), m, v
+
+
+# name -> (program, input shapes, the shapes of the second call)
+PROGRAMS = {
+    "sum(x + y*z) 1e6": (sum_xyz, [(10**6,)] * 3, [(10**6 + 1000,)] * 3),
+    "softmax 1024x512": (softmax, [(1024, 512)], [(1024, 640)]),
+    "layernorm 1024x512": (layernorm, [(1024, 512), (512,), (512,)],
+                           [(1024, 640), (640,), (640,)]),
+    "attention 256x64": (attention, [(256, 64)] * 3, [(320, 64)] * 3),
+    "MLP training step": (mlp_step, [(128, 64), (128, 10), (64, 256), (256,), (256, 10), (10,)],
+                          [(160, 64), (160, 10), (64, 256), (256,), (256, 10), (10,)]),
+    "Adam step (notebook 02)": (adam, [(4096,)] * 4, [(5000,)] * 4),
+    "heat equation, 50 steps": (heat(50), [(64,)], [(80,)]),
+    "heat equation, 200 steps": (heat(200), [(64,)], [(80,)]),
+    "gradient descent, 100 steps": (gradient_descent, [(256, 16), (256,), (16,)],
+                                    [(320, 16), (320,), (16,)]),
+    "power iteration, 50 steps": (power_iteration, [(64, 64), (64,)], [(80, 80), (80,)]),
+}
+
+
+def inputs(shapes, seed=0):
+    rng = np.random.default_rng(seed)
+    # Small values keep the loops' iterates finite and the answers comparable.
+    return [(rng.standard_normal(s) * 0.1).astype(F32) for s in shapes]
+
+
+# -- one process: one runner's first call, then its call on a new shape ------------------------
+
+CHILD = """
+import sys, json, time
+sys.path.insert(0, {bench_dir!r})
+import numpy as np
+import compile_latency as bench
+program, shapes, new_shapes = bench.PROGRAMS[{name!r}]
+first, second = bench.inputs(shapes), bench.inputs(new_shapes, seed=1)
+if {runner!r} == "jax":
+    import jax, jax.numpy as jnp
+    fast = jax.jit(lambda *a: program(jnp, *a))
+    call = lambda args: jax.block_until_ready(fast(*args))
+else:
+    import xla_explorer as xe
+    def f(*a):
+        return program(np, *a)
+    f.__name__ = program.__name__
+    fast = xe.jit(f, backend="cpu")
+    call = lambda args: fast(*args)
+seconds = []
+for args in (first, second):
+    t0 = time.perf_counter()
+    out = call(args)
+    seconds.append(time.perf_counter() - t0)
+    want = program(np, *args)
+    for o, w in zip(out if isinstance(out, (tuple, list)) else [out],
+                    want if isinstance(want, tuple) else [want]):
+        np.testing.assert_allclose(np.asarray(o), w, rtol=2e-3, atol=2e-4)
+print(json.dumps(seconds))
+"""
+
+
+def child(name: str, runner: str, cache: str) -> list[float]:
+    code = CHILD.format(bench_dir=os.path.dirname(os.path.abspath(__file__)), name=name,
+                        runner=runner)
+    env = dict(os.environ, XLA_EXPLORER_CACHE=cache, JAX_PLATFORMS="cpu")
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                          text=True)
+    if done.returncode:
+        raise RuntimeError(f"{runner} on {name} failed:\n{done.stderr[-3000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def measure(name: str, repeats: int) -> dict:
+    rounds = {"cold": [], "disk": [], "new shape": [], "jax": [], "jax new shape": []}
+    for _ in range(repeats):
+        with tempfile.TemporaryDirectory() as cache:
+            cold = child(name, "ours", cache)
+            rounds["cold"].append(cold[0])
+            rounds["new shape"].append(cold[1])
+            rounds["disk"].append(child(name, "ours", cache)[0])
+        jax_times = child(name, "jax", cache)
+        rounds["jax"].append(jax_times[0])
+        rounds["jax new shape"].append(jax_times[1])
+    return {k: float(np.median(v)) for k, v in rounds.items()}
+
+
+def table(results: dict) -> str:
+    head = ("| program | ours, empty cache | ours, kernels on disk | new shape | jax.jit "
+            "| jax, new shape | cold / jax | disk / jax |")
+    rows = [head, "|" + "---|" * 8]
+    for name, r in results.items():
+        rows.append(f"| {name} | {r['cold']:.2f} s | {r['disk']:.2f} s | "
+                    f"{r['new shape'] * 1e3:.0f} ms | {r['jax']:.2f} s | "
+                    f"{r['jax new shape'] * 1e3:.0f} ms | {r['cold'] / r['jax']:.1f}x | "
+                    f"{r['disk'] / r['jax']:.1f}x |")
+    return "\n".join(rows)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", action="append", help="a program's name (repeatable)")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--json", help="write the medians here too")
+    args = parser.parse_args(argv)
+    names = args.only or list(PROGRAMS)
+    results = {}
+    for name in names:
+        results[name] = measure(name, args.repeats)
+        print(name, json.dumps({k: round(v, 4) for k, v in results[name].items()}), flush=True)
+    print()
+    print(table(results))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(results, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

@@ -348,3 +348,32 @@ def test_openmp_threads_spin_briefly_then_sleep_unless_told_otherwise(given, pol
                            capture_output=True, text=True, check=True).stderr
     assert f"OMP_WAIT_POLICY = '{policy}'" in shown
     assert f"GOMP_SPINCOUNT = '{spins}'" in shown
+
+
+def _train_step(W1, b1, W2, b2, X, Y, lr):
+    h = np.maximum(X @ W1 + b1, 0)
+    logits = h @ W2 + b2
+    z = logits - logits.max(axis=1, keepdims=True)
+    log_p = z - np.log(np.exp(z).sum(axis=1, keepdims=True))
+    dlogits = (np.exp(log_p) - Y) / X.shape[0]
+    dh = (dlogits @ W2.T) * (h > 0)
+    W1 -= lr * (X.T @ dh)
+    b1 -= lr * dh.sum(axis=0)
+    W2 -= lr * (h.T @ dlogits)
+    b2 -= lr * dlogits.sum(axis=0)
+    return -(Y * log_p).sum() / X.shape[0]
+
+
+def test_a_training_step_whose_epilogue_reads_a_dying_temporary_matches_numpy(rng):
+    # `dh`'s kernel computes dlogits @ W2.T into its output, then multiplies by (h > 0) read
+    # from X @ W1's buffer, which dies there: it must not be that output's buffer too.
+    X = rng.standard_normal((32, 5)).astype(np.float32)
+    Y = np.eye(3, dtype=np.float32)[rng.integers(0, 3, 32)]
+    params = [(rng.standard_normal(s) * 0.3).astype(np.float32)
+              for s in ((5, 16), (16,), (16, 3), (3,))]
+    ours, theirs = [p.copy() for p in params], [p.copy() for p in params]
+    loss = xe.jit(_train_step)(*ours, X, Y, 0.5)
+    want = _train_step(*theirs, X, Y, 0.5)
+    np.testing.assert_allclose(loss, want, rtol=1e-5)
+    for got, expected in zip(ours, theirs):
+        np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-6)

@@ -324,6 +324,30 @@ ROOT r = f32[1] slice(f), slice={[0:1]}""", ELEMENTWISE_FUSION))
     assert len(a.allocations) == 1 and a.peak_bytes == 64
 
 
+OUTPUT_FUSION = """\
+fused_out {
+  p.1 = f32[4,4] parameter(0)
+  q.1 = f32[4,4] parameter(1)
+  r.1 = f32[4,4] parameter(2)
+  d.1 = f32[4,4] dot(q.1, r.1), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  ROOT m.1 = f32[4,4] multiply(d.1, p.1)
+}"""
+
+
+def test_an_output_fusion_never_writes_over_an_operand_its_epilogue_reads():
+    # The product goes into the output first and the epilogue runs over it after: had f
+    # written over a, the epilogue would have read the product where a was (a wrong answer
+    # a training step once gave).
+    a = assign(hlo("""\
+x = f32[4,4] parameter(0)
+w = f32[4,4] parameter(1)
+a = f32[4,4] exponential(x)
+f = f32[4,4] fusion(a, x, w), kind=kOutput, calls=fused_out
+ROOT r = f32[1,1] slice(f), slice={[0:1], [0:1]}""", OUTPUT_FUSION))
+    assert a.sharings == ()
+    assert len(a.allocations) == 2
+
+
 def test_no_sharing_over_a_parameter():
     a = assign(hlo("""\
 x = f32[16] parameter(0)

@@ -50,6 +50,10 @@ def _reads_elementwise(module: Module, kernel: Instruction, positions: list[int]
     if in_group(kernel.opcode, Group.CALL) and callee:
         comp = module.computation(callee)
         root = comp.root
+        if any(in_group(i.opcode, Group.DOT) for i in comp.instructions):
+            # An output fusion writes the product into its output first, then runs the
+            # epilogue over it: an operand the epilogue reads would be overwritten by then.
+            return None
         if out_index == ():
             target, others = root, []
         elif root.opcode == "tuple" and len(out_index) == 1:

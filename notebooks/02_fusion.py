@@ -132,10 +132,12 @@ w -= lr * (m / c1) / (np.sqrt(v / c2) + eps)
 print(w is w_before, float(np.abs(w - w_old).max()))
 
 # %% [markdown]
-# `m` and `v` are outputs, and the update of `w` needs them too. Fusion copies their cheap
-# element-wise work into the kernel that updates `w`; **multi-output fusion** then sees
-# them computed both there and in kernels of their own, and makes them extra outputs of
-# that one kernel: one loop, three results, each input read once.
+# `m` and `v` are outputs, and the update of `w` needs them too. They are written to memory
+# anyway, and each reads two arrays, so fusion leaves them in kernels of their own and the
+# update reads them (copying them would read their inputs again: XLA copies a producer only
+# when it reads one array). **Multi-output fusion** then sees the update read `m` and `v`
+# element by element, and makes them extra outputs of that one kernel: one loop, three
+# results, each input read once.
 
 # %%
 show_fusions(_xla)

@@ -306,6 +306,10 @@ def test_one_note_per_decision_and_copies_marked(lab):
     copies.locator("select").first.select_option(label="4: fusion")
     lab.page.wait_for_function("(r) => r.querySelector('.xe-hlo .xe-clone')",
                                arg=copies.element_handle())
+    # The graph is drawn after the HLO (in the browser, asynchronously): wait for it too.
+    lab.page.wait_for_function(
+        "(r) => [...r.querySelectorAll('.xe-graph g.node text')].some("
+        "t => /^add\\.\\d+ \\(copy\\)$/.test(t.textContent))", arg=copies.element_handle())
     labels = copies.locator(".xe-graph g.node text").all_text_contents()
     assert any(re.fullmatch(r"add\.\d+ \(copy\)", t) for t in labels), labels
     assert not any(".clone." in t for t in labels)

@@ -283,44 +283,40 @@ ENTRY main {
     ]
 
 
-def test_a_cheap_producer_read_by_two_kernels_is_copied_into_both():
+def test_a_cheap_producer_of_one_array_read_by_two_kernels_is_copied_into_both():
     _, result = run_pass(Fusion(), hlo("""\
 x = f32[16] parameter(0)
-y = f32[16] parameter(1)
-a = f32[16] add(x, y)
+a = f32[16] negate(x)
 zero = f32[] constant(0)
 r1 = f32[] reduce(a, zero), dimensions={0}, to_apply=add
 sq = f32[16] multiply(a, a)
 r2 = f32[] reduce(sq, zero), dimensions={0}, to_apply=add
 ROOT t = (f32[], f32[], f32[16]) tuple(r1, r2, a)""", ADD))
     # `a` is also an output, so it stays as itself; each reduction recomputes its own copy
-    # rather than reading it back from memory.
+    # from x rather than reading a back: the same one array read, and no wait for a.
     assert module_text(result.module) == ADD + """
 
 fused_computation.2 {
   param_0.3 = f32[16] parameter(0)
-  param_1.4 = f32[16] parameter(1)
-  a.clone.5 = f32[16] add(param_0.3, param_1.4)
-  zero.clone.6 = f32[] constant(0)
-  ROOT r1 = f32[] reduce(a.clone.5, zero.clone.6), dimensions={0}, to_apply=add
+  a.clone.4 = f32[16] negate(param_0.3)
+  zero.clone.5 = f32[] constant(0)
+  ROOT r1 = f32[] reduce(a.clone.4, zero.clone.5), dimensions={0}, to_apply=add
 }
 
-fused_computation.8 {
-  param_0.9 = f32[16] parameter(0)
-  param_1.10 = f32[16] parameter(1)
-  a.clone.11 = f32[16] add(param_0.9, param_1.10)
-  zero.clone.12 = f32[] constant(0)
-  sq = f32[16] multiply(a.clone.11, a.clone.11)
-  ROOT r2 = f32[] reduce(sq, zero.clone.12), dimensions={0}, to_apply=add
+fused_computation.7 {
+  param_0.8 = f32[16] parameter(0)
+  a.clone.9 = f32[16] negate(param_0.8)
+  zero.clone.10 = f32[] constant(0)
+  sq = f32[16] multiply(a.clone.9, a.clone.9)
+  ROOT r2 = f32[] reduce(sq, zero.clone.10), dimensions={0}, to_apply=add
 }
 
 ENTRY main {
   x = f32[16] parameter(0)
-  y = f32[16] parameter(1)
-  a = f32[16] add(x, y)
-  add_reduce_fusion.1 = f32[] fusion(x, y), kind=kInput, calls=fused_computation.2
-  multiply_reduce_fusion.7 = f32[] fusion(x, y), kind=kInput, calls=fused_computation.8
-  ROOT t = (f32[], f32[], f32[16]) tuple(add_reduce_fusion.1, multiply_reduce_fusion.7, a)
+  a = f32[16] negate(x)
+  negate_reduce_fusion.1 = f32[] fusion(x), kind=kInput, calls=fused_computation.2
+  multiply_reduce_fusion.6 = f32[] fusion(x), kind=kInput, calls=fused_computation.7
+  ROOT t = (f32[], f32[], f32[16]) tuple(negate_reduce_fusion.1, multiply_reduce_fusion.6, a)
 }
 """
     assert decisions(result) == [
@@ -331,6 +327,56 @@ ENTRY main {
                   "(r1 and t also read it)"),
         ("fused", "fused a into r1: element-wise and cheap, so copied into this kernel "
                   "(t also reads it)"),
+        ("fused", "fused zero into r1: a scalar constant, single consumer"),
+    ]
+
+
+def test_a_producer_of_two_arrays_written_anyway_is_read_not_copied():
+    _, result = run_pass(Fusion(), hlo("""\
+x = f32[16] parameter(0)
+y = f32[16] parameter(1)
+a = f32[16] add(x, y)
+zero = f32[] constant(0)
+r1 = f32[] reduce(a, zero), dimensions={0}, to_apply=add
+sq = f32[16] multiply(a, a)
+r2 = f32[] reduce(sq, zero), dimensions={0}, to_apply=add
+ROOT t = (f32[], f32[], f32[16]) tuple(r1, r2, a)""", ADD))
+    # `a` is an output: it is written to memory whatever the reductions do. A copy in each
+    # would read x and y again where reading a reads one array (XLA's globally unfusible
+    # producers), so both read a.
+    assert module_text(result.module) == ADD + """
+
+fused_computation.2 {
+  param_0.3 = f32[16] parameter(0)
+  zero.clone.4 = f32[] constant(0)
+  ROOT r1 = f32[] reduce(param_0.3, zero.clone.4), dimensions={0}, to_apply=add
+}
+
+fused_computation.6 {
+  param_0.7 = f32[16] parameter(0)
+  zero.clone.8 = f32[] constant(0)
+  sq = f32[16] multiply(param_0.7, param_0.7)
+  ROOT r2 = f32[] reduce(sq, zero.clone.8), dimensions={0}, to_apply=add
+}
+
+ENTRY main {
+  x = f32[16] parameter(0)
+  y = f32[16] parameter(1)
+  a = f32[16] add(x, y)
+  reduce_fusion.1 = f32[] fusion(a), kind=kInput, calls=fused_computation.2
+  multiply_reduce_fusion.5 = f32[] fusion(a), kind=kInput, calls=fused_computation.6
+  ROOT t = (f32[], f32[], f32[16]) tuple(reduce_fusion.1, multiply_reduce_fusion.5, a)
+}
+"""
+    why = ("is written to memory anyway ({}) and reads 2 arrays; {} reads its result "
+           "instead of reading them all again (XLA copies only producers that read one array)")
+    assert decisions(result) == [
+        ("fused", "fused sq into r2: element-wise, single consumer"),
+        ("fused", "fused zero into r2: a scalar constant and cheap, so copied into this kernel "
+                  "(r1 also reads it)"),
+        ("refused", "not fused a into sq: a " + why.format("r1 and t also read it", "sq")),
+        ("refused", "not fused a into r1: a " + why.format("the kernel of r2 and t also read it",
+                                                           "r1")),
         ("fused", "fused zero into r1: a scalar constant, single consumer"),
     ]
 

@@ -13,7 +13,7 @@ def test_a_producer_of_a_copied_consumer_gets_one_note():
     _, result = run_pass(Fusion(), hlo("""\
 x = f32[16] parameter(0)
 m = f32[16] multiply(x, x)
-a = f32[16] add(m, x)
+a = f32[16] add(m, m)
 r = f32[16] negate(a)
 ROOT t = (f32[16], f32[16]) tuple(a, r)"""))
     fused = {i.name: [j.name for j in result.module.computation(i.attr("calls")).instructions]

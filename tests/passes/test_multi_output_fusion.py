@@ -142,32 +142,33 @@ ROOT t = (f32[16], f32[16], f32[16]) tuple(p2, m2, v2)""")
 
 def test_the_three_results_of_an_adam_step_become_one_kernel():
     _, fused = run_pass(Fusion(), ADAM)
-    # Fusion alone: the new moments m2 and v2 are outputs, and the parameter update recomputes
-    # both (cheap) rather than reading them back: three kernels.
+    # Fusion alone: the new moments m2 and v2 are outputs, written to memory anyway, and each
+    # reads two arrays, so the parameter update reads them rather than computing them again
+    # (XLA's globally unfusible producers): three kernels.
     kinds = [i.attr("kind") for i in fused.module.entry.instructions if i.opcode == "fusion"]
     assert kinds == ["kLoop", "kLoop", "kLoop"]
     _, result = run_pass(MultiOutputFusion(), fused.module.to_text())
     # One kernel reads p, g, m and v once and writes all three; each value is computed once.
     body = module_text(result.module)
     assert body == """\
-fused_computation.44 {
-  param_0.45 = f32[16] parameter(0)
-  param_1.46 = f32[16] parameter(1)
-  param_2.47 = f32[16] parameter(2)
-  param_3.48 = f32[16] parameter(3)
+fused_computation.15 {
+  param_0.16 = f32[16] parameter(0)
+  param_1.17 = f32[16] parameter(1)
+  param_2.18 = f32[16] parameter(2)
+  param_3.19 = f32[16] parameter(3)
   b1 = f32[] constant(0.9)
   b1b = f32[16] broadcast(b1), dimensions={}
   c1 = f32[] constant(0.1)
   c1b = f32[16] broadcast(c1), dimensions={}
-  mm = f32[16] multiply(b1b, param_0.45)
-  gm = f32[16] multiply(c1b, param_1.46)
+  mm = f32[16] multiply(b1b, param_0.16)
+  gm = f32[16] multiply(c1b, param_1.17)
   m2 = f32[16] add(mm, gm)
   b2 = f32[] constant(0.999)
   b2b = f32[16] broadcast(b2), dimensions={}
   c2 = f32[] constant(0.001)
   c2b = f32[16] broadcast(c2), dimensions={}
-  vv = f32[16] multiply(b2b, param_2.47)
-  gg = f32[16] multiply(param_1.46, param_1.46)
+  vv = f32[16] multiply(b2b, param_2.18)
+  gg = f32[16] multiply(param_1.17, param_1.17)
   gv = f32[16] multiply(c2b, gg)
   v2 = f32[16] add(vv, gv)
   lr = f32[] constant(0.01)
@@ -178,8 +179,8 @@ fused_computation.44 {
   epsb = f32[16] broadcast(eps), dimensions={}
   den = f32[16] add(sv, epsb)
   upd = f32[16] divide(step, den)
-  p2 = f32[16] subtract(param_3.48, upd)
-  ROOT tuple.49 = (f32[16], f32[16], f32[16]) tuple(v2, m2, p2)
+  p2 = f32[16] subtract(param_3.19, upd)
+  ROOT tuple.20 = (f32[16], f32[16], f32[16]) tuple(v2, m2, p2)
 }
 
 ENTRY main {
@@ -187,21 +188,23 @@ ENTRY main {
   g = f32[16] parameter(1)
   m = f32[16] parameter(2)
   v = f32[16] parameter(3)
-  multi_output_fusion.43 = (f32[16], f32[16], f32[16]) fusion(m, g, v, p), kind=kLoop, calls=fused_computation.44
-  get-tuple-element.50 = f32[16] get-tuple-element(multi_output_fusion.43), index=0
-  get-tuple-element.51 = f32[16] get-tuple-element(multi_output_fusion.43), index=1
-  get-tuple-element.52 = f32[16] get-tuple-element(multi_output_fusion.43), index=2
-  ROOT t = (f32[16], f32[16], f32[16]) tuple(get-tuple-element.52, get-tuple-element.51, get-tuple-element.50)
+  multi_output_fusion.14 = (f32[16], f32[16], f32[16]) fusion(m, g, v, p), kind=kLoop, calls=fused_computation.15
+  get-tuple-element.21 = f32[16] get-tuple-element(multi_output_fusion.14), index=0
+  get-tuple-element.22 = f32[16] get-tuple-element(multi_output_fusion.14), index=1
+  get-tuple-element.23 = f32[16] get-tuple-element(multi_output_fusion.14), index=2
+  ROOT t = (f32[16], f32[16], f32[16]) tuple(get-tuple-element.23, get-tuple-element.22, get-tuple-element.21)
 }
 """
     assert ".clone" not in body
     assert decisions(result) == [
-        ("producer-consumer", "multi-output fusion: m2 is computed both inside the fusion rooted "
-                              "at p2 and on its own; it becomes an extra output of that kernel "
-                              "instead of being computed twice"),
-        ("producer-consumer", "multi-output fusion: v2 is computed both inside the fusion rooted "
-                              "at p2 and on its own; it becomes an extra output of that kernel "
-                              "instead of being computed twice"),
+        ("producer-consumer", "multi-output fusion: the fusion rooted at p2 reads m2 element by "
+                              "element; one kernel computes both, with the fusion rooted at "
+                              "m2's results as extra outputs, instead of writing them and "
+                              "reading them back"),
+        ("producer-consumer", "multi-output fusion: the fusion rooted at p2 reads v2 element by "
+                              "element; one kernel computes both, with the fusion rooted at "
+                              "v2's results as extra outputs, instead of writing them and "
+                              "reading them back"),
     ]
 
 

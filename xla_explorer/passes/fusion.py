@@ -213,6 +213,15 @@ class Fusion(Pass):
             if inside is not None:  # g + g @ x, with g already copied into the add's kernel
                 return (f"{p} is a dot, and its operand {inside.name} is computed in this "
                         "kernel; a dot reads its operands from memory (BLAS)")
+        arrays = {id(o) for o in producer.operands if not _free(o)}
+        others = [r for r in readers if r is not consumer]
+        if others and len(arrays) > 1:
+            # XLA's globally unfusible producers: copied, it would read its operands again
+            # where one read of its result would do; and a copy in each step of a loop would
+            # recompute every step before it.
+            return (f"{p} is written to memory anyway ({_also_read_by(others)}) and reads "
+                    f"{len(arrays)} arrays; {c} reads its result instead of reading them all "
+                    "again (XLA copies only producers that read one array)")
         if readers and is_expensive(producer):
             return (f"{p} is expensive ({producer.opcode}) and has {consumers} consumers; it is "
                     "computed once (multi-output fusion may still join them)")
@@ -421,6 +430,11 @@ class _IndexEvaluations:
             times = ", ".join(map(str, counts[:-1])) + " and " + str(counts[-1])
             said += f", which this kernel computes {times} times"
         return said
+
+
+def _free(inst: Instruction) -> bool:
+    """Read at no cost of its own: a literal, an index, a scalar, or a broadcast."""
+    return inst.opcode in ("constant", "iota", "broadcast") or _scalar(inst)
 
 
 def _readers(producer: Instruction, g: FusionGroup, graph: _Graph, owner) -> list:

@@ -46,32 +46,65 @@ def _aligned_reads(value: Instruction, g: FusionGroup) -> bool:
         for m in readers)
 
 
-def _needs(b: FusionGroup, a: FusionGroup, groups, direct_ok: bool) -> bool:
-    """Whether kernel b needs a result of kernel a, through other kernels or instructions that
-    run on their own (or directly, unless direct_ok: a direct read is what a producer-consumer
-    merge absorbs). Merging a and b when b needs a through a third kernel would make the
-    joined kernel wait for itself; the check is over kernels, not instructions, since two
-    kernels can need each other although no instruction needs itself."""
-    producer = {}
-    for g in groups:
-        for o in g.outputs:
-            producer.setdefault(id(o), g)
-    stack = [(x, True) for x in b.external_operands()]
-    seen: set[int] = set()
-    while stack:
-        x, direct = stack.pop()
-        g = producer.get(id(x))
-        if g is a:
-            if not (direct and direct_ok):
+class _Reach:
+    """Which kernels each kernel needs, through other kernels or instructions that run on
+    their own: for each, a bitset of the kernels upstream of it, worked out once per search
+    (asking by walking the graph for every pair made a long unrolled loop cubic)."""
+
+    def __init__(self, groups):
+        self.bit = {id(g): 1 << n for n, g in enumerate(groups)}
+        self.producer: dict[int, FusionGroup] = {}
+        for g in groups:
+            for o in g.outputs:
+                self.producer.setdefault(id(o), g)
+        self.upstream: dict[int, int] = {}  # id(kernel or instruction) -> kernels it needs
+
+    def _node(self, value: Instruction):
+        """What computes value: its kernel, or the instruction itself (run on its own)."""
+        g = self.producer.get(id(value))
+        return value if g is None else g
+
+    def _inputs(self, node) -> list:
+        values = node.external_operands() if isinstance(node, FusionGroup) else node.operands
+        return [self._node(v) for v in values]
+
+    def _of(self, node) -> int:
+        """The kernels node needs (a stack, not recursion: loops make long chains)."""
+        stack = [(node, False)]
+        while stack:
+            n, done = stack.pop()
+            if id(n) in self.upstream:
+                continue
+            inputs = self._inputs(n)
+            if done:
+                need = 0
+                for i in inputs:
+                    need |= self.upstream[id(i)] | self.bit.get(id(i), 0)
+                self.upstream[id(n)] = need
+            else:
+                stack.append((n, True))
+                stack.extend((i, False) for i in inputs if id(i) not in self.upstream)
+        return self.upstream[id(node)]
+
+    def needs(self, b: FusionGroup, a: FusionGroup, direct_ok: bool) -> bool:
+        """Whether kernel b needs a result of kernel a, through other kernels or instructions
+        that run on their own (or directly, unless direct_ok: a direct read is what a
+        producer-consumer merge absorbs). Merging a and b when b needs a through a third
+        kernel would make the joined kernel wait for itself; the check is over kernels, not
+        instructions, since two kernels can need each other although no instruction needs
+        itself."""
+        want = self.bit[id(a)]
+        for value in b.external_operands():
+            node = self._node(value)
+            if node is a:
+                if not direct_ok:
+                    return True
+                continue
+            if node is b:
+                continue
+            if (self.bit.get(id(node), 0) | self._of(node)) & want:
                 return True
-            continue
-        node = g if g is not None else x
-        if id(node) in seen or node is b:
-            continue
-        seen.add(id(node))
-        inputs = g.external_operands() if g is not None else x.operands
-        stack.extend((y, False) for y in inputs)
-    return False
+        return False
 
 
 def _mergeable(g: FusionGroup) -> bool:
@@ -92,6 +125,7 @@ class MultiOutputFusion(Pass):
         order = {id(i): n for n, i in enumerate(flat.entry.instructions)}
         index = GroupIndex(groups)
         decisions: list[Decision] = []
+        self._said: set[str] = set()
         while True:
             merge = self._find(groups, users, decisions)
             if merge is None:
@@ -122,6 +156,7 @@ class MultiOutputFusion(Pass):
         loop = {id(g): loop_shape(g) for g in groups}
         inputs = {id(g): g.external_operands() for g in groups}
         reads = {id(g): {id(x) for x in inputs[id(g)]} for g in groups}
+        reach = _Reach(groups)
         for gp in groups:
             if not ok[id(gp)]:
                 continue
@@ -136,7 +171,7 @@ class MultiOutputFusion(Pass):
                 if not (inside or read) or not all(_aligned_reads(o, gc) for o in read):
                     continue
                 names = ", ".join(o.name for o in (read or gp.outputs))
-                why_not = self._refusal(gp, gc, groups, direct_ok=True)
+                why_not = self._refusal(gp, gc, reach, direct_ok=True)
                 if why_not:
                     self._refuse(decisions, gp, gc, f"{gc.label()} reads {names}", why_not)
                     continue
@@ -158,7 +193,7 @@ class MultiOutputFusion(Pass):
                 if not shared:
                     continue
                 x = shared[0]
-                why_not = self._refusal(g1, g2, groups, direct_ok=False)
+                why_not = self._refusal(g1, g2, reach, direct_ok=False)
                 if why_not:
                     self._refuse(decisions, g1, g2, f"both read {x.name}", why_not)
                     continue
@@ -169,13 +204,13 @@ class MultiOutputFusion(Pass):
         return None
 
     @staticmethod
-    def _refusal(a: FusionGroup, b: FusionGroup, groups, direct_ok: bool) -> str | None:
+    def _refusal(a: FusionGroup, b: FusionGroup, reach: _Reach, direct_ok: bool) -> str | None:
         """Why a and b may not become one kernel (b may read a directly when direct_ok)."""
         boundary = cluster_boundary(a.root, b.root)
         if boundary:  # auto-clustering decided these run apart (eagerly, or compiled apart)
             return boundary
         for x, y, ok in ((b, a, direct_ok), (a, b, False)):
-            if _needs(x, y, groups, ok):
+            if reach.needs(x, y, ok):
                 how = "through another kernel" if ok else ""
                 return (f"{x.label()} needs a result of {y.label()} {how}".rstrip()
                         + ", so one kernel for both would wait for itself")
@@ -187,6 +222,7 @@ class MultiOutputFusion(Pass):
 
     def _refuse(self, decisions, a: FusionGroup, b: FusionGroup, relation: str, why: str):
         message = f"not merged {a.label()} and {b.label()} ({relation}): {why}"
-        if not any(d.message == message for d in decisions):
+        if message not in self._said:  # each refusal said once, however often it is met
+            self._said.add(message)
             decisions.append(Decision(message, "refused", (a.root.name, b.root.name),
                                       a.root.name, b.root.name, False, self.name))

@@ -3,6 +3,7 @@ traced from, ready to run, check against NumPy, benchmark, show and dump."""
 from __future__ import annotations
 
 import copy
+import dataclasses
 from typing import Callable, Sequence
 
 import numpy as np
@@ -181,6 +182,15 @@ class Exploration:
     def buffers(self) -> BufferAssignment | None:
         """The buffer assignment (None if the pipeline had no buffer-assignment pass)."""
         return self.compiled.assignment
+
+    def with_executable(self, backend, executable: Executable) -> Exploration:
+        """This exploration with another backend's executable of the same module: what
+        `jit(..., tiered=True)` answers with while the kernels compile."""
+        other = copy.copy(self)
+        other.compiled = dataclasses.replace(self.compiled, backend=backend,
+                                             executable=executable)
+        other.backend = backend.name
+        return other
 
     def run(self, *args):
         """Run the compiled program: NumPy in, NumPy out; in-place updates reach the inputs.

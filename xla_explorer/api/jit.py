@@ -116,11 +116,17 @@ class JitFunction:
     """`f` compiled whole for a backend, once per argument signature (as XLA recompiles for
     new shapes); NumPy in, NumPy out."""
 
-    def __init__(self, f: Callable, backend: str, autocluster: bool = False):
+    def __init__(self, f: Callable, backend: str, autocluster: bool = False,
+                 tiered: bool = False):
         self._backend = get_backend(backend)
         self.function = f
         self.backend = backend
         self.autocluster = autocluster
+        self.tiered = tiered and not autocluster
+        # Which backend gave the last call's answer: with `tiered`, "interpreter" until the
+        # kernels of that signature are compiled.
+        self.last_ran: str | None = None
+        self._compiling: dict[tuple | None, threading.Event] = {}
         self._compiled: dict[tuple, list[Exploration]] = {}
         # The call path of each signature seen, for the next call with it (`_fast_key`).
         self._fast: dict[tuple | None, Callable] = {}
@@ -182,10 +188,55 @@ class JitFunction:
                 self._hits += 1
                 return result
         ex = self.explore(*args)
+        if self.tiered and key is not None and not ex.executable.ready:
+            return self._first_answer(ex, key, args)
         result = ex._run(args)
+        self.last_ran = self.backend
         if key is not None:
             self._fast[key] = ex.call_path()
         return result
+
+    def _first_answer(self, ex: Exploration, key: tuple, args):
+        """The answer of the interpreter, running the same optimized module at once; then the
+        kernels compile in a thread of their own, and calls switch to them when they are
+        ready. A new cell answers in milliseconds instead of waiting seconds for Numba."""
+        interpreter = get_backend("interpreter")
+        tier = ex.with_executable(interpreter,
+                                  interpreter.compile(ex.module, ex.compiled.assignment))
+        slow, fast = tier.call_path(), ex.call_path()
+        copies = [np.array(a) if isinstance(a, np.ndarray) else a for a in args]
+        result = slow(args)  # before the compile starts: the answer waits for nothing
+        self.last_ran = interpreter.name
+        ready, failed = threading.Event(), []
+
+        def compile_kernels():
+            try:
+                ex.executable(*copies)  # Numba compiles (or loads) on the first call
+            except BaseException as e:  # raised at the next call, as it would have been
+                failed.append(e)
+            finally:
+                ready.set()
+
+        def call(args):
+            if not ready.is_set():
+                self.last_ran = interpreter.name
+                return slow(args)
+            if failed:
+                raise failed[0]
+            self._fast[key] = fast
+            self.last_ran = self.backend
+            return fast(args)
+
+        self._fast[key] = call
+        self._compiling[key] = ready
+        threading.Thread(target=compile_kernels, daemon=True,
+                         name=f"xla-explorer: compiling {self.__name__}").start()
+        return result
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """With `tiered`, wait until the kernels compiling in the background are ready;
+        False if `timeout` seconds passed first."""
+        return all(ready.wait(timeout) for ready in list(self._compiling.values()))
 
     def _bind(self, args: tuple, kwargs: dict) -> tuple[JitFunction, tuple]:
         """A call with keyword arguments as a call by position, as jax.jit takes them: the
@@ -210,7 +261,7 @@ class JitFunction:
         target = self._by_keywords.get(key)
         if target is None:
             target = self._by_keywords[key] = JitFunction(
-                _KeywordCall(self.function, *key), self.backend, self.autocluster)
+                _KeywordCall(self.function, *key), self.backend, self.autocluster, self.tiered)
         return target, (*bound.args, *bound.kwargs.values())
 
     def cache_info(self) -> CacheInfo:
@@ -242,11 +293,17 @@ class _KeywordCall:
         return self.function(*args[:k], **dict(zip(self.keywords, args[k:])))
 
 
-def jit(f: Callable | None = None, *, backend: str = "cpu", autocluster: bool = False):
+def jit(f: Callable | None = None, *, backend: str = "cpu", autocluster: bool = False,
+        tiered: bool = False):
     """Compile the whole of `f` (must-compile: a part that cannot be compiled is a
     CompileError naming it), or with `autocluster` the parts that can, the rest running
-    eagerly between them; usable as `@xe.jit` or `xe.jit(f, backend="cpu")`."""
+    eagerly between them; usable as `@xe.jit` or `xe.jit(f, backend="cpu")`.
+
+    With `tiered`, a call with a new signature is answered by the interpreter (the same
+    optimized program, op by op in NumPy) while its kernels compile in the background;
+    later calls run the kernels once they are ready (`last_ran` says which answered,
+    `wait()` waits for them)."""
     if f is None:
-        return lambda g: JitFunction(g, backend, autocluster)
-    return JitFunction(f, backend, autocluster)
+        return lambda g: JitFunction(g, backend, autocluster, tiered)
+    return JitFunction(f, backend, autocluster, tiered)
 

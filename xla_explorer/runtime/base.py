@@ -58,6 +58,11 @@ class Executable:
     sources: dict[str, str] = {}
     # Seconds spent turning generated code into machine code (None until known).
     compile_seconds: float | None = None
+
+    @property
+    def ready(self) -> bool:
+        """Whether a call runs at once, with nothing left to compile first."""
+        return True
     # Bytes the executable allocates once and reuses on every call (its arena).
     arena_bytes: int = 0
     # What the last call did apart from computing (`CallRecord`). The CPU records only a
@@ -112,6 +117,10 @@ class GeneratedExecutable(Executable):
     """A module compiled by a code generator with its buffer assignment: the generated file
     loaded as a Python module whose `run(arena, *parameters, *constants, *outputs)` calls
     every kernel in schedule order. Subclasses generate (`generate`) and launch."""
+
+    @property
+    def ready(self) -> bool:
+        return self.compile_seconds is not None  # Numba compiles on the first call
 
     def __init__(self, module: Module, assignment: BufferAssignment):
         if assignment.module is not module:

@@ -176,7 +176,11 @@ def ulps_numpy(got: np.ndarray, want: np.ndarray) -> int:
 # -- the programs, once per dtype and backend -------------------------------------------------
 
 
-@pytest.fixture(scope="module", params=[(d, b) for d in (F32, F64) for b in BACKENDS],
+# float64 on every backend is a second copy of the sweep (one program of every function,
+# about 7 s to compile on the CPU): `make test-deep`.
+@pytest.fixture(scope="module", params=[
+    pytest.param((d, b), marks=[pytest.mark.deep] if d == F64 else [])
+    for d in (F32, F64) for b in BACKENDS],
                 ids=[f"{d}-{b}" for d in ("f32", "f64") for b in BACKENDS])
 def computed(request):
     """(dtype, backend, inputs, {name: result}, {name: NumPy's result}) over this file's

@@ -3,6 +3,9 @@ running the same optimized program, the kernels compile in the background, and l
 switch to them; every answer is NumPy's."""
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import numpy as np
 
 import xla_explorer as xe
@@ -55,3 +58,34 @@ def test_without_tiered_the_first_call_waits_for_the_kernels():
     fast(x)
     assert fast.last_ran == "cpu"
     assert fast.wait()  # nothing was compiling
+
+
+def test_the_first_answer_does_not_wait_for_numba():
+    # In a process of its own: Numba is imported (and the kernels compiled) only after the
+    # interpreter has answered, in the background.
+    code = """
+import sys, numpy as np, xla_explorer as xe
+def f(x):
+    return np.tanh(x) * 2 + x.sum()
+fast = xe.jit(f, tiered=True)
+x = np.linspace(-1, 1, 100).astype(np.float32)
+got = fast(x)
+print(fast.last_ran, "numba" in sys.modules)
+np.testing.assert_allclose(got, f(x), rtol=1e-5, atol=1e-6)
+assert fast.wait(timeout=120)
+np.testing.assert_allclose(fast(x), f(x), rtol=1e-5, atol=1e-6)
+print(fast.last_ran)
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["interpreter", "False", "cpu"]
+
+
+def test_explore_during_the_compile_gives_the_compiled_program():
+    x = np.ones((4, 7), np.float32)
+    fast = xe.jit(softmax, tiered=True)
+    fast(x)
+    ex = fast.explore(x)  # waits for the kernels compiling in the background
+    assert ex.backend == "cpu" and ex.executable.ready
+    assert fast.cache_info().misses == 1

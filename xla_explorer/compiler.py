@@ -89,11 +89,14 @@ def check_compilable(module: Module, backend: Backend) -> None:
 
 
 def compile(module: Module, backend: str | Backend = "cpu", *, autocluster: bool = False,
-            passes: Sequence[Pass] | None = None, must_compile: bool = True) -> Compilation:
+            passes: Sequence[Pass] | None = None, must_compile: bool = True,
+            run_on: Backend | None = None) -> Compilation:
     """Run the pipeline on `module` (the backend's passes, or `passes`) and compile the result.
 
     With `autocluster` what the backend cannot compile runs eagerly between compiled clusters;
-    otherwise, with `must_compile`, it is a CompileError before any pass runs."""
+    otherwise, with `must_compile`, it is a CompileError before any pass runs. With `run_on`
+    (the interpreter), that backend's executable runs what `backend`'s pipeline made: a
+    tiered call's first answer, while `backend`'s own executable is made and compiled."""
     backend = get_backend(backend) if isinstance(backend, str) else backend
     if must_compile and not autocluster:
         check_compilable(module, backend)
@@ -114,8 +117,8 @@ def compile(module: Module, backend: str | Backend = "cpu", *, autocluster: bool
 
         executable = ClusteredProgram(final, lambda cluster: compile_cluster(cluster, backend))
     else:
-        executable = backend.compile(final, assignment)
-    return Compilation(backend, stages, executable, autocluster)
+        executable = (run_on or backend).compile(final, assignment)
+    return Compilation(run_on or backend, stages, executable, autocluster)
 
 
 # Cluster fingerprint -> its executable, shared by every compilation in the process: XLA's

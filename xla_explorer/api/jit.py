@@ -31,7 +31,7 @@ def explore(f: Callable, *args, backend: str = "interpreter", passes=None,
 
 
 def _explore(f: Callable, args, backend, passes, autocluster: bool,
-             must_compile: bool) -> Exploration:
+             must_compile: bool, run_on=None) -> Exploration:
     if active_builder() is not None:
         raise located(TraceError, "xe.explore was called inside a function being traced; "
                                   "nested tracing is not supported", "xe.explore",
@@ -42,7 +42,7 @@ def _explore(f: Callable, args, backend, passes, autocluster: bool,
     try:
         traced = trace(f, args, autocluster=autocluster)
         compiled = compiler.compile(traced.module, backend, autocluster=autocluster,
-                                    passes=passes, must_compile=must_compile)
+                                    passes=passes, must_compile=must_compile, run_on=run_on)
     except CompileError as e:
         if nested and not autocluster and "autocluster" in (e.hint or ""):
             raise _outer_must_compile(e, f, nested) from None
@@ -52,7 +52,8 @@ def _explore(f: Callable, args, backend, passes, autocluster: bool,
     name = backend.name
     ex = Exploration(compiled, f, args, traced,
                      retrace=lambda new: explore(f, *new, backend=name, autocluster=True))
-    dump_as_flagged(ex)
+    if run_on is None:
+        dump_as_flagged(ex)
     return ex
 
 
@@ -148,6 +149,9 @@ class JitFunction:
         for i, a in enumerate(args):
             if isinstance(a, np.ndarray) and type(a) is not np.ndarray:
                 check_plain_array(a, argument_names(self.function, len(args))[i])
+        pending = self._compiling.get(_fast_key(args))
+        if pending is not None:
+            pending.wait()  # its kernels are compiling: that program, not a second one
         key = signature(args)
         programs = self._compiled.setdefault(key, [])
         for ex in programs:
@@ -187,31 +191,38 @@ class JitFunction:
             else:
                 self._hits += 1
                 return result
+        if self.tiered and key is not None and key not in self._compiling:
+            return self._first_answer(key, args)
         ex = self.explore(*args)
-        if self.tiered and key is not None and not ex.executable.ready:
-            return self._first_answer(ex, key, args)
         result = ex._run(args)
         self.last_ran = self.backend
         if key is not None:
             self._fast[key] = ex.call_path()
         return result
 
-    def _first_answer(self, ex: Exploration, key: tuple, args):
-        """The answer of the interpreter, running the same optimized module at once; then the
-        kernels compile in a thread of their own, and calls switch to them when they are
-        ready. A new cell answers in milliseconds instead of waiting seconds for Numba."""
+    def _first_answer(self, key: tuple, args):
+        """The interpreter's answer, running what this backend's passes made, at once; then
+        the kernels are generated and compiled in a thread of their own (Numba itself is
+        imported there), and calls switch to them when they are ready. A new cell answers
+        in milliseconds of passes and NumPy instead of seconds of Numba."""
         interpreter = get_backend("interpreter")
-        tier = ex.with_executable(interpreter,
-                                  interpreter.compile(ex.module, ex.compiled.assignment))
-        slow, fast = tier.call_path(), ex.call_path()
+        tier = _explore(self.function, args, self._backend, None, False, must_compile=True,
+                        run_on=interpreter)
+        self._misses += 1
+        slow = tier.call_path()
         copies = [np.array(a) if isinstance(a, np.ndarray) else a for a in args]
         result = slow(args)  # before the compile starts: the answer waits for nothing
         self.last_ran = interpreter.name
-        ready, failed = threading.Event(), []
+        ready, done, failed = threading.Event(), [], []
 
         def compile_kernels():
             try:
-                ex.executable(*copies)  # Numba compiles (or loads) on the first call
+                exe = self._backend.compile(tier.module, tier.compiled.assignment)
+                exe(*copies)  # Numba compiles (or loads) on the first call
+                ex = tier.with_executable(self._backend, exe)
+                self._compiled.setdefault(signature(args), []).append(ex)
+                dump_as_flagged(ex)
+                done.append(ex.call_path())
             except BaseException as e:  # raised at the next call, as it would have been
                 failed.append(e)
             finally:
@@ -223,9 +234,9 @@ class JitFunction:
                 return slow(args)
             if failed:
                 raise failed[0]
-            self._fast[key] = fast
+            self._fast[key] = done[0]
             self.last_ran = self.backend
-            return fast(args)
+            return done[0](args)
 
         self._fast[key] = call
         self._compiling[key] = ready

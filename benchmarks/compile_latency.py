@@ -30,25 +30,10 @@ import tempfile
 
 import numpy as np
 
-F32 = np.float32
+from programs import F32, layernorm, softmax, sum_xyz
 
 
 # -- the programs, written once for NumPy and jax.numpy (xp) -----------------------------------
-
-def sum_xyz(xp, x, y, z):
-    return xp.sum(x + y * z)
-
-
-def softmax(xp, x):
-    e = xp.exp(x - x.max(axis=1, keepdims=True))
-    return e / e.sum(axis=1, keepdims=True)
-
-
-def layernorm(xp, x, g, b):
-    m = x.mean(axis=-1, keepdims=True)
-    v = ((x - m) ** 2).mean(axis=-1, keepdims=True)
-    return (x - m) / xp.sqrt(v + F32(1e-5)) * g + b
-
 
 def attention(xp, q, k, v):
     s = q @ k.T / xp.sqrt(F32(q.shape[1]))

@@ -49,44 +49,8 @@ except ImportError:
 
 import xla_explorer as xe
 from xla_explorer.codegen import gemm
-
-F32 = np.float32
-
-
-# -- the programs, written once for NumPy and jax.numpy (xp) -----------------------------------
-
-def sum_xyz(xp, x, y, z):
-    return xp.sum(x + y * z)
-
-
-def gelu(xp, x):
-    c = F32(np.sqrt(2 / np.pi))
-    return F32(0.5) * x * (F32(1) + xp.tanh(c * (x + F32(0.044715) * x * x * x)))
-
-
-def softmax(xp, x):
-    e = xp.exp(x - x.max(axis=1, keepdims=True))
-    return e / e.sum(axis=1, keepdims=True)
-
-
-def layernorm(xp, x, g, b):
-    m = x.mean(axis=-1, keepdims=True)
-    v = ((x - m) ** 2).mean(axis=-1, keepdims=True)
-    return (x - m) / xp.sqrt(v + F32(1e-5)) * g + b
-
-
-def dense_relu(xp, x, w, b):
-    return xp.maximum(x @ w + b, F32(0))
-
-
-def mean_var(xp, x):
-    return x.mean(), x.var()
-
-
-def chain50(xp, x):
-    for _ in range(25):
-        x = x * F32(1.0001) + F32(0.5)
-    return x
+# The programs; names of this module too, which COMPILE_PROBE looks up.
+from programs import F32, chain50, dense_relu, gelu, layernorm, mean_var, softmax, sum_xyz
 
 
 NUMEXPR = {

@@ -240,7 +240,7 @@ class Fusion(Pass):
         """Why fusing producer would compute it too often per element of g's loop, if it
         would (XLA's CodeDuplicationTooHigh, and its ReusesOperandElements for an expensive
         producer, which may not be computed even twice)."""
-        if producer.opcode in ("constant", "iota", "broadcast") or _scalar(producer):
+        if _free(producer):
             return None  # no work of its own: an index, a literal, or a read at fewer indices
         evaluations = self._index_evaluations(g)
         reads = evaluations.reads_of(producer, g)

@@ -2,6 +2,7 @@
 VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
+WARM   := xla_explorer/codegen/__pycache__/.warm
 # pytest-xdist workers: the machines here have 2 cores.
 JOBS   ?= 2
 # Python writes bytecode even where the shell says not to (PYTHONDONTWRITEBYTECODE): without
@@ -11,7 +12,7 @@ unexport PYTHONDONTWRITEBYTECODE
 
 .PHONY: setup test test-fast test-deep lint lab lab-copy clean graphviz chromium fuzz screenshot extension
 
-setup: $(STAMP) extension graphviz chromium
+setup: $(STAMP) $(WARM) extension graphviz chromium
 
 # Reinstall only when the package metadata changes; `make setup` is cheap when nothing did.
 $(STAMP): pyproject.toml
@@ -19,6 +20,13 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[test,lint]'
 	touch $(STAMP)
+
+# Numba compiles the package's own routines (codegen/gemm.py, fastmath.py, parallel.py) for
+# each element type and layout and caches them beside their source: once here, for every
+# later process (a learner's first cells, each test worker), not in each (xla_explorer/warm.py).
+$(WARM): $(STAMP) xla_explorer/warm.py $(addprefix xla_explorer/codegen/,gemm.py gemm_ir.py fastmath.py parallel.py)
+	$(PY) -m xla_explorer.warm
+	touch $(WARM)
 
 # The JupyterLab extension (extension/, docs/extension.md), rebuilt when its sources change:
 # npm installs from the committed lock file, `npm run build` compiles the TypeScript and bundles

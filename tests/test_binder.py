@@ -59,6 +59,7 @@ def test_binder_files_say_what_they_install():
     assert post.startswith("#!/bin/bash") and (BINDER / "postBuild").stat().st_mode & 0o111
     # The package itself, not editable, so the wheel's JupyterLab extension comes with it.
     assert re.search(r"^python -m pip install --no-cache-dir \.$", post, re.M)
+    assert "python -m xla_explorer.warm" in post  # the first cells do not wait for Numba
 
 
 @pytest.mark.deep  # a venv built from nothing, every notebook executed again in it

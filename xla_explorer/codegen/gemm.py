@@ -64,6 +64,9 @@ KC = 256
 MC_PANELS = 8
 
 _JIT = dict(cache=True, error_model="numpy", fastmath=True)
+# Index arguments handed on as int64, never as literals or unsigned: Numba compiles a callee
+# again for every literal value and every integer type it is called with.
+_I = np.int64
 
 # Elements of a thread's packed A block and of its edge tile: on the thread's stack
 # (`local_array`), so a product allocates nothing on the heap but packed B.
@@ -435,7 +438,7 @@ def product_block(a, bp, c, r0, r1, c0, c1):
 @njit(cache=True)
 def product_rows(a, bp, c, r0, r1):
     """Rows r0..r1 of C = A @ B, with B packed by `pack_b` into bp."""
-    product_block(a, bp, c, r0, r1, 0, c.shape[1])
+    product_block(a, bp, c, _I(r0), _I(r1), _I(0), _I(c.shape[1]))
 
 
 @njit(cache=True)
@@ -456,7 +459,7 @@ def _pack_rows(b, bp, r0, r1, jp0, jp1):
 def pack_b(b, bp):
     """B (C-contiguous, or the transpose of a C-contiguous array) into panels in bp (from
     `packed_b`), on this thread."""
-    _pack_rows(b, bp, 0, b.shape[0], 0, _panels(b.shape[1], b.itemsize))
+    _pack_rows(b, bp, _I(0), _I(b.shape[0]), _I(0), _I(_panels(b.shape[1], b.itemsize)))
 
 
 @njit(parallel=True, cache=True)
@@ -467,10 +470,10 @@ def pack_b_parallel(b, bp):
     panels = _panels(b.shape[1], b.itemsize)
     if _transposed(b):  # a panel at a time, all its rows (see `_pack_bt_rows`)
         for p in prange(panels):
-            _pack_rows(b, bp, 0, k, p, p + 1)
+            _pack_rows(b, bp, _I(0), _I(k), _I(p), _I(p + 1))
         return
     for r in prange((k + PACK_ROWS - 1) // PACK_ROWS):
-        _pack_rows(b, bp, r * PACK_ROWS, min(k, (r + 1) * PACK_ROWS), 0, panels)
+        _pack_rows(b, bp, _I(r * PACK_ROWS), _I(min(k, (r + 1) * PACK_ROWS)), _I(0), _I(panels))
 
 
 @njit(cache=True)
@@ -493,9 +496,9 @@ def _pack_group(b, bp, counters, g, c0, c1):
             break
         u1 = min(units, u0 + step)
         if transposed:
-            _pack_rows(b, bp, 0, k, jp0 + u0, jp0 + u1)
+            _pack_rows(b, bp, _I(0), _I(k), _I(jp0 + u0), _I(jp0 + u1))
         else:
-            _pack_rows(b, bp, u0, u1, jp0, jp1)
+            _pack_rows(b, bp, _I(u0), _I(u1), _I(jp0), _I(jp1))
         fetch_add(counters, packed, u1 - u0)
     while load_acquire(counters, packed) < units:
         pass

@@ -127,7 +127,9 @@ def _emit_product(loops: Loops, lhs, rhs, packed, out, m, parallel, pack, produc
     core, w = loops.core, loops.w
     if not parallel:
         w.line(f"{pack}({rhs}, {packed})  # B in panels of the register tile's width")
-        w.line(f"product_rows({lhs}, {packed}, {out}, 0, {m})")
+        # m as np.int64, not a literal: Numba compiles a callee again for every literal
+        # argument's value, so a literal would cost a product compile per matrix height.
+        w.line(f"product_rows({lhs}, {packed}, {out}, 0, np.int64({m}))")
         return
     # prange over more iterations than there are threads: each iteration claims blocks
     # until none are left, so the first one on each thread does the work and the rest
@@ -143,7 +145,7 @@ def _emit_product(loops: Loops, lhs, rhs, packed, out, m, parallel, pack, produc
     w.line("while True:")
     loops.open()
     w.line(f"{r0}, {r1}, {c0}, {c1} = next_product_block({rhs}, {packed}, {claimed}, "
-           f"{m})  # its own columns first; B's panels packed when first reached")
+           f"np.int64({m}))  # its own columns first; B's panels packed when first reached")
     w.line(f"if {r0} == {r1}:")
     w.line("    break")
     w.line(f"product_block({lhs}, {packed}, {out}, {r0}, {r1}, {c0}, {c1})")

@@ -115,8 +115,44 @@ def _rebound(overrides: dict, wrap) -> dict:
     return {name: ns[name] for name in scalar.__all__ if name in ns}
 
 
+_shared_lock = threading.Lock()
+
+
+def _allocate_shared_once() -> None:
+    """Make the simulator's `cuda.shared.array` safe for the threads of a block. Numba 0.68's
+    (FakeCUDAShared.array) looks up the array for the calling line, and makes one if there is
+    none, without a lock: a thread preempted between the two makes an array of its own, and
+    what it stages there is never seen by the others, who read uninitialised memory in its
+    place (a product's column wrong, now and then, under load). The same lookup, under a
+    lock."""
+    from numba.core import types
+    from numba.cuda.simulator.kernelapi import FakeCUDAShared
+    from numba.np import numpy_support
+
+    unsafe = FakeCUDAShared.array
+    if getattr(unsafe, "xla_explorer_locked", False):
+        return
+
+    def array(self, shape, dtype):
+        if shape == 0:  # dynamic shared memory: one buffer, nothing to look up
+            return unsafe(self, shape, dtype)
+        caller = sys._getframe(1)
+        key = (caller.f_code.co_filename, caller.f_lineno)  # as the simulator keys them
+        with _shared_lock:
+            found = self._allocations.get(key)
+            if found is None:
+                if isinstance(dtype, types.Type):
+                    dtype = numpy_support.as_dtype(dtype)
+                found = self._allocations[key] = np.empty(shape, dtype)
+        return found
+
+    array.xla_explorer_locked = True
+    FakeCUDAShared.array = array
+
+
 def _simulated_helpers() -> dict:
     """scalar.py's helpers as plain Python: their own bodies, run on NumPy scalars."""
+    _allocate_shared_once()
     out = _rebound({
         "maximum": np.maximum, "minimum": np.minimum,
         "maximum_nsz": np.maximum, "minimum_nsz": np.minimum,

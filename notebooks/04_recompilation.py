@@ -78,9 +78,85 @@ print(f"a cached call: {hit_ms:.3f} ms; compiling (1, 100) cost as much as "
       f"{compile_ms / hit_ms:,.0f} cached calls")
 
 # %% [markdown]
-# (A second session is quicker: the generated kernels are files, and Numba caches their
-# machine code on disk. The passes run again; the Numba column shrinks.)
+# ## What an edit costs: a first compile, a disk hit, a new shape
 #
+# A notebook user pays one of three prices each time a cell runs. Editing the function makes
+# a program nobody compiled yet: trace, passes, and Numba making machine code (**first
+# compile**). Running it again in a later session finds the generated kernels on disk: the
+# passes run again, Numba loads their machine code instead of compiling it, and the process
+# pays Numba's start-up once (**disk hit**). A new shape in the running session is a new
+# program (**new shape**): traced, passed and compiled again, with Numba already started.
+# The first two need fresh Python processes, so each runs in one here, with a kernel cache
+# of its own that starts empty (on a 1000x2000 input: a parallel kernel, the slower kind to
+# compile).
+
+# %%
+import os
+import subprocess
+import sys
+import tempfile
+import textwrap
+
+probe = textwrap.dedent("""
+    import time
+    import numpy as np
+    import xla_explorer as xe
+
+    def model(x):
+        return np.maximum(x * 2.0 - 1.0, 0.0).sum(axis=1)
+
+    x = np.ones((1000, 2000), np.float32)  # big enough that its kernel runs on every core
+    start = time.perf_counter()
+    out = xe.jit(model)(x)
+    print(time.perf_counter() - start)
+    assert np.allclose(out, model(x))
+""")
+
+
+def fresh_process_seconds(kernel_cache):
+    """The first call's seconds, in a new Python process using that kernel cache."""
+    env = dict(os.environ, XLA_EXPLORER_CACHE=kernel_cache)
+    done = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True,
+                          text=True, check=True)
+    return float(done.stdout)
+
+
+with tempfile.TemporaryDirectory() as kernel_cache:
+    first = fresh_process_seconds(kernel_cache)  # empty cache: everything compiles
+    disk = fresh_process_seconds(kernel_cache)  # a later session: machine code on disk
+new_shape = calls[1][1]  # (1, 100) in this session, after (1, 10)
+for what, seconds in (("first compile (fresh process, empty cache)", first),
+                      ("disk hit (fresh process, kernels on disk)", disk),
+                      ("new shape (this process)", new_shape),
+                      ("cached call (this process)", hit_ms / 1e3)):
+    print(f"{what:44} {seconds * 1e3:9.3f} ms")
+
+# %% [markdown]
+# XLA's own numbers for comparison, measured on the same kind of machine
+# (`docs/performance.md`, "Time to the first answer"): `jax.jit` answers a small program's
+# first call in 50-180 ms, because XLA:CPU compiles only its fusions and calls a library,
+# compiled once, for everything else. Numba takes 0.1-0.7 s a kernel, so the first compile
+# here is several times slower; the disk hit is mostly Numba starting up.
+#
+# **Not waiting at all.** `xe.jit(f, tiered=True)` answers a call with a new signature on
+# the interpreter (NumPy, op by op, the same HLO) while the kernels compile in a background
+# thread, and switches to them when they are ready; `last_ran` says which one answered.
+# The first answer costs what eager NumPy does plus the milliseconds of tracing and passes;
+# the compiled speed comes when Numba is done.
+
+# %%
+g = xe.jit(model, tiered=True)
+x = rng.random((1, 1000), dtype=np.float32)
+start = time.perf_counter()
+got = g(x)
+print(f"first answer   {(time.perf_counter() - start) * 1e3:9.3f} ms  ran on {g.last_ran}")
+g.wait()  # the kernels, compiling in the background
+start = time.perf_counter()
+got_compiled = g(x)
+print(f"after wait()   {(time.perf_counter() - start) * 1e3:9.3f} ms  ran on {g.last_ran}")
+assert np.allclose(got, model(x), rtol=1e-5) and np.allclose(got_compiled, got, rtol=1e-5)
+
+# %% [markdown]
 # ## Where the shape lives
 #
 # The kernel's loop bounds are numbers written into its source. That is what makes it fast

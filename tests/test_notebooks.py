@@ -212,6 +212,15 @@ def test_04_recompilation(executed):
     assert "hits 3, misses 2, signatures ((((1, 10), '<f4'),), (((1, 100), '<f4'),))" in calls
     parts = text_of(find(nb, "hit_ms = "))
     assert parts.count(" call ") == 2 and "cached calls" in parts
+    costs = text_of(find(nb, "import os\nimport subprocess"))
+    costs = dict(re.findall(r"^(\w[\w ]+?) \(.*\) +([\d.]+) ms$", costs, re.M))
+    assert set(costs) == {"first compile", "disk hit", "new shape", "cached call"}, costs
+    costs = {k: float(v) for k, v in costs.items()}
+    # Machine code loaded from disk beats compiling it; a cached call beats both.
+    assert costs["cached call"] < costs["disk hit"] < costs["first compile"], costs
+    tiered = text_of(find(nb, "g = xe.jit(model, tiered=True)")).splitlines()
+    assert tiered[0].startswith("first answer") and tiered[0].endswith("ran on interpreter")
+    assert tiered[1].startswith("after wait()") and tiered[1].endswith("ran on cpu"), tiered
     bounds = text_of(find(nb, "ex10 = "))
     assert "range(10)" in bounds and "range(100)" in bounds
     lengths = [3, 5, 6, 7, 9, 12, 17, 20]

@@ -389,6 +389,14 @@ export class ExplorerWidget extends Widget implements IRenderMime.IRenderer {
         this.bundle.backend === 'interpreter' ? 'The interpreter backend evaluates HLO directly: no kernels are generated.' : 'No generated kernels.'));
       return;
     }
+    if (this.bundle.driver) {
+      const pre = el('pre', { class: 'xe-code xe-driver' });
+      tokensInto(pre, tokenizePython(this.bundle.driver));
+      const d = el('details', { class: 'xe-driver-box' },
+        el('summary', {}, "run: every kernel launch in order, a loop's repeated steps rolled into one for loop"), pre);
+      d.open = true;
+      panel.append(d);
+    }
     names.forEach((name, k) => {
       const pre = el('pre', { class: 'xe-code xe-kernel' });
       tokensInto(pre, tokenizePython(this.bundle.kernels[name]));

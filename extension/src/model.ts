@@ -104,6 +104,7 @@ export interface Bundle {
   fusions: Fusion[];
   buffers: Buffers | null;
   kernels: { [name: string]: string };
+  driver?: string;
   bench: Bench | null;
   traffic?: Traffic | null;
 }

@@ -8,6 +8,7 @@ without one Python frame per op.
 """
 from __future__ import annotations
 
+import html
 import re
 
 import numpy as np
@@ -89,3 +90,23 @@ def test_a_chain_of_a_thousand_fused_ops_compiles():
     ex = xe.explore(decay, x, backend="cpu")
     assert len(ex.fusions) == 1  # one kernel, 1000 element-wise ops deep
     np.testing.assert_allclose(ex.run(x), decay(x), rtol=1e-5)
+
+
+def test_every_viewer_shows_the_loop_the_driver_rolled():
+    from xla_explorer.viz.html import page as exploration_html
+    from xla_explorer.viz.mime import payload
+    from xla_explorer.viz.panel_views import DRIVER_TITLE
+    from xla_explorer.viz.widgets import KernelsPanel
+
+    u = np.sin(np.linspace(0, 6, 32)).astype(np.float32)
+    ex = xe.explore(heat, u, backend="cpu")
+    # The driver alone: `run` and its loop, none of the kernels' bodies.
+    assert ex.driver.count("def ") == 1 and "def run(" in ex.driver
+    assert re.search(r"^    for _ in range\(\d+\):", ex.driver, re.M), ex.driver
+    assert ex.driver in ex.executable.program.source
+    assert payload(ex)["driver"] == ex.driver
+    page = exploration_html(ex)
+    assert html.escape(DRIVER_TITLE) in page
+    panel = KernelsPanel(ex)
+    assert panel.driver_html is not None and "range" in panel.driver_html.value
+    assert xe.explore(heat, u, backend="interpreter").driver == ""

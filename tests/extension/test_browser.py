@@ -172,6 +172,9 @@ def check_saved_notebook_with_no_kernel_shows_the_whole_explorer(lab):
     assert sorted(in_order) == sorted(payload["kernels"])
     assert ex.locator(".xe-kernel-box summary").all_inner_texts() == in_order
     assert ex.locator(".xe-kernel .xe-tok-kw").count() > 0  # coloured, as text nodes
+    # Above them, open, the driver that launches them in that order.
+    assert payload["driver"] and ex.locator(".xe-driver-box[open] .xe-driver").inner_text() \
+        .strip() == payload["driver"].strip()
 
     lab.tab(ex, "Performance")
     bench = payload["bench"]

@@ -277,6 +277,9 @@ def test_every_kernel_source_is_present_and_escaped(name, programs, pages):
     doc = parse(pages[name])
     blocks = {el["attrs"]["data-kernel"]: text(el) for el in doc.find("pre", class_="kernel")}
     assert blocks == ex.kernels
+    # Above them, the driver that launches them (with their loops rolled), when there is one.
+    assert [text(el) for el in doc.find("pre", class_="driver")] == \
+        ([ex.driver] if ex.kernels else [])
     if name == "leaky-cpu":  # its kernel compares with `<`: shown as text, never as a tag
         assert any("<" in source for source in ex.kernels.values())
 

@@ -163,6 +163,12 @@ class Exploration:
         """{kernel name: generated source}; empty for a backend that generates no code."""
         return self.executable.kernels
 
+    @property
+    def driver(self) -> str:
+        """The source of the driver that launches the kernels in order, repeated launches
+        rolled into loops; "" for a backend that generates no code."""
+        return self.executable.driver
+
     def kernel_of(self, instruction: str) -> str | None:
         """The `kernels` key of the kernel that computes an entry instruction (a fusion, or an
         op that fused with nothing), or None (the interpreter, or not a kernel)."""

@@ -56,6 +56,9 @@ class Executable:
     kernels: dict[str, str] = {}
     kernel_of: dict[str, str] = {}
     sources: dict[str, str] = {}
+    # The driver's source: the kernels' launches in schedule order, a run of launches that
+    # repeats (a loop's steps) rolled into a `for` loop; "" where there is none.
+    driver: str = ""
     # Seconds spent turning generated code into machine code (None until known).
     compile_seconds: float | None = None
 
@@ -156,6 +159,10 @@ class GeneratedExecutable(Executable):
     def sources(self) -> dict[str, str]:
         """The generated file's text (one file, so one entry, unnamed)."""
         return {"": self.program.source}
+
+    @property
+    def driver(self) -> str:
+        return self.program.driver
 
     def __call__(self, *args) -> list:
         self.check_count(args)

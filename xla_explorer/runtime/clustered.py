@@ -67,6 +67,13 @@ class ClusteredProgram(Executable):
         return {name: text for name, p in self.programs.items() for text in p.sources.values()}
 
     @property
+    def driver(self) -> str:
+        """Each compiled cluster's driver, under its name (the eager ops between them run in
+        Python, as the cluster graph shows)."""
+        return "\n".join(f"# {name}\n{p.driver}" for name, p in self.programs.items()
+                         if p.driver)
+
+    @property
     def arena_bytes(self) -> int:
         return sum(p.arena_bytes for p in self.programs.values())
 

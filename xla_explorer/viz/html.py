@@ -25,6 +25,7 @@ from .charts import bench_figure, figure_svg, traffic_or_nothing
 from .format import exact_bytes_text, seconds_text, verdict
 from .graphviz import GraphvizNotInstalled, graph, render_svg
 from .mime import stage_diffs
+from .panel_views import DRIVER_TITLE
 
 
 def page(ex, bench=None) -> str:
@@ -224,6 +225,10 @@ class _Builder:
         if not sources:
             out.append(f"<p>The {_e(ex.backend)} backend generates no kernel source: it "
                        "evaluates the HLO with the reference interpreter.</p>")
+        if sources and ex.driver:
+            code = _e(ex.driver) if self.compact else _highlight(ex.driver)
+            out.append(f"<details open><summary>{_e(DRIVER_TITLE)}</summary>\n"
+                       f'<pre class="driver">{code}</pre></details>')
         for name, source in sources.items():
             code = _e(source) if self.compact else _highlight(source)
             block = (f'<pre class="kernel" data-kernel="{_e(name)}">{code}</pre>')

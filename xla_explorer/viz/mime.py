@@ -48,6 +48,7 @@ def payload(ex, bench=None) -> dict:
         "fusions": [fusion(f) for f in ex.fusions],
         "buffers": buffers(ex.buffers),
         "kernels": dict(ex.kernels),
+        "driver": ex.driver,
         "bench": bench_dict(bench),
         "traffic": traffic(ex),
     }

@@ -17,6 +17,8 @@ from .graphviz import GraphvizNotInstalled, display_name, drawing, render_svg
 _INSTRUCTION_LINE = re.compile(r"^\s*(?:ROOT\s+)?(\S+) = ")
 _CLONE_SUFFIX = re.compile(r"((?:\.clone\.\d+)+)(?=[\s,()=]|$)")
 
+# The driver's heading (the extension's explorer.ts says the same).
+DRIVER_TITLE = "run: every kernel launch in order, a loop's repeated steps rolled into one for loop"
 HIGHLIGHT = "#fff176"  # the background of a changed HLO line and of the current decision
 # Instructions that say little on their own: the first selection is something else.
 _PLUMBING = frozenset({"parameter", "tuple", "get-tuple-element", "constant"})

@@ -40,9 +40,9 @@ import ipywidgets as widgets
 import traitlets
 
 from .charts import MONO, figure_svg, traffic_or_nothing
-from .panel_views import (HIGHLIGHT, allocations_html, bench_html, changed_names, decision_items,
-                          decision_text, decision_view, first_instruction, fusion_hlo,
-                          graph_view, highlight_python, hlo_html, instruction_info,
+from .panel_views import (DRIVER_TITLE, HIGHLIGHT, allocations_html, bench_html, changed_names,
+                          decision_items, decision_text, decision_view, first_instruction,
+                          fusion_hlo, graph_view, highlight_python, hlo_html, instruction_info,
                           instruction_map, instruction_options, stage_summary, visible_stages)
 
 # (line-height: JupyterLab gives widget HTML the height of a widget row, 28px, per line)
@@ -278,8 +278,13 @@ class KernelsPanel:
     def __init__(self, ex):
         self.ex = ex
         self.source_html: dict[str, widgets.HTML] = {}  # by kernel name
+        self.driver_html: widgets.HTML | None = None
         self.hlo_html: dict[str, widgets.HTML] = {}
         rows = [self._row(name, src) for name, src in ex.kernels.items()]
+        if rows and ex.driver:
+            self.driver_html = widgets.HTML(highlight_python(ex.driver))
+            rows.insert(0, widgets.VBox([widgets.HTML(f"<b>{html.escape(DRIVER_TITLE)}</b>"),
+                                         self.driver_html]))
         if not rows:
             rows = [widgets.HTML(f"No generated kernels (backend {ex.backend}): explore with "
                                  f"backend=\"cpu\" to see them.")]

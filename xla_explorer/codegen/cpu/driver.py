@@ -54,6 +54,7 @@ class Program:
     # bytes into one) costs two. (Other kernels write each line once: no faster aligned.)
     line_outputs: frozenset[int] = frozenset()
     plan: ProgramPlan | None = None  # the launches and the arena, as data
+    driver: str = ""  # the source of `run`
 
 
 def plan_cpu_program(module: Module, assignment,
@@ -98,4 +99,4 @@ def generate_program(module: Module, assignment,
              else layout.temporary_bytes)
     return Program(module, source, {k.name: k.source for k in codes}, list(plan.constants),
                    list(plan.outputs), plan.num_outputs, plan.kernel_of, arena,
-                   frozenset(line_outputs), plan)
+                   frozenset(line_outputs), plan, driver_src)

@@ -141,6 +141,10 @@ def stage_controls(explorer) -> dict:
 @pytest.mark.slow  # JupyterLab in headless Chromium
 def test_a_40_node_graph_is_entirely_visible_across_the_width(lab):
     explorer = lab.explorer(0)
+    # It opens at the fusion stage; the traced program is the 45-node graph.
+    explorer.locator("select").first.select_option(label="0: trace")
+    lab.page.wait_for_function("(r) => r.querySelectorAll('.xe-graph g.node').length >= 45",
+                               arg=explorer.element_handle())
     facts = view_facts(explorer)
     assert facts["nodes"] >= 45, facts
     assert facts["outside"] == [] and facts["title_inside"], facts

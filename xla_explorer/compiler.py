@@ -57,14 +57,21 @@ class Compilation:
         return [n for s in self.stages for n in s.notes if isinstance(n, Decision)]
 
     @property
-    def unfused(self) -> Module:
-        """The program before fusion: the module of the stage before the first that fused
-        (recorded a fusion decision or made a fusion); the final module if none did."""
+    def fusion_stage(self) -> int | None:
+        """The index of the first stage that fused (recorded a fusion decision or made a
+        fusion), which is where a viewer opens; None if none did."""
         for n, s in enumerate(self.stages):
             made = _fusions(s.module) > _fusions(self.stages[max(n - 1, 0)].module)
             if made or any(isinstance(note, Decision) for note in s.notes):
-                return self.stages[max(n - 1, 0)].module
-        return self.module
+                return n
+        return None
+
+    @property
+    def unfused(self) -> Module:
+        """The program before fusion: the module of the stage before the fusion stage; the
+        final module if no stage fused."""
+        n = self.fusion_stage
+        return self.module if n is None else self.stages[max(n - 1, 0)].module
 
 
 def _fusions(module: Module) -> int:

@@ -14,7 +14,7 @@ import pytest
 
 import xla_explorer as xe
 from xla_explorer.viz import GraphvizNotInstalled, graph, render_svg, to_dot
-from xla_explorer.viz.graphviz import COLLAPSE_ABOVE, expanded_node_count
+from xla_explorer.viz.graphviz import COLLAPSE_ABOVE, DRAW_AT_MOST, drawing, expanded_node_count
 
 from .programs import dense, layernorm, softmax
 
@@ -292,6 +292,25 @@ def test_fusions_collapse_above_the_threshold():
     expanded = Dot(to_dot(module, collapse_fusions=False))
     assert len(expanded.fusion_clusters()) == len(fusions)
     assert len(expanded.nodes) == expanded_node_count(module) > COLLAPSE_ABOVE
+
+
+def test_a_graph_too_big_to_read_is_one_node_that_says_so_and_its_kernels_are_drawn():
+    def heat(u):  # 200 steps unrolled by tracing: about 2,000 instructions
+        for _ in range(200):
+            u = u + np.float32(0.25) * (np.roll(u, 1) - np.float32(2) * u + np.roll(u, -1))
+        return u
+
+    ex = xe.explore(heat, np.ones(16, np.float32), backend="interpreter")
+    traced = ex.stages[0].module
+    assert expanded_node_count(traced) > DRAW_AT_MOST
+    g, names = drawing(traced)
+    (node,) = Dot(g.source).nodes.values()
+    assert f"{expanded_node_count(traced):,} nodes: too many to draw" in node["label"]
+    assert names == {}
+    # Fused, the same loop is a graph of its kernels, small enough to draw.
+    fused = ex.stages[ex.compiled.fusion_stage].module
+    fusions = [i for i in fused.entry.instructions if i.opcode == "fusion"]
+    assert len(Dot(to_dot(fused)).nodes) >= len(fusions) > 50
 
 
 def test_small_graphs_stay_expanded_unless_asked(programs):

@@ -13,7 +13,8 @@ module follows it:
   node: each user's label carries it (`× 0.5`, or XLA's `operand 1 = 0.5`);
 - a fusion is a `subgraph cluster_<name>` labelled with its name and kind (kLoop, kInput,
   kOutput, or "row fusion"); collapsed, it is one node. By default fusions collapse when the
-  expanded graph would have more than COLLAPSE_ABOVE nodes;
+  expanded graph would have more than COLLAPSE_ABOVE nodes; a graph of more than
+  DRAW_AT_MOST nodes even so is drawn as one node that says how many there are;
 - auto-clusters (`frontend_attributes={_xla_cluster="cluster_N"}`) are pale regions, one
   colour each; instructions marked `_xla_cluster="eager"` get a dashed red border;
 - `changed` names instructions drawn with a thick outline (the stepper's "what this pass did");
@@ -31,6 +32,7 @@ from __future__ import annotations
 import html
 import re
 import shutil
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import graphviz
@@ -46,6 +48,10 @@ from ..passes.names import traced_name
 FOLD_MAX_ELEMENTS = 8
 # Above this many nodes a fully expanded graph stops being readable: fusions collapse.
 COLLAPSE_ABOVE = 150
+# Above this many nodes even so (a long loop unrolled by tracing), a graph is one node saying
+# so: laying it out takes Graphviz seconds, and at any size that fits a screen its text is
+# dots. The HLO text beside it has every instruction.
+DRAW_AT_MOST = 1000
 # Attribute values longer than this are cut in labels (the tooltip and the HLO text have them).
 MAX_ATTR_CHARS = 48
 
@@ -341,19 +347,32 @@ class _Drawing:
             return self.source(self.callee(inst).root, callers + (inst,))
         return self.node_id(inst, callers), inst.name
 
-    def draw(self, g: graphviz.Digraph, comp: Computation, callers: tuple,
-             only: list[Instruction] | None = None) -> None:
-        """Draw comp's instructions (or `only` those of them) into g."""
+    def drawn(self, comp: Computation, callers: tuple,
+              only: list[Instruction] | None = None) -> Iterator[Instruction]:
+        """comp's instructions (or `only` those of them) that are a node or an expanded
+        fusion's cluster, in order."""
         users = used(comp)
         for inst in comp.instructions if only is None else only:
             if self.folds(inst) is not None and id(inst) in users:
                 continue  # printed in its users' labels (an unused one is still drawn)
             if inst.opcode == "parameter" and callers:
                 continue  # its fusion's operand edges go straight to its users
+            yield inst
+
+    def draw(self, g: graphviz.Digraph, comp: Computation, callers: tuple,
+             only: list[Instruction] | None = None) -> None:
+        """Draw comp's instructions (or `only` those of them) into g."""
+        for inst in self.drawn(comp, callers, only):
             if self.expands(inst):
                 self.draw_fusion(g, inst, callers + (inst,))
             else:
                 self.draw_node(g, inst, callers)
+
+    def count(self, comp: Computation, callers: tuple) -> int:
+        """The nodes `draw` would draw for comp, without drawing them (a label is most of
+        the cost: seconds for a long unrolled loop's thousands of nodes)."""
+        return sum(self.count(self.callee(inst), callers + (inst,)) if self.expands(inst)
+                   else 1 for inst in self.drawn(comp, callers))
 
     def draw_fusion(self, g: graphviz.Digraph, fusion: Instruction, callers: tuple) -> None:
         comp = self.callee(fusion)
@@ -404,9 +423,7 @@ class _Drawing:
 
 def expanded_node_count(module: Module) -> int:
     """How many nodes the graph has with every fusion expanded."""
-    d = _Drawing(module, collapse=False, changed=frozenset())
-    d.draw(graphviz.Digraph(), module.entry, ())
-    return d.nodes
+    return _Drawing(module, collapse=False, changed=frozenset()).count(module.entry, ())
 
 
 def _auto_clusters(module: Module) -> dict[str, list[Instruction]]:
@@ -439,6 +456,15 @@ def drawing(module: Module, *, collapse_fusions: bool | None = None,
            fontname="Helvetica", tooltip=" ")
     g.attr("node", shape="rect", style="rounded,filled", fontname="Helvetica", fontsize="11")
     g.attr("edge", color="#757575", arrowsize="0.7")
+    nodes = d.count(module.entry, ())
+    if nodes > DRAW_AT_MOST:
+        g.node("n0", label=html_label([f"{nodes:,} nodes: too many to draw",
+                                       "every instruction is in the HLO text"]),
+               fillcolor=GRAY.fill, color=GRAY.stroke, fontcolor=GRAY.font,
+               tooltip=plain(f"{module.name}: {len(module.entry.instructions):,} "
+                             f"instructions, drawn as {nodes:,} nodes; more than "
+                             f"{DRAW_AT_MOST:,} are not laid out"))
+        return g, {}
     clusters = _auto_clusters(module)
     for n, (mark, members) in enumerate(clusters.items()):
         with g.subgraph(name=d.subgraph_name(f"cluster_xla_{_safe(mark)}")) as c:

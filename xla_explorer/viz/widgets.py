@@ -110,7 +110,9 @@ class StagesPanel:
                           self.show_unchanged]),
             self.summary_html, self.instruction_select, self.view],
             layout=widgets.Layout(width="100%"))
-        self._offer(visible_stages(ex, False), select=0)
+        # It opens where fusion happened, as the saved notebook's explorer does: what a
+        # student came to see (and, for a long loop, a graph of kernels, not of every op).
+        self._offer(visible_stages(ex, False), select=ex.compiled.fusion_stage or 0)
 
     def _wire(self) -> None:
         def on(widget, act, trait="value"):

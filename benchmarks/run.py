@@ -1,8 +1,12 @@
 """Speed and memory of xla-explorer's CPU backend against eager NumPy, numexpr and XLA (jax.jit
 on CPU), on the programs the README's table lists.
 
-    python benchmarks/run.py [--quick] [--only PROGRAM] [--json results.json]
+    python benchmarks/run.py [--quick | --sweep] [--only PROGRAM] [--json results.json]
                              [--budget SECONDS] [--compile-repeats N]
+
+`--sweep` times the element-wise, softmax and layernorm programs at every size from 1e3 to
+1e8 elements and 256x256 to 16384x1024, the steady state only (no compile columns unless
+--compile-repeats is given).
 
 Every runner gets the same float32 inputs. After a warm-up call each, the runners are timed
 interleaved (one call of each per round, so a slow moment hits all of them) and the median is
@@ -73,6 +77,16 @@ def cases(quick: bool):
     yield dense_relu, f"{size}^3", [(size, size), (size, size), (size,)]
     yield mean_var, "1e+07" if not quick else "1e+06", [(10**7 if not quick else 10**6,)]
     yield chain50, "1000", [(1000,)]
+
+
+def sweep_cases():
+    """Every size, not only the table's: where a program wins and where it stops winning."""
+    for k in (10**3, 10**4, 10**5, 10**6, 10**7, 10**8):
+        yield sum_xyz, f"{k:.0e}", [(k,)] * 3
+        yield gelu, f"{k:.0e}", [(k,)]
+    for rows, cols in ((256, 256), (1024, 1024), (1024, 4096), (4096, 1024), (16384, 1024)):
+        yield softmax, f"{rows}x{cols}", [(rows, cols)]
+        yield layernorm, f"{rows}x{cols}", [(rows, cols), (cols,), (cols,)]
 
 
 # -- measuring -------------------------------------------------------------------------------
@@ -200,7 +214,8 @@ def run_case(program, label, shapes, budget, compile_repeats) -> dict:
         beside_xla = timed_rounds({"xla_explorer": runners["xla_explorer"],
                                    "jax": lambda: jax.block_until_ready(jitted(*jargs))},
                                   budget)
-    cold, disk, kernels = compile_times(program, shapes, compile_repeats)
+    cold, disk, kernels = (compile_times(program, shapes, compile_repeats) if compile_repeats
+                           else (None, None, len(ex.kernels)))
     row = {
         "program": program.__name__, "size": label, "kernels": kernels, "check_ok": check.ok,
         "ms": {k: v * 1e3 for k, v in times.items()},
@@ -228,7 +243,8 @@ def table(rows) -> str:
             r["program"], r["size"], str(r["kernels"]), cell(ms, "numpy"), cell(ms, "numexpr"),
             cell(ms, "xla_explorer"), f"{r['speedup_vs_numpy']:.2f}x", cell(beside, "jax"),
             cell(beside, "xla_explorer"), vs_jax,
-            f"{r['compile_cold_s']:.2f}", f"{r['compile_disk_s']:.3f}",
+            "-" if r["compile_cold_s"] is None else f"{r['compile_cold_s']:.2f}",
+            "-" if r["compile_disk_s"] is None else f"{r['compile_disk_s']:.3f}",
             f"{r['peak_bytes']['numpy'] / 2**20:.1f}",
             f"{r['peak_bytes']['xla_explorer'] / 2**20:.1f}"]) + " |")
     return "\n".join(lines)
@@ -237,15 +253,20 @@ def table(rows) -> str:
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small sizes, a short run")
+    parser.add_argument("--sweep", action="store_true",
+                        help="every size of the element-wise, softmax and layernorm programs")
     parser.add_argument("--json", default="benchmarks/results.json")
     parser.add_argument("--budget", type=float, default=3.0, help="seconds of timing per case")
-    parser.add_argument("--compile-repeats", type=int, default=3,
-                        help="fresh kernel caches per case for the compile columns (medians)")
+    parser.add_argument("--compile-repeats", type=int, default=None,
+                        help="fresh kernel caches per case for the compile columns (medians; "
+                             "3 by default, 0 with --sweep: no compile columns)")
     parser.add_argument("--only", action="append", metavar="PROGRAM",
                         help="run only this program (repeatable): sum_xyz, gelu, ...")
     opts = parser.parse_args(argv)
+    if opts.compile_repeats is None:
+        opts.compile_repeats = 0 if opts.sweep else 3
     rows = []
-    for program, label, shapes in cases(opts.quick):
+    for program, label, shapes in (sweep_cases() if opts.sweep else cases(opts.quick)):
         if opts.only and program.__name__ not in opts.only:
             continue
         rows.append(run_case(program, label, shapes, opts.budget, opts.compile_repeats))

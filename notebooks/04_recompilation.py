@@ -213,7 +213,8 @@ ax.set_yscale("log")
 ax.set_xlabel("input length (elements in the row)")
 ax.set_ylabel("first call, ms (log scale)")
 ax.set_title("A call that compiles costs milliseconds; a cached one microseconds")
-ax.legend()
+ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1), frameon=False)  # beside the data
+fig.tight_layout()
 plt.show()
 
 # %% [markdown]

@@ -169,7 +169,8 @@ ax.axhline(budget / 2**20, color="gray", linestyle=":", label="budget")
 ax.set_xlabel("batch (sequences of 16 tokens)")
 ax.set_ylabel("memory beyond the inputs, MiB")
 ax.set_title("Transformer-style block: memory per call against batch size")
-ax.legend()
+ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1), frameon=False)  # beside the data
+fig.tight_layout()
 plt.show()
 
 # %% [markdown]

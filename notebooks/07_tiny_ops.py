@@ -88,8 +88,17 @@ ax.legend()
 plt.show()
 
 # %% [markdown]
-# At the small end both lines are flat: the time is overhead, not work. Eager NumPy's floor
-# is about 60 times the cost of one NumPy call; the compiled floor is one call. At the large
+# At the small end both lines are flat: the time is overhead, not work. Counted in NumPy
+# calls of one element:
+
+# %%
+one = np.ones(1, F32)
+numpy_call_us = per_call_us(np.multiply, one, F32(0.9), number=2000)
+print(f"one NumPy call {numpy_call_us:.2f} us; at one element eager costs "
+      f"{eager_us[0] / numpy_call_us:.0f} of them, compiled {compiled_us[0] / numpy_call_us:.1f}")
+
+# %% [markdown]
+# Eager NumPy's floor is its 60 calls; the compiled floor is about one. At the large
 # end the work dominates, and the ratio is about the bytes each moves (notebook 06): eager
 # NumPy writes and reads back an intermediate array for each of the 60 operations.
 #

@@ -291,6 +291,9 @@ def test_07_tiny_ops(executed):
     assert len(sizes) == 6
     eager1, compiled1 = numbers(sizes[0])[1:3]
     assert compiled1 < eager1  # one call against sixty, at one element
+    floor = text_of(find(nb, "one = np.ones(1, F32)"))
+    eager_calls, compiled_calls = numbers(floor)[-2:]
+    assert 20 <= eager_calls <= 200 and compiled_calls < eager_calls / 10, floor
     parts = text_of(find(nb, "x1 = "))
     for name in ("fast(x)", "run_arrays", "generated program", "empty njit function",
                  "np.empty(1)", "empty Python function"):

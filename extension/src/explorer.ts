@@ -284,6 +284,8 @@ export class ExplorerWidget extends Widget implements IRenderMime.IRenderer {
       this.decisionList.append(li);
     });
     this.decisionBar.extra.append(el('span', { class: 'xe-hint' }, 'j / k step · producer outlined orange, consumer magenta'));
+    // The first decision is near the program's end: say why (viz/panel_views.DECISION_ORDER).
+    this.decisionBar.extra.append(el('div', { class: 'xe-hint' }, "in the order made: fusion visits the program from its output back to its inputs, as XLA's does"));
     panel.append(this.decisionBar.node, this.decisionText, this.decisionPane.node,
       el('details', { class: 'xe-all' }, el('summary', {}, `all ${this.bundle.decisions.length} decisions`), this.decisionList));
     await this.showDecision();

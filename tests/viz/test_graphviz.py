@@ -14,7 +14,8 @@ import pytest
 
 import xla_explorer as xe
 from xla_explorer.viz import GraphvizNotInstalled, graph, render_svg, to_dot
-from xla_explorer.viz.graphviz import COLLAPSE_ABOVE, DRAW_AT_MOST, drawing, expanded_node_count
+from xla_explorer.viz.graphviz import (COLLAPSE_ABOVE, DRAW_AT_MOST, drawing,
+                                       expanded_node_count)
 
 from .programs import dense, layernorm, softmax
 

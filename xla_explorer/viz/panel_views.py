@@ -17,6 +17,9 @@ from .graphviz import GraphvizNotInstalled, display_name, drawing, render_svg
 _INSTRUCTION_LINE = re.compile(r"^\s*(?:ROOT\s+)?(\S+) = ")
 _CLONE_SUFFIX = re.compile(r"((?:\.clone\.\d+)+)(?=[\s,()=]|$)")
 
+# Why the first decision is near the program's end (the extension's explorer.ts says the same).
+DECISION_ORDER = ("in the order made: fusion visits the program from its output back to its "
+                  "inputs, as XLA's does")
 # The driver's heading (the extension's explorer.ts says the same).
 DRIVER_TITLE = "run: every kernel launch in order, a loop's repeated steps rolled into one for loop"
 HIGHLIGHT = "#fff176"  # the background of a changed HLO line and of the current decision

@@ -40,10 +40,11 @@ import ipywidgets as widgets
 import traitlets
 
 from .charts import MONO, figure_svg, traffic_or_nothing
-from .panel_views import (DRIVER_TITLE, HIGHLIGHT, allocations_html, bench_html, changed_names,
-                          decision_items, decision_text, decision_view, first_instruction,
-                          fusion_hlo, graph_view, highlight_python, hlo_html, instruction_info,
-                          instruction_map, instruction_options, stage_summary, visible_stages)
+from .panel_views import (DECISION_ORDER, DRIVER_TITLE, HIGHLIGHT, allocations_html,
+                          bench_html, changed_names, decision_items, decision_text,
+                          decision_view, first_instruction, fusion_hlo, graph_view,
+                          highlight_python, hlo_html, instruction_info, instruction_map,
+                          instruction_options, stage_summary, visible_stages)
 
 # (line-height: JupyterLab gives widget HTML the height of a widget row, 28px, per line)
 TITLES = ("Stages", "Decisions", "Buffers", "Kernels", "Performance")
@@ -226,9 +227,10 @@ class DecisionsPanel:
         self.view = GraphView(show_hlo=False)
         self.list_html = widgets.HTML()
         self.slider.observe(lambda c: self.select(c.new - 1), "value")
+        order = widgets.HTML(f"<span style='color:#616161'>{html.escape(DECISION_ORDER)}</span>")
         self.widget = widgets.VBox([
-            widgets.HBox([self.prev_button, self.slider, self.next_button]), self.decision_html,
-            self.view, self.list_html], layout=widgets.Layout(width="100%"))
+            widgets.HBox([self.prev_button, self.slider, self.next_button]), order,
+            self.decision_html, self.view, self.list_html], layout=widgets.Layout(width="100%"))
         if self.items:
             self.select(0)
         else:

@@ -75,6 +75,8 @@ export interface Bench {
   arena_bytes: number;
   predicted_peak_bytes: number;
   compile_seconds: number | null;
+  compiled_held_bytes?: number; // arena + what a call allocates (bundles before it: computed)
+  memory_verdict?: string;
 }
 
 export interface TrafficSide {

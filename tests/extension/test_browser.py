@@ -181,10 +181,15 @@ def check_saved_notebook_with_no_kernel_shows_the_whole_explorer(lab):
     ratio = bench["eager"]["median"] / bench["compiled"]["median"]
     words = ex.locator(".xe-panel[data-tab=Performance]").inner_text()
     assert ("faster" in words) == (ratio >= 1.05) and ("slower" in words) == (ratio <= 0.95)
-    assert "Time per call (measured)" in words and "Peak memory per call" in words
-    # time and memory (measured): 5 bars; bytes moved (computed), where the bundle has them: 4
+    assert "Time per call (measured)" in words and "Memory held during a call" in words
+    # What compiled holds counts its arena, and the sentence says which holds more.
+    held = bench["arena_bytes"] + bench["compiled"]["peak_bytes"]
+    assert bench["compiled_held_bytes"] == held and bench["memory_verdict"] in words
+    assert ("holds more memory" in words) == (held > bench["eager"]["peak_bytes"])
+    # time (2 bars) and memory (4, measured and predicted); bytes moved (computed), where the
+    # bundle has them: 4
     traffic_bars = 4 if payload.get("traffic") else 0
-    assert ex.locator(".xe-panel[data-tab=Performance] rect.xe-bar").count() == 5 + traffic_bars
+    assert ex.locator(".xe-panel[data-tab=Performance] rect.xe-bar").count() == 6 + traffic_bars
 
     lab.tab(ex, "Stages")
     ex.locator(f".xe-panel[data-tab=Stages] g.node[data-name='{inner_node(payload, stage)[1]}']").click()

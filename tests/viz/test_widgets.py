@@ -653,12 +653,12 @@ def test_the_view_ships_its_front_end():
 # -- performance: the verdict, small arrays, units ------------------------------------------------
 
 
-def fake_bench(eager_s, compiled_s, eager_peak=1434, compiled_peak=512):
+def fake_bench(eager_s, compiled_s, eager_peak=1434, compiled_peak=512, arena=0):
     from xla_explorer.runtime.bench import Timing
 
     return BenchResult("f", Timing(eager_s, eager_s * 0.9, eager_s * 1.1, eager_peak),
                        Timing(compiled_s, compiled_s * 0.9, compiled_s * 1.1, compiled_peak),
-                       repeat=5, arena_bytes=0, predicted_peak_bytes=compiled_peak,
+                       repeat=5, arena_bytes=arena, predicted_peak_bytes=arena + compiled_peak,
                        compile_seconds=0.2)
 
 
@@ -684,10 +684,31 @@ def test_memory_is_stated_in_the_unit_that_fits():
     fig = bench_figure(fake_bench(10e-6, 12e-6, eager_peak=1434, compiled_peak=900))
     assert "KiB" in fig.axes[1].get_ylabel() and "µs" in fig.axes[0].get_ylabel()
     assert "slower (0.83x)" in fig.axes[0].get_title()
-    heights = [bar.get_height() for bar in fig.axes[1].patches]
-    assert heights == pytest.approx([1434 / 1024, 900 / 1024])
+    heights = [bar.get_height() for bar in fig.axes[1].patches]  # eager; compiled's arena, call
+    assert heights == pytest.approx([1434 / 1024, 0, 900 / 1024])
     fig = bench_figure(fake_bench(1e-3, 5e-4, eager_peak=40 * 2**20, compiled_peak=2**20))
     assert "MiB" in fig.axes[1].get_ylabel() and "2.00x faster" in fig.axes[0].get_title()
+
+
+def test_the_memory_shown_counts_the_arena_and_says_when_compiled_holds_more():
+    from xla_explorer.viz.charts import bench_figure
+    from xla_explorer.viz.panel_views import bench_html
+
+    # A call allocating 64 KiB on an arena of 2 MiB held between calls, against eager's 1 MiB:
+    # the compiled program holds twice as much, which a bar of the call alone would hide.
+    b = fake_bench(1e-3, 5e-4, eager_peak=2**20, compiled_peak=2**16, arena=2 * 2**20)
+    assert b.compiled_held_bytes == 2 * 2**20 + 2**16
+    fig = bench_figure(b)
+    eager, arena, call = fig.axes[1].patches
+    assert (eager.get_height(), arena.get_height()) == pytest.approx((1, 2))
+    assert (call.get_y(), call.get_height()) == pytest.approx((2, 1 / 16))
+    assert fig.axes[1].get_title() == "compiled holds more memory than eager NumPy (2.06x)"
+    shown = bench_html(b)
+    assert "compiled holds more memory than eager NumPy (2.06x)" in shown
+    assert "2.06 MiB (arena 2 MiB, kept between calls, + 64 KiB per call)" in shown
+    assert "compiled holds more" in b.table()
+    less = fake_bench(1e-3, 5e-4, eager_peak=4 * 2**20, compiled_peak=2**20, arena=2**20)
+    assert less.memory_verdict == "compiled holds 2.00x less memory than eager NumPy"
 
 
 # -- what a notebook is sent --------------------------------------------------------------------

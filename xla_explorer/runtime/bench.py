@@ -4,8 +4,10 @@ Both are warmed up first (the compiled one compiles then), then timed interleave
 call and one compiled call per round, so a slow moment of the machine hits both; the median
 is reported with the spread (interquartile range). Peak memory is what `tracemalloc` sees
 during one call of each: NumPy reports every array it allocates to it, and the compiled
-program allocates its outputs with NumPy and reuses its arena, so the compiled peak is the
-outputs (the arena is allocated once per executable and is reported beside it).
+program allocates its outputs with NumPy and reuses its arena. The arena, allocated once per
+executable and kept between calls, is memory the compiled program holds all the same: what
+it holds during a call (`compiled_held_bytes`) is the arena plus the call's own peak, and that
+is what every view compares with eager's peak.
 """
 from __future__ import annotations
 
@@ -18,7 +20,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from ..viz.format import bytes_text, ratio_text, seconds_text
+from ..viz.format import bytes_text, memory_verdict, ratio_text, seconds_text
 
 
 @dataclass(frozen=True)
@@ -50,42 +52,49 @@ class BenchResult:
     def speedup(self) -> float:
         return self.eager.median / self.compiled.median
 
+    @property
+    def compiled_call_bytes(self) -> int:
+        """What a compiled call allocates beyond the arena (its outputs), measured."""
+        return self.compiled.peak_bytes
+
+    @property
+    def compiled_held_bytes(self) -> int:
+        """What the compiled program holds during a call: its arena (allocated once and kept
+        between calls; the matrix products' scratch is in it) plus what the call allocates.
+        Eager NumPy's counterpart is its peak during a call."""
+        return self.arena_bytes + self.compiled_call_bytes
+
+    @property
+    def memory_verdict(self) -> str:
+        return memory_verdict(self.eager.peak_bytes, self.compiled_held_bytes)
+
+    def memory_texts(self) -> tuple[str, str]:
+        """The memory column's entries: eager's peak, and what compiled holds, its parts named."""
+        return (f"{bytes_text(self.eager.peak_bytes)} (peak during a call)",
+                f"{bytes_text(self.compiled_held_bytes)} (arena {bytes_text(self.arena_bytes)}, "
+                f"kept between calls, + {bytes_text(self.compiled_call_bytes)} per call)")
+
     def table(self) -> str:
-        rows = [("", "time (median)", "IQR", "peak memory")]
-        rows += [(label, seconds_text(t.median), seconds_text(t.q3 - t.q1),
-                  bytes_text(t.peak_bytes))
-                 for label, t in (("eager NumPy", self.eager), ("compiled", self.compiled))]
+        rows = [("", "time (median)", "IQR", "memory during a call")]
+        rows += [(label, seconds_text(t.median), seconds_text(t.q3 - t.q1), memory)
+                 for label, t, memory in zip(("eager NumPy", "compiled"),
+                                             (self.eager, self.compiled), self.memory_texts())]
         widths = [max(len(r[k]) for r in rows) for k in range(4)]
         lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)) for r in rows]
         lines.append(f"speed-up {ratio_text(self.speedup)} over {self.repeat} interleaved rounds; "
-                     f"arena {bytes_text(self.arena_bytes)} (allocated once), predicted peak "
-                     f"{bytes_text(self.predicted_peak_bytes)} (arena + outputs)")
+                     f"{self.memory_verdict}; predicted {bytes_text(self.predicted_peak_bytes)} "
+                     "(arena + outputs)")
         return "\n".join(lines)
 
     def __str__(self) -> str:
         return self.table()
 
     def plot(self):
-        """A matplotlib Figure: time and peak memory, eager against compiled."""
-        from matplotlib.figure import Figure
+        """A matplotlib Figure: time, and memory during a call, eager against compiled (the
+        Performance tab's chart)."""
+        from ..viz.charts import bench_figure
 
-        fig = Figure(figsize=(8, 3.2), layout="constrained")
-        ax_t, ax_m = fig.subplots(1, 2)
-        labels = ["eager NumPy", "compiled"]
-        colors = ["tab:gray", "tab:blue"]
-        med = [self.eager.median * 1e3, self.compiled.median * 1e3]
-        err = [[(t.median - t.q1) * 1e3 for t in (self.eager, self.compiled)],
-               [(t.q3 - t.median) * 1e3 for t in (self.eager, self.compiled)]]
-        ax_t.bar(labels, med, yerr=err, color=colors, capsize=4)
-        ax_t.set_ylabel("ms per call (median, IQR)")
-        ax_t.set_title(f"{self.name}: {self.speedup:.2f}x faster", fontsize=10)
-        mem = [self.eager.peak_bytes / 2**20, self.compiled.peak_bytes / 2**20]
-        ax_m.bar(labels, mem, color=colors)
-        ax_m.axhline(self.predicted_peak_bytes / 2**20, color="tab:green", linestyle=":",
-                     label="buffer assignment's prediction")
-        ax_m.set_ylabel("peak MiB during a call (tracemalloc)")
-        ax_m.legend(fontsize=7)
-        return fig
+        return bench_figure(self)
 
 
 def peak_bytes(call: Callable[[], object]) -> int:

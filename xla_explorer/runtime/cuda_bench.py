@@ -27,6 +27,10 @@ class CudaBenchResult(BenchResult):
     device: str = ""
     simulated: bool = False
 
+    @property
+    def compiled_call_bytes(self) -> int:
+        return self.compiled.peak_bytes - self.arena_bytes  # its figure counts the arena
+
     def table(self) -> str:
         rows = [("", "time (median)", "IQR", "memory"),
                 (self.eager_label, seconds_text(self.eager.median), seconds_text(self.eager.q3 - self.eager.q1),

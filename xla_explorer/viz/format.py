@@ -57,6 +57,19 @@ def ratio_text(r: float, decimals: int = 2) -> str:
     return f"{r:.{decimals}f}x"
 
 
+def memory_verdict(eager_bytes: int, compiled_bytes: int) -> str:
+    """How much memory the compiled program holds during a call against eager NumPy's peak,
+    said plainly either way: `compiled holds 3.20x less memory than eager NumPy`, or
+    `compiled holds more memory than eager NumPy (1.23x)`."""
+    if compiled_bytes > eager_bytes:
+        return ("compiled holds more memory than eager NumPy"
+                + (f" ({ratio_text(compiled_bytes / eager_bytes)})" if eager_bytes else ""))
+    if compiled_bytes == eager_bytes:
+        return "compiled holds as much memory as eager NumPy"
+    return (f"compiled holds {ratio_text(eager_bytes / compiled_bytes)} less memory than eager "
+            "NumPy" if compiled_bytes else "compiled holds no memory beyond its inputs")
+
+
 def verdict(speedup: float, shown: Callable[[float], str] = ratio_text) -> str:
     """How a compiled program compares: `2.31x faster`, or `slower (0.82x)`, never "0.82x
     faster"; `shown` spells the number (the static page marks it up)."""

@@ -291,20 +291,24 @@ class _Builder:
             chart = figure_svg(bench_figure(b))  # "slower (0.82x)", memory in units that fit
             out.append(f'<div class="chart">{_inline_svg(chart, self.id("bc-"))}</div>')
         rows = []
-        for label, t in (("eager NumPy", b.eager), ("compiled", b.compiled)):
+        for label, t, held, memory in zip(("eager NumPy", "compiled"), (b.eager, b.compiled),
+                                          (b.eager.peak_bytes, b.compiled_held_bytes),
+                                          b.memory_texts()):
             rows.append(f"<tr><td>{label}</td>"
                         f'<td data-value="{t.median!r}">{seconds_text(t.median)}</td>'
                         f'<td data-value="{t.q3 - t.q1!r}">{seconds_text(t.q3 - t.q1)}</td>'
-                        f'<td data-value="{t.peak_bytes}">{exact_bytes_text(t.peak_bytes)}'
-                        '</td></tr>')
+                        f'<td data-value="{held}">{_e(memory)}</td></tr>')
         out.append('<table class="bench"><thead><tr><th></th><th>time (median)</th>'
-                   "<th>IQR</th><th>peak memory</th></tr></thead><tbody>\n"
+                   "<th>IQR</th><th>memory during a call</th></tr></thead><tbody>\n"
                    + "\n".join(rows) + "\n</tbody></table>")
+        out.append(f'<p class="memory">{_e(b.memory_verdict)}.</p>')
         compile_s = ([("compile_seconds", "compile time", b.compile_seconds,
                        seconds_text(b.compile_seconds))] if b.compile_seconds is not None else [])
         out.append(_numbers("bench-summary", [
-            ("arena_bytes", "arena (allocated once)", b.arena_bytes,
+            ("arena_bytes", "arena (allocated once, kept between calls)", b.arena_bytes,
              exact_bytes_text(b.arena_bytes)),
+            ("compiled_held_bytes", "compiled holds during a call (arena + the call's)",
+             b.compiled_held_bytes, exact_bytes_text(b.compiled_held_bytes)),
             ("predicted_peak_bytes", "predicted peak (arena + outputs)",
              b.predicted_peak_bytes, exact_bytes_text(b.predicted_peak_bytes)),
         ] + compile_s))

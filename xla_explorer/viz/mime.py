@@ -129,7 +129,9 @@ def bench_dict(b) -> dict | None:
             "speedup": _finite(b.speedup if b.compiled.median > 0 else math.inf),
             "repeat": int(b.repeat), "arena_bytes": int(b.arena_bytes),
             "predicted_peak_bytes": int(b.predicted_peak_bytes),
-            "compile_seconds": _finite(b.compile_seconds)}
+            "compile_seconds": _finite(b.compile_seconds),
+            "compiled_held_bytes": int(b.compiled_held_bytes),
+            "memory_verdict": b.memory_verdict}
 
 
 def traffic(ex) -> dict | None:

@@ -280,11 +280,12 @@ def bench_html(bench, elements: int | None = None) -> str:
     if note:
         lines.append(f"<p style='color:#8d6e00'>{html.escape(note)}</p>")
     lines.append(figure_svg(bench_figure(bench)))
-    rows = [(label, seconds_text(t.median), seconds_text(t.q3 - t.q1), bytes_text(t.peak_bytes))
-            for label, t in (("eager NumPy", bench.eager), ("compiled", bench.compiled))]
-    lines.append(table_html(("", "time (median)", "IQR", "peak memory"), rows))
+    rows = [(label, seconds_text(t.median), seconds_text(t.q3 - t.q1), memory)
+            for label, t, memory in zip(("eager NumPy", "compiled"),
+                                        (bench.eager, bench.compiled), bench.memory_texts())]
+    lines.append(table_html(("", "time (median)", "IQR", "memory during a call"), rows))
     compile_s = ("" if bench.compile_seconds is None
                  else f"; compiling took {seconds_text(bench.compile_seconds)}")
-    lines.append(f"<p>arena {bytes_text(bench.arena_bytes)} (allocated once); predicted peak "
+    lines.append(f"<p><b>{html.escape(bench.memory_verdict)}</b>; predicted "
                  f"{bytes_text(bench.predicted_peak_bytes)} (arena + outputs){compile_s}</p>")
     return "".join(lines)

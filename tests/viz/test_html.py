@@ -246,6 +246,10 @@ def test_the_stepper_is_inline_and_every_stage_is_in_the_dom(programs, pages):
     ex, page = programs["layernorm-cpu"], pages["layernorm-cpu"]
     doc = parse(page)
     assert len(doc.find("section", class_="stage")) == len(ex.stages)
+    # It opens where fusion happened, as the explorers do.
+    (opens,) = [s for s in doc.find("section", class_="stage") if "data-opens" in s["attrs"]]
+    assert int(opens["attrs"]["data-index"]) == ex.compiled.fusion_stage
+    assert ex.stages[ex.compiled.fusion_stage].name == "fusion"
     (script,) = doc.find("script")
     assert not script["attrs"] and "ArrowRight" in text(script)
     (bar,) = doc.find("div", class_="stepper")

@@ -131,8 +131,11 @@ class _Builder:
             notes = (f"<details{' open' if len(s.notes) <= 12 else ''}><summary>{len(s.notes)} "
                      f"note{'s' * (len(s.notes) != 1)}</summary>\n<ul class=\"notes\">\n{items}"
                      "\n</ul></details>")
+        # The page opens at the stage that fused, as the explorers do.
+        opens = ' data-opens="true"' if i == (self.ex.compiled.fusion_stage or 0) else ""
         return (f'<section class="stage" id="{self.id(f"stage-{i}")}" data-index="{i}" '
-                f'data-name="{_e(s.name)}" data-changed="{str(bool(s.changed)).lower()}">\n'
+                f'data-name="{_e(s.name)}" data-changed="{str(bool(s.changed)).lower()}"'
+                f'{opens}>\n'
                 f"<h3>{i} · {_e(s.name)} {badge} <small>{seconds_text(s.seconds)}</small></h3>\n"
                 f'<p class="diff">{_diff_summary(d, long=True)}</p>\n{notes}\n'
                 f'<div class="stage-body">{self.graph_svg(i, changed)}\n{self.hlo(i, d)}</div>\n'
@@ -482,7 +485,7 @@ SCRIPT = """
     if (s && all.indexOf(s) >= 0) show(s);
   }
   window.addEventListener('hashchange', fromHash);
-  show(all[0]);
+  show(root.querySelector('section.stage[data-opens]') || all[0]);
   fromHash();
 })();
 """

@@ -348,6 +348,7 @@ export class ExplorerWidget extends Widget implements IRenderMime.IRenderer {
       `arena ${formatBytes(b.peak_bytes)} · lower bound ${formatBytes(b.lower_bound_bytes)} · ` +
       `fragmentation ${formatBytes(b.fragmentation_bytes)} · without reuse ${formatBytes(b.temporary_bytes)} · ` +
       `${b.allocations.length} slots, aligned to ${b.alignment} B, ${b.heap_order} order`));
+    if (b.arena_note) panel.append(el('div', { class: 'xe-hint xe-arena-note' }, b.arena_note));
     const L = layoutTimeline(b, 720, 240);
     const svg = svgEl('svg', { class: 'xe-timeline', viewBox: `0 0 ${L.width} ${L.height}`, width: L.width, height: L.height, role: 'img' });
     svg.append(svgEl('title', {}, 'Buffer timeline: schedule step across, arena offset up'));

@@ -55,6 +55,7 @@ export interface Buffers {
   temporary_bytes: number;
   steps: number;
   report: string;
+  arena_note?: string; // what the executable allocates for it (scratch added), in words
   allocations: Allocation[];
   sharings: { kernel: string; operand: string; output: string; reason: string }[];
 }

@@ -160,6 +160,10 @@ def check_saved_notebook_with_no_kernel_shows_the_whole_explorer(lab):
     assert set(marked) == set(stage["changed_nodes"])
 
     lab.tab(ex, "Buffers")
+    # What the executable allocates for the arena (scratch added), where the arena is shown.
+    note = payload["buffers"]["arena_note"]
+    assert note.startswith("the executable allocates")
+    assert ex.locator(".xe-arena-note").inner_text() == note
     allocations = payload["buffers"]["allocations"]
     slots = ex.locator("rect.xe-slot")
     assert slots.count() == len(allocations)

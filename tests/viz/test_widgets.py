@@ -734,3 +734,27 @@ def test_the_explorer_is_one_output_with_the_json_and_static_html():
     data, _ = InteractiveShell.instance().display_formatter.format(ex)
     assert set(data) == {mime.MIME_TYPE, "text/html", "text/plain"}
     assert data["text/plain"] == repr(ex)
+
+
+def test_the_buffers_tab_says_what_the_executable_allocates_for_the_arena():
+    from xla_explorer.viz.html import page
+    from xla_explorer.viz.mime import payload
+    from xla_explorer.viz.panel_views import arena_note_of
+
+    rng = np.random.default_rng(0)
+    x, w = rng.random((4, 256), dtype=np.float32), rng.random((256, 256), dtype=np.float32)
+    ex = xe.explore(lambda x, w: np.tanh(np.maximum(x @ w, 0) @ w), x, w, backend="cpu")
+    # The assignment's arena holds the one temporary between the two products; the
+    # executable adds the products' packed copy of w, so the Performance tab's arena is
+    # larger: said where the smaller one is shown.
+    a, exe = ex.buffers, ex.executable
+    assert exe.arena_bytes >= a.peak_bytes + w.nbytes
+    note = arena_note_of(ex)
+    assert note == (f"the executable allocates {bytes_text(exe.arena_bytes)} once: these "
+                    f"{bytes_text(a.peak_bytes)} of temporaries, then "
+                    f"{bytes_text(exe.arena_bytes - a.peak_bytes)} of scratch its kernels "
+                    "share (a matrix product's packed operand), aligned")
+    assert html.escape(note) in ex.show().buffers_panel.table_html.value
+    assert payload(ex)["buffers"]["arena_note"] == note and html.escape(note) in page(ex)
+    interpreted = xe.explore(lambda x: np.tanh(x) * 2 + 1, x, backend="interpreter")
+    assert arena_note_of(interpreted).startswith("the executable allocates this arena")

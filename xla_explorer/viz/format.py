@@ -57,6 +57,17 @@ def ratio_text(r: float, decimals: int = 2) -> str:
     return f"{r:.{decimals}f}x"
 
 
+def arena_note(assigned_bytes: int, allocated_bytes: int) -> str:
+    """The buffer assignment's arena against what the executable allocates for it, so that
+    the two figures never stand apart unexplained."""
+    extra = allocated_bytes - assigned_bytes
+    if extra <= 0:
+        return f"the executable allocates this arena, {bytes_text(allocated_bytes)}, once"
+    return (f"the executable allocates {bytes_text(allocated_bytes)} once: these "
+            f"{bytes_text(assigned_bytes)} of temporaries, then {bytes_text(extra)} of "
+            "scratch its kernels share (a matrix product's packed operand), aligned")
+
+
 def memory_verdict(eager_bytes: int, compiled_bytes: int) -> str:
     """How much memory the compiled program holds during a call against eager NumPy's peak,
     said plainly either way: `compiled holds 3.20x less memory than eager NumPy`, or

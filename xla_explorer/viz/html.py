@@ -25,7 +25,7 @@ from .charts import bench_figure, figure_svg, traffic_or_nothing
 from .format import exact_bytes_text, seconds_text, verdict
 from .graphviz import GraphvizNotInstalled, graph, render_svg
 from .mime import stage_diffs
-from .panel_views import DRIVER_TITLE
+from .panel_views import DRIVER_TITLE, arena_note_of
 
 
 def page(ex, bench=None) -> str:
@@ -258,7 +258,8 @@ class _Builder:
             ("alignment", "alignment", a.alignment, f"{a.alignment} bytes"),
             ("heap_order", "best-fit order kept", a.heap_order, a.heap_order),
         ])
-        out = [head, summary]
+        note = arena_note_of(self.ex)
+        out = [head, summary] + ([f'<p class="arena-note">{_e(note)}.</p>'] if note else [])
         if not self.compact:
             out.append(f'<div class="chart">{_inline_svg(figure_svg(a.plot()), self.id("bt-"))}'
                        "</div>")

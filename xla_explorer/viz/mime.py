@@ -15,6 +15,7 @@ from importlib import resources
 
 from .diff import diff
 from .graphviz import to_dot
+from .panel_views import arena_note_of
 
 MIME_TYPE = "application/vnd.xla-explorer.v1+json"
 VERSION = 1
@@ -46,7 +47,7 @@ def payload(ex, bench=None) -> dict:
         "decisions": decisions(ex),
         "clusters": clusters(ex),
         "fusions": [fusion(f) for f in ex.fusions],
-        "buffers": buffers(ex.buffers),
+        "buffers": buffers(ex.buffers, arena_note_of(ex)),
         "kernels": dict(ex.kernels),
         "driver": ex.driver,
         "bench": bench_dict(bench),
@@ -111,11 +112,12 @@ def fusion(f) -> dict:
             "reasons": list(f.reasons)}
 
 
-def buffers(a) -> dict | None:
+def buffers(a, arena_note: str = "") -> dict | None:
     if a is None:
         return None
     return {**a.to_dict(), "peak_bytes": a.peak_bytes, "lower_bound_bytes": a.lower_bound_bytes,
-            "temporary_bytes": a.temporary_bytes, "steps": a.steps, "report": a.report()}
+            "temporary_bytes": a.temporary_bytes, "steps": a.steps, "report": a.report(),
+            "arena_note": arena_note}
 
 
 def bench_dict(b) -> dict | None:

@@ -10,7 +10,7 @@ from ..ir.printer import format_computation, format_instruction
 from ..passes.names import traced_name
 from .charts import CELL, MONO, bench_figure, figure_svg, small_arrays_note, table_html
 from .diff import diff
-from .format import bytes_text, seconds_text, verdict
+from .format import arena_note, bytes_text, seconds_text, verdict
 from .graphviz import GraphvizNotInstalled, display_name, drawing, render_svg
 
 # An instruction line of HLO text: `  ROOT add.3 = f32[8] add(...)`.
@@ -258,11 +258,21 @@ def fusion_hlo(module, kernel: str) -> str:
     return "(the HLO of this kernel is in a cluster's module)"
 
 
-def allocations_html(a) -> str:
-    """The arena's allocations as an HTML table, with the peak and lower bound stated."""
+def arena_note_of(ex) -> str:
+    """`format.arena_note` for the exploration's executable, when it was made from this very
+    buffer assignment (not an auto-clustered program's clusters); "" otherwise."""
+    exe = ex.executable
+    if ex.buffers is None or getattr(exe, "assignment", None) is not ex.buffers:
+        return ""
+    return arena_note(ex.buffers.peak_bytes, exe.arena_bytes)
+
+
+def allocations_html(a, note: str = "") -> str:
+    """The arena's allocations as an HTML table, with the peak and lower bound stated, and
+    `note` (`arena_note_of`) saying what the executable allocates for it."""
     head = (f"<p>arena peak {a.peak_bytes} bytes; lower bound {a.lower_bound_bytes} bytes "
             f"(fragmentation {a.fragmentation_bytes} bytes); {len(a.allocations)} allocations"
-            f"</p>")
+            + (f"; {html.escape(note)}" if note else "") + "</p>")
     if not a.allocations:
         return head + ("<p>No temporaries: every value between kernels is a parameter, a "
                        "constant or an output.</p>")

@@ -41,7 +41,7 @@ import traitlets
 
 from .charts import MONO, figure_svg, traffic_or_nothing
 from .panel_views import (DECISION_ORDER, DRIVER_TITLE, HIGHLIGHT, allocations_html,
-                          bench_html, changed_names, decision_items, decision_text,
+                          arena_note_of, bench_html, changed_names, decision_items, decision_text,
                           decision_view, first_instruction, fusion_hlo, graph_view,
                           highlight_python, hlo_html, instruction_info, instruction_map,
                           instruction_options, stage_summary, visible_stages)
@@ -268,7 +268,7 @@ class BuffersPanel:
 
     def __init__(self, ex):
         a = ex.buffers
-        self.table_html = widgets.HTML(allocations_html(a) if a else
+        self.table_html = widgets.HTML(allocations_html(a, arena_note_of(ex)) if a else
                                        "This pipeline ran no buffer assignment.")
         self.plot_html = widgets.HTML(figure_svg(a.plot()) if a else "")
         self.widget = widgets.HBox([

@@ -139,12 +139,19 @@ def stage_controls(explorer) -> dict:
 
 
 @pytest.mark.slow  # JupyterLab in headless Chromium
+def show_traced(lab, explorer) -> None:
+    """Step the explorer, which opens at the fusion stage, to the traced program, and wait
+    until its graph is drawn: nodes, and none of the fusion stage's clusters."""
+    explorer.locator("select").first.select_option(label="0: trace")
+    lab.page.wait_for_function(
+        "(r) => r.querySelectorAll('.xe-graph g.node').length > 0"
+        " && r.querySelectorAll('.xe-graph g.cluster').length === 0",
+        arg=explorer.element_handle())
+
+
 def test_a_40_node_graph_is_entirely_visible_across_the_width(lab):
     explorer = lab.explorer(0)
-    # It opens at the fusion stage; the traced program is the 45-node graph.
-    explorer.locator("select").first.select_option(label="0: trace")
-    lab.page.wait_for_function("(r) => r.querySelectorAll('.xe-graph g.node').length >= 45",
-                               arg=explorer.element_handle())
+    show_traced(lab, explorer)  # it opens at the fusion stage; the trace is the 45-node graph
     facts = view_facts(explorer)
     assert facts["nodes"] >= 45, facts
     assert facts["outside"] == [] and facts["title_inside"], facts
@@ -187,7 +194,7 @@ def test_a_40_node_graph_is_entirely_visible_across_the_width(lab):
 @pytest.mark.slow
 def test_clicking_a_node_highlights_its_hlo_line_and_back(lab):
     explorer = lab.explorer(0)
-    explorer.locator("select").first.select_option(label="0: trace")
+    show_traced(lab, explorer)
     node = explorer.locator(".xe-graph g.node[data-inst^='exponential']").first
     name = node.get_attribute("data-inst")
     node.click()

@@ -12,7 +12,7 @@ import numpy as np
 from ...errors import CompileError
 from ...ir.module import Instruction
 from ...ir.ops import Group, in_group
-from .. import exprs, gemm
+from .. import exprs
 from ..analysis import refuse_float16
 from ..options import CACHE_LINE
 from ..writer import np_type, tuple_text
@@ -96,6 +96,10 @@ def _emit_tiled_product(loops: Loops, inst, lhs, rhs, out, plain, batch, m, n, k
     C in blocks the threads claim, when the product is big enough to share. A plain
     product whose epilogue is element-wise runs the epilogue in the same loop, on the
     block the thread has just made, while it is in cache."""
+    # Imported here, not with the module: importing it loads the product's compiled entry
+    # points, which a program without a product should not wait for.
+    from .. import gemm
+
     core, w, options = loops.core, loops.w, loops.options
     products.gemm = True
     products.line_outputs += [k for k, o in enumerate(core.outputs) if core.out_names[id(o)] == out]

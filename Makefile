@@ -26,7 +26,7 @@ $(STAMP): pyproject.toml
 # later process (a learner's first cells, each test worker), not in each (xla_explorer/warm.py).
 $(WARM): $(STAMP) xla_explorer/warm.py $(addprefix xla_explorer/codegen/,gemm.py gemm_ir.py fastmath.py parallel.py)
 	$(PY) -m xla_explorer.warm
-	touch $(WARM)
+	mkdir -p $(dir $(WARM)) && touch $(WARM)
 
 # The JupyterLab extension (extension/, docs/extension.md), rebuilt when its sources change:
 # npm installs from the committed lock file, `npm run build` compiles the TypeScript and bundles

@@ -42,10 +42,15 @@ class CompileError(_Located, XlaExplorerError):
 _NOT_COMPILABLE_NAMES = {"numpy.boolean_mask": "boolean-mask indexing (x[mask])"}
 
 
-def not_compilable(target: str, source_file: str | None, source_line: int | None
-                   ) -> CompileError:
-    """Must-compile meeting a non-compilable op (custom_call_target `numpy.unique`, ...)."""
+def not_compilable(target: str, source_file: str | None, source_line: int | None,
+                   op_name: str = "") -> CompileError:
+    """Must-compile meeting a non-compilable op (custom_call_target `numpy.unique`, ...).
+    `op_name` (the instruction's metadata) ends in the function the user called, which is
+    named first when it is not the one that runs (`np.where(c)` runs as `np.nonzero(c)`)."""
     name = _NOT_COMPILABLE_NAMES.get(target, "np." + target.removeprefix("numpy."))
+    called = op_name.rsplit("/", 1)[-1]
+    if target not in _NOT_COMPILABLE_NAMES and called.isidentifier() and f"np.{called}" != name:
+        name = f"np.{called} (computed as {name})"
     return CompileError(
         f"{name} is not compilable: the shape of its result depends on the values of its "
         "input", op=name, source_file=source_file or None, source_line=source_line or None,

@@ -383,6 +383,44 @@ def test_index_messages_say_what_the_user_wrote():
     assert "np.boolean_mask" not in str(info.value)
 
 
+def rounded(x):
+    return x * round(x.sum())
+
+
+def reshaped_in_place(x):
+    x.shape = (4, 3)
+    return x
+
+
+def ranged(x):
+    return [x[i] for i in range(x.argmax())]
+
+
+@pytest.mark.parametrize("f,call,says,hint", [
+    (rounded, "round(x.sum())", "round() of a traced array", "np.round(x)"),
+    (reshaped_in_place, "x.shape = (4, 3)", "assigning to .shape",
+     "a = a.reshape((4, 3))"),
+    (ranged, "range(x.argmax())", "int() (as an index, in range(), as a count)", "np.where"),
+], ids=lambda v: v.__name__ if callable(v) else None)
+def test_python_uses_of_values_name_the_line_and_what_to_do(f, call, says, hint):
+    # Once a raw TypeError or AttributeError about `Tracer`, with no line; and range() was
+    # "using as an index".
+    with pytest.raises(xe.TraceError) as info:
+        xe.jit(f)(X)
+    err = info.value
+    assert err.source_line == line_of(f, call)
+    assert says in str(err) and hint in str(err) and "Tracer" not in str(err), str(err)
+
+
+def test_np_where_of_a_condition_alone_is_named_as_written():
+    with pytest.raises(xe.CompileError, match=r"np\.where \(computed as np\.nonzero\) is not "
+                                              "compilable") as info:
+        xe.jit(lambda x: np.where(x > 0))(X)
+    assert info.value.source_line
+    with pytest.raises(xe.CompileError, match=r"^np\.nonzero is not compilable"):
+        xe.jit(lambda x: np.nonzero(x))(X)
+
+
 def test_an_unsupported_form_does_not_suggest_its_own_function():
     with pytest.raises(xe.UnsupportedOpError, match="einsum") as info:
         xe.explore(lambda x: np.einsum(x, [0, 0], [0]), np.ones((3, 3)))

@@ -61,7 +61,7 @@ class Backend:
         A custom-call is NumPy run eagerly (np.unique: its shape depends on values)."""
         if inst.opcode == "custom-call":
             return not_compilable(inst.attr("custom_call_target"), inst.metadata.source_file,
-                                  inst.metadata.source_line)
+                                  inst.metadata.source_line, inst.metadata.op_name)
         return None
 
     def compile(self, module: Module, assignment: BufferAssignment | None) -> Executable:

@@ -146,7 +146,7 @@ def plan_program(module: Module, assignment, emit: Emit | None = None,
         if b.category == EAGER:
             inst = entry.get(b.instruction)
             raise not_compilable(inst.attr("custom_call_target"), inst.metadata.source_file,
-                                 inst.metadata.source_line)
+                                 inst.metadata.source_line, inst.metadata.op_name)
 
     def ref(key) -> BufferRef | Argument:
         name = buffer_name(*key)

@@ -94,6 +94,12 @@ class Tracer:
         self._b.read_shape(self._node)
         return self._node.dims
 
+    @shape.setter
+    def shape(self, value):
+        raise located(TraceError, "assigning to .shape reshapes an array in place, which a "
+                                  "traced program does not do", "ndarray.shape",
+                      f"Reshape to a new name instead: a = a.reshape({value!r}).")
+
     @property
     def dtype(self) -> np.dtype:
         return self._node.dtype
@@ -195,10 +201,16 @@ class Tracer:
         return complex(self._concrete("complex()"))
 
     def __index__(self):
-        value = self._concrete("using as an index")
+        value = self._concrete("int() (as an index, in range(), as a count)")
         if isinstance(value, float):
             raise TypeError("'float' object cannot be interpreted as an integer")
         return int(value)
+
+    def __round__(self, ndigits=None):
+        raise located(TraceError, "round() of a traced array needs its value, which is only "
+                                  "known when the compiled program runs", "round()",
+                      "np.round(x) rounds inside the compiled program (an array, not a Python "
+                      "number).")
 
     def item(self, *args):
         return self._concrete(".item()")

@@ -44,7 +44,8 @@ class CudaBenchResult(BenchResult):
         lines = [f"measured on {self.device}"]
         lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths)) for r in rows]
         lines.append(f"speed-up {ratio_text(self.speedup)} (kernels alone) over {self.repeat} rounds; "
-                     f"arena {bytes_text(self.arena_bytes)} on the device (allocated once)")
+                     f"arena {bytes_text(self.arena_bytes)} on the device (allocated once); "
+                     f"{self.memory_verdict}")
         if self.simulated:
             lines.append("Numba's CUDA simulator: these times are Python's, not a GPU's.")
         return "\n".join(lines)

@@ -226,25 +226,31 @@ def buffer_text(b: BufferRef | Argument) -> str:
     return {"parameter": "a", "constant": "c", "output": "o"}[b.kind] + str(b.number)
 
 
-def launch_lines(launch: Launch) -> list[str]:
-    """The comment naming a launch's instruction, and a view of the arena for each temporary
-    it defines."""
+def numpy_view(b: BufferRef) -> str:
+    """A temporary as a NumPy view of the arena's bytes."""
+    return f"arena[{b.offset}:{b.end}].view({storage_type(b.dtype)}).reshape({tuple_text(b.shape)})"
+
+
+def launch_lines(launch: Launch, view: Callable[[BufferRef], str] = numpy_view) -> list[str]:
+    """The comment naming a launch's instruction, and a view of the arena (`view(b)`, as the
+    target spells one) for each temporary it defines."""
     lines = [f"    # {format_instruction(launch.instruction, metadata=False).strip()}"]
     for b in launch.outputs:
         if isinstance(b, BufferRef):
-            lines.append(f"    {buffer_text(b)} = arena[{b.offset}:{b.end}]"
-                         f".view({storage_type(b.dtype)}).reshape({tuple_text(b.shape)})")
+            lines.append(f"    {buffer_text(b)} = {view(b)}")
     return lines
 
 
-def driver_lines(plan: ProgramPlan, call: Callable[[Launch], str]) -> list[str]:
-    """The driver's body: each launch's comment, the arena views it writes and its call
-    (`call(launch)`, as the target spells one), in schedule order; a run of launches that
-    repeats, the same kernels on the same buffers, is written once in a `for` loop."""
+def driver_lines(plan: ProgramPlan, call: Callable[[Launch], str],
+                 view: Callable[[BufferRef], str] = numpy_view) -> list[str]:
+    """The driver's body: each launch's comment, the arena views it writes (`view(b)`) and
+    its call (`call(launch)`), as the target spells them, in schedule order; a run of
+    launches that repeats, the same kernels on the same buffers, is written once in a `for`
+    loop."""
     lines = []
     for count, body in repeats(plan.launches):
         if count == 1:
-            lines += launch_lines(body[0]) + [f"    {call(body[0])}"]
+            lines += launch_lines(body[0], view) + [f"    {call(body[0])}"]
             continue
         # The steps of a loop the tracer unrolled: compiling one call per step is what
         # made a long loop slow to compile.
@@ -253,12 +259,12 @@ def driver_lines(plan: ProgramPlan, call: Callable[[Launch], str]) -> list[str]:
                      f"kernels on the same buffers {count - 1} times more")
         lines.append(f"    for _ in range({count}):")
         for launch in body:
-            lines += ["    " + line for line in launch_lines(launch)]
+            lines += ["    " + line for line in launch_lines(launch, view)]
             lines.append(f"        {call(launch)}")
         # Later launches name the last step's buffers: the same bytes, under their names.
         last = plan.launches.index(body[-1]) + (count - 1) * len(body)
         for launch in plan.launches[last - len(body) + 1:last + 1]:
-            lines += launch_lines(launch)[1:]
+            lines += launch_lines(launch, view)[1:]
     return lines
 
 

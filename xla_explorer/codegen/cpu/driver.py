@@ -9,6 +9,7 @@ from .. import exprs
 from ..options import CACHE_LINE, DEFAULT_OPTIONS, CodegenOptions
 from ..program import ProgramPlan, Threads, call_arguments, driver_arguments, driver_lines, \
     plan_program
+from ..writer import storage_type, tuple_text
 from .kernel import emit_kernel
 
 # fastmath flags of every kernel: none, so that element-wise arithmetic rounds as NumPy's
@@ -30,6 +31,7 @@ FASTMATH = {fastmath}
 '''
 PARALLEL_IMPORT = ("from xla_explorer.codegen.parallel import block_counter, next_block, "
                    "nonnegative, threads\n")
+VIEW_IMPORT = "from xla_explorer.codegen.cpu.views import arena_view\n"
 GEMM_IMPORT = ("from xla_explorer.codegen.gemm import (pack_b, pack_b_parallel, packed_b, "
                "claims,\n    next_product_block, product_block, product_rows)\n")
 
@@ -73,7 +75,10 @@ def generate_program(module: Module, assignment,
     (the module's buffer assignment) for where every value between kernels lives."""
     plan = plan_cpu_program(module, assignment, options)
     line_outputs = set()
-    driver = driver_lines(plan, lambda k: f"{k.kernel}({', '.join(call_arguments(k))})")
+    def call(k):
+        return f"{k.kernel}({', '.join(call_arguments(k))})"
+
+    driver = driver_lines(plan, call)
     for launch in plan.launches:
         for pos, b in enumerate(launch.outputs):
             if getattr(b, "kind", None) == "output" and pos in launch.code.line_outputs:
@@ -82,8 +87,11 @@ def generate_program(module: Module, assignment,
     # needs no arena is already one dispatch: compiling a driver for it would only add a
     # tenth of a second to the cold compile.
     statements = sum(1 for d in driver if not d.lstrip().startswith("#"))
-    decorator = ("@njit(cache=True)\n" if statements > 1 else
+    compiled = statements > 1
+    decorator = ("@njit(cache=True)\n" if compiled else
                  "# One kernel: calling it from Python is already one dispatch.\n")
+    if compiled:
+        driver = driver_lines(plan, call, _arena_view)
     driver_src = (decorator + f"def run({', '.join(driver_arguments(plan))}):\n"
                   + ("\n".join(driver) or "    pass") + "\n")
     flags = ("{" + ", ".join(repr(f) for f in sorted(FASTMATH)) + "}") if FASTMATH else "set()"
@@ -93,6 +101,8 @@ def generate_program(module: Module, assignment,
         header += PARALLEL_IMPORT
     if any(k.gemm for k in codes):
         header += GEMM_IMPORT
+    if compiled and plan.layout.temporaries:
+        header += VIEW_IMPORT
     source = header + "\n\n" + "\n\n".join([k.source for k in codes] + [driver_src])
     layout = plan.layout
     arena = (layout.scratch_offset + layout.scratch_bytes if layout.scratch_bytes
@@ -100,3 +110,10 @@ def generate_program(module: Module, assignment,
     return Program(module, source, {k.name: k.source for k in codes}, list(plan.constants),
                    list(plan.outputs), plan.num_outputs, plan.kernel_of, arena,
                    frozenset(line_outputs), plan, driver_src)
+
+
+def _arena_view(b) -> str:
+    """A temporary in the compiled driver: `arena_view` builds the view, where NumPy's
+    `view` and `reshape` would be compiled for it in a process's first program (0.35 s;
+    codegen/cpu/views.py)."""
+    return f"arena_view(arena, {b.offset}, {tuple_text(b.shape)}, {storage_type(b.dtype)})"

@@ -1,0 +1,61 @@
+"""`arena_view`: a buffer of the arena as the array its kernels take, made in a few
+instructions.
+
+The CPU driver names each temporary as a view of the arena's bytes. Spelt in NumPy
+(`arena[64:320].view(np.float32).reshape((8, 8))`), a program's first compile in a process
+also compiles Numba's implementations of `view` and `reshape` for it: about 0.35 s, most of
+what a driver of a dozen lines costs (docs/performance.md). The view needs none of their
+checks: buffer assignment placed the buffer, aligned, inside the arena. So it is built
+directly, a C-contiguous array over the arena's memory at an offset, as Numba builds an array
+from a pointer.
+"""
+from __future__ import annotations
+
+from llvmlite import ir
+from numba import types
+from numba.core import cgutils
+from numba.core.imputils import impl_ret_borrowed
+from numba.extending import intrinsic
+from numba.np.arrayobj import populate_array
+
+__all__ = ["arena_view"]
+
+
+@intrinsic
+def arena_view(typingctx, arena, offset, shape, dtype):
+    """The C-contiguous array of type `dtype` and shape `shape` (a tuple of ints, () for a
+    scalar's 0-d array) whose first
+    element is `offset` bytes into `arena` (a C-contiguous uint8 array), sharing its memory
+    and keeping it alive. The caller vouches that it fits and is aligned."""
+    if not (isinstance(arena, types.Array) and arena.dtype == types.uint8
+            and arena.layout == "C" and isinstance(offset, types.Integer)
+            and isinstance(shape, types.BaseTuple)
+            and all(isinstance(d, types.Integer) for d in shape)
+            and isinstance(dtype, (types.NumberClass, types.DType))):
+        return None
+    element = dtype.dtype if isinstance(dtype, types.DType) else dtype.instance_type
+    result = types.Array(element, len(shape), "C")
+
+    def codegen(context, builder, signature, args):
+        arena_t, offset_t, shape_t = signature.args[:3]
+        parent = context.make_array(arena_t)(context, builder, args[0])
+        intp = context.get_value_type(types.intp)
+        start = context.cast(builder, args[1], offset_t, types.intp)
+        itemsize = context.get_abi_sizeof(context.get_data_type(element))
+        dims = [context.cast(builder, builder.extract_value(args[2], k), shape_t[k], types.intp)
+                for k in range(len(shape_t))]
+        strides, stride = [], ir.Constant(intp, itemsize)
+        for d in reversed(dims):
+            strides.insert(0, stride)
+            stride = builder.mul(stride, d)
+        data = builder.bitcast(builder.gep(parent.data, [start]),
+                               context.get_data_type(element).as_pointer())
+        out = context.make_array(result)(context, builder)
+        populate_array(out, data=data, shape=cgutils.pack_array(builder, dims, ty=intp),
+                       strides=cgutils.pack_array(builder, strides, ty=intp),
+                       itemsize=ir.Constant(intp, itemsize), meminfo=parent.meminfo,
+                       parent=parent.parent)
+        # The view holds a reference to the arena's memory, as NumPy's views do.
+        return impl_ret_borrowed(context, builder, result, out._getvalue())
+
+    return result(arena, offset, shape, dtype), codegen

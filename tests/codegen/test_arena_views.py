@@ -6,7 +6,7 @@ import numba
 import numpy as np
 import pytest
 
-from xla_explorer.codegen.analysis import structure
+from xla_explorer.ir.structure import structure
 from xla_explorer.codegen.cpu.views import arena_view
 from xla_explorer.ir.parser import parse_hlo
 

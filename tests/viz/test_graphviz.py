@@ -113,7 +113,11 @@ class Dot:
         return {(self.name(a), self.name(b)) for a, b in self.edges}
 
     def fusion_clusters(self) -> dict[str, dict]:
-        return {k: v for k, v in self.clusters.items() if not k.startswith("cluster_xla_")}
+        return {k: v for k, v in self.clusters.items()
+                if not k.startswith(("cluster_xla_", "cluster_loop_"))}
+
+    def loop_clusters(self) -> dict[str, dict]:
+        return {k: v for k, v in self.clusters.items() if k.startswith("cluster_loop_")}
 
 
 def svg_of(text: str) -> ET.Element:
@@ -295,23 +299,50 @@ def test_fusions_collapse_above_the_threshold():
     assert len(expanded.nodes) == expanded_node_count(module) > COLLAPSE_ABOVE
 
 
-def test_a_graph_too_big_to_read_is_one_node_that_says_so_and_its_kernels_are_drawn():
-    def heat(u):  # 200 steps unrolled by tracing: about 2,000 instructions
-        for _ in range(200):
-            u = u + np.float32(0.25) * (np.roll(u, 1) - np.float32(2) * u + np.roll(u, -1))
-        return u
+def heat(u):  # 200 steps unrolled by tracing: about 2,600 instructions
+    for _ in range(200):
+        u = u + np.float32(0.25) * (np.roll(u, 1) - np.float32(2) * u + np.roll(u, -1))
+    return u
 
-    ex = xe.explore(heat, np.ones(16, np.float32), backend="interpreter")
+
+def test_a_graph_too_big_to_read_is_one_node_that_says_so():
+    def shifts(x):  # 1,100 additions, each of its own constant: no two steps alike
+        for k in range(1100):
+            x = x + np.float32(k)
+        return x
+
+    ex = xe.explore(shifts, np.ones(16, np.float32), backend="interpreter")
     traced = ex.stages[0].module
     assert expanded_node_count(traced) > DRAW_AT_MOST
     g, names = drawing(traced)
     (node,) = Dot(g.source).nodes.values()
     assert f"{expanded_node_count(traced):,} nodes: too many to draw" in node["label"]
     assert names == {}
-    # Fused, the same loop is a graph of its kernels, small enough to draw.
+
+
+def test_a_loop_unrolled_by_tracing_is_drawn_as_one_step():
+    ex = xe.explore(heat, np.ones(16, np.float32), backend="interpreter")
+    traced = ex.stages[0].module
+    dot = Dot(to_dot(traced))
+    ((name, loop),) = dot.loop_clusters().items()
+    # The first step made the constants every later step reads, so it is drawn on its own;
+    # the other 199 are one step in the loop's cluster.
+    assert "loop: 199 steps" in loop["attrs"]["label"]
+    step = {dot.name(n) for n in loop["nodes"]}
+    assert "add.29" in step and 8 <= len(step) <= 13
+    assert len(dot.nodes) < 40 < len(traced.entry.instructions)
+    # Dashed edges carry the step's result to the readers in the next step: the two rolls'
+    # slices, the multiply by 2 and the final add.
+    carried = re.findall(r"(n\d+) -> (n\d+) \[[^]]*style=dashed", dot.text)
+    assert {dot.name(a) for a, _ in carried} == {"add.29"}
+    assert len(carried) == 6
+    # What follows the loop reads the last step's value, drawn as the first step's.
+    root = traced.entry.root
+    assert ("add.29", root.name) in dot.edge_names()
+    # Fused, each kernel holds two steps (fusion's duplication limit): a loop of 100.
     fused = ex.stages[ex.compiled.fusion_stage].module
-    fusions = [i for i in fused.entry.instructions if i.opcode == "fusion"]
-    assert len(Dot(to_dot(fused)).nodes) >= len(fusions) > 50
+    (loop,) = Dot(to_dot(fused)).loop_clusters().values()
+    assert "loop: 100 steps" in loop["attrs"]["label"]
 
 
 def test_small_graphs_stay_expanded_unless_asked(programs):

@@ -4,7 +4,7 @@ values a pass over a row reads at its own element."""
 from __future__ import annotations
 
 from ..errors import UnsupportedOpError
-from ..ir.module import COMPUTATION_ATTRS, Computation, Instruction, Module
+from ..ir.module import Computation, Instruction, Module
 from ..ir.ops import elementwise_like
 from ..passes.kinds import fits_rows, is_row_fusion, kernel_kind
 from .writer import F16
@@ -24,49 +24,6 @@ def kernel_computation(module: Module, inst: Instruction) -> tuple[Computation, 
     kind = kernel_kind(inst)
     body = params + (inst.replace(operands=params),)
     return Computation(f"{inst.name}.computation", body), kind, False
-
-
-def structure(module: Module, comp: Computation) -> tuple:
-    """What a kernel's code is made from, as a hashable value: each instruction's opcode,
-    shape, attributes, literal and operands (by position), and the same of each computation
-    it calls; not names, nor metadata. Two kernels of one structure are one function
-    (codegen/program.py), as XLA's computation deduplicator makes them one computation.
-    Read in a canonical order (`_canonical_order`), so that two computations that differ only
-    in the order their instructions were written are one structure."""
-    where: dict[int, int] = {}
-    rows = []
-    for n, inst in enumerate(_canonical_order(comp)):
-        where[id(inst)] = n
-        attrs = tuple((k, structure(module, module.computation(v))
-                       if k in COMPUTATION_ATTRS else v) for k, v in inst.attrs)
-        literal = None if inst.literal is None else (
-            inst.literal.dtype.str, inst.literal.shape, inst.literal.tobytes())
-        rows.append((inst.opcode, str(inst.shape), tuple(where[id(o)] for o in inst.operands),
-                     attrs, literal, inst.parameter_number))
-    return tuple(rows)
-
-
-def _canonical_order(comp: Computation) -> list[Instruction]:
-    """The parameters by number, then the rest in post-order from the root, operands left to
-    right. A loop's first step shares the literals of every later step, so they come first in
-    its fused computations and later in the others', and the steps' kernels would differ by
-    order alone (and compile twice)."""
-    order = comp.parameters
-    seen = {id(i) for i in order}
-    stack = [(comp.root, False)]
-    while stack:  # iterative: a fused computation can be thousands of instructions deep
-        inst, expanded = stack.pop()
-        if id(inst) in seen:
-            continue
-        if expanded:
-            seen.add(id(inst))
-            order.append(inst)
-            continue
-        stack.append((inst, True))
-        stack.extend((o, False) for o in reversed(inst.operands) if id(o) not in seen)
-    # What the root does not reach (nothing, after DCE) keeps its written order.
-    order.extend(i for i in comp.instructions if id(i) not in seen)
-    return order
 
 
 def tuple_rooted(comp: Computation) -> Computation:

@@ -21,7 +21,8 @@ from ..ir.module import Computation, Instruction, Module
 from ..ir.printer import format_instruction
 from ..passes.buffer_assignment import CONSTANT, EAGER, OUTPUT, PARAMETER, buffer_name
 from ..passes.dataflow import dataflow, is_kernel
-from .analysis import kernel_computation, structure
+from ..ir.structure import structure
+from .analysis import kernel_computation
 from .writer import identifier, storage_type, tuple_text
 
 

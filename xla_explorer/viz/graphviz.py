@@ -17,6 +17,10 @@ module follows it:
   DRAW_AT_MOST nodes even so is drawn as one node that says how many there are;
 - auto-clusters (`frontend_attributes={_xla_cluster="cluster_N"}`) are pale regions, one
   colour each; instructions marked `_xla_cluster="eager"` get a dashed red border;
+- the steps of a loop that tracing unrolled (ir/structure.loop_steps) are drawn once, as XLA
+  draws a while loop's body once: the first step in a cluster saying how many steps there
+  are, a dashed edge from each value a step hands to the next, and the edges from the last
+  step to what follows drawn from the first;
 - `changed` names instructions drawn with a thick outline (the stepper's "what this pass did");
 - a producer fusion copied into several kernels (`multiply.6.clone.29`) is titled with the name
   it was traced as and a mark, `multiply.6 (copy)`: the student looks for multiply.6.
@@ -41,6 +45,7 @@ from ..errors import XlaExplorerError
 from ..ir.module import Computation, Instruction, Module
 from ..ir.ops import OPS, Group, infix_symbol
 from ..ir.printer import format_attr, format_literal
+from ..ir.structure import Steps, loop_steps
 from ..passes.kinds import is_row_fusion
 from ..passes.names import traced_name
 
@@ -304,6 +309,20 @@ class _Drawing:
     edges: list[tuple[str, str, str]] = field(default_factory=list)
     nodes: int = 0
     subgraphs: set[str] = field(default_factory=set)
+    # The entry's loop steps: each later step's instruction -> the first step's, and the
+    # first step's first instruction -> its Steps.
+    stand_in: dict[int, Instruction] = field(default_factory=dict)
+    loops: dict[int, Steps] = field(default_factory=dict)
+    carried: list[tuple[str, str, str]] = field(default_factory=list)  # dashed loop edges
+
+    def find_loops(self) -> None:
+        """Draw the entry's unrolled loops (`loop_steps`) one step each (within one
+        auto-cluster: a step's key holds its mark)."""
+        insts = self.module.entry.instructions
+        for steps in loop_steps(self.module, self.module.entry, key=cluster_mark):
+            self.loops[id(insts[steps.start])] = steps
+            for n in range(steps.start + steps.length, steps.end):
+                self.stand_in[id(insts[n])] = insts[steps.start + (n - steps.start) % steps.length]
 
     def node_id(self, inst: Instruction, callers: tuple) -> str:
         # A fused computation is drawn once per fusion calling it, so the key holds the caller.
@@ -343,6 +362,8 @@ class _Drawing:
             return None, constant_text(const)
         if inst.opcode == "parameter" and callers:
             return self.source(callers[-1].operands[inst.parameter_number], callers[:-1])
+        if not callers and id(inst) in self.stand_in:  # a later step: drawn as the first
+            return self.source(self.stand_in[id(inst)], callers)[0], inst.name
         if self.expands(inst):
             return self.source(self.callee(inst).root, callers + (inst,))
         return self.node_id(inst, callers), inst.name
@@ -357,13 +378,22 @@ class _Drawing:
                 continue  # printed in its users' labels (an unused one is still drawn)
             if inst.opcode == "parameter" and callers:
                 continue  # its fusion's operand edges go straight to its users
+            if not callers and id(inst) in self.stand_in:
+                continue  # a loop's later step
             yield inst
 
     def draw(self, g: graphviz.Digraph, comp: Computation, callers: tuple,
-             only: list[Instruction] | None = None) -> None:
-        """Draw comp's instructions (or `only` those of them) into g."""
+             only: list[Instruction] | None = None, loops: bool = True) -> None:
+        """Draw comp's instructions (or `only` those of them) into g (a loop's first step
+        in a cluster of its own, if `loops`)."""
+        in_loop: set[int] = set()
         for inst in self.drawn(comp, callers, only):
-            if self.expands(inst):
+            if id(inst) in in_loop:
+                continue
+            if loops and not callers and id(inst) in self.loops:
+                step = self.draw_loop(g, comp, self.loops[id(inst)], only)
+                in_loop.update(map(id, step))
+            elif self.expands(inst):
                 self.draw_fusion(g, inst, callers + (inst,))
             else:
                 self.draw_node(g, inst, callers)
@@ -373,6 +403,32 @@ class _Drawing:
         the cost: seconds for a long unrolled loop's thousands of nodes)."""
         return sum(self.count(self.callee(inst), callers + (inst,)) if self.expands(inst)
                    else 1 for inst in self.drawn(comp, callers))
+
+    def draw_loop(self, g: graphviz.Digraph, comp: Computation, steps: Steps,
+                  only: list[Instruction] | None) -> list[Instruction]:
+        """The first of a loop's steps, in a cluster, with a dashed edge from each value it
+        hands to the next step; returns the step's instructions."""
+        insts = comp.instructions
+        step = list(insts[steps.start:steps.start + steps.length])
+        first, last = step[0].name, insts[steps.end - 1].name
+        with g.subgraph(name=self.subgraph_name(f"cluster_loop_{_safe(first)}")) as c:
+            c.attr(label=html_label([f"loop: {steps.count} steps",
+                                     f"{steps.length} instruction{'s' * (steps.length > 1)} a step, "
+                                     "drawn once"]),
+                   style="rounded,dashed", color="#546e7a", penwidth="2",
+                   tooltip=plain(f"Tracing unrolled a loop: {first} to {last} are {steps.count} "
+                                 f"steps of the same {steps.length} instructions, each reading "
+                                 "the step before. The first step is drawn; a dashed edge "
+                                 "carries a value to the next step."))
+            kept = [i for i in step if only is None or any(i is o for o in only)]
+            self.draw(c, comp, (), only=kept, loops=False)
+        mine = {id(i) for i in step}
+        for target, reader in zip(step, insts[steps.start + steps.length:]):
+            for op in reader.operands:
+                src, dst = self.source(op, ())[0], self.source(target, ())[0]
+                if id(op) in mine and src is not None and dst is not None:
+                    self.carried.append((src, dst, f"{op.name}: to the next step"))
+        return step
 
     def draw_fusion(self, g: graphviz.Digraph, fusion: Instruction, callers: tuple) -> None:
         comp = self.callee(fusion)
@@ -422,8 +478,10 @@ class _Drawing:
 
 
 def expanded_node_count(module: Module) -> int:
-    """How many nodes the graph has with every fusion expanded."""
-    return _Drawing(module, collapse=False, changed=frozenset()).count(module.entry, ())
+    """How many nodes the graph has with every fusion expanded (a loop's steps drawn once)."""
+    d = _Drawing(module, collapse=False, changed=frozenset())
+    d.find_loops()
+    return d.count(module.entry, ())
 
 
 def _auto_clusters(module: Module) -> dict[str, list[Instruction]]:
@@ -450,6 +508,7 @@ def drawing(module: Module, *, collapse_fusions: bool | None = None,
     collapse = (expanded_node_count(module) > COLLAPSE_ABOVE if collapse_fusions is None
                 else collapse_fusions)
     d = _Drawing(module, collapse, frozenset(changed))
+    d.find_loops()
     g = graphviz.Digraph(name=module.name)
     # A blank graph tooltip, so hovering empty space shows nothing.
     g.attr(label=html_label([module.name]), labelloc="t", rankdir="TB", compound="true",
@@ -478,6 +537,9 @@ def drawing(module: Module, *, collapse_fusions: bool | None = None,
                                       if id(i) not in clustered])
     for src, dst, tip in d.edges:
         g.edge(src, dst, tooltip=plain(tip))
+    for src, dst, tip in d.carried:
+        g.edge(src, dst, tooltip=plain(tip), style="dashed", color="#546e7a",
+               constraint="false")
     return g, dict(d.names)
 
 

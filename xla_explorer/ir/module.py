@@ -156,9 +156,17 @@ class Module:
         return len(self.entry)
 
     def to_text(self, *, metadata: bool = True) -> str:
-        from .printer import print_module
+        # Printed once each way per module (modules are immutable): the explorer shows every
+        # stage's text, and the pipeline and the diff of stages read it too.
+        if metadata not in self._texts:
+            from .printer import print_module
 
-        return print_module(self, metadata=metadata)
+            self._texts[metadata] = print_module(self, metadata=metadata)
+        return self._texts[metadata]
+
+    @cached_property
+    def _texts(self) -> dict[bool, str]:
+        return {}
 
     def fingerprint(self) -> str:
         """A structural hash: equal for modules that print alike, ignoring metadata."""

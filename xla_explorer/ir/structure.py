@@ -9,6 +9,7 @@ XLA's graph dumper draws a while loop's body once.
 """
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass
 
 from .module import COMPUTATION_ATTRS, Computation, Instruction, Module
@@ -86,11 +87,23 @@ class Steps:
         return self.start + self.length * self.count
 
 
+# loop_steps of each module, kept while the module lives: the explorer asks of every stage
+# more than once (to count a graph's nodes, then to draw it).
+_FOUND: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
 def loop_steps(module: Module, comp: Computation, key=None) -> list[Steps]:
     """The runs of `comp`'s instructions that are the steps of an unrolled loop, in order,
     not overlapping: each step the same instructions as the one before (`own_key`, and
     `key(inst)` if given), reading either the same values (what the loop does not change) or
     the previous step's, and at least one of those. Parameters and the root are in none."""
+    found = _FOUND.setdefault(module, {})
+    if (comp.name, key) not in found:
+        found[comp.name, key] = _loop_steps(module, comp, key)
+    return list(found[comp.name, key])
+
+
+def _loop_steps(module: Module, comp: Computation, key) -> list[Steps]:
     insts = comp.instructions
     pos = {id(inst): n for n, inst in enumerate(insts)}
     keys = [(own_key(module, i), key(i) if key else None) for i in insts]

@@ -8,6 +8,7 @@ as unchanged: they still compute the same thing, now inside a kernel.
 """
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass
 
 from ..ir.module import Module
@@ -29,7 +30,18 @@ class StageDiff:
         return bool(self.added or self.removed or self.rewritten)
 
 
+# instructions() of each module while it lives: each stage is the later of one diff and the
+# earlier of the next, and the explorer's views ask for the diffs more than once.
+_TEXTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
 def instructions(module: Module) -> dict[str, str]:
+    if module not in _TEXTS:
+        _TEXTS[module] = _instructions(module)
+    return _TEXTS[module]
+
+
+def _instructions(module: Module) -> dict[str, str]:
     """Every computing instruction of the entry and of the computations fusions call, by name,
     as printed without metadata (fused computations' own parameters and roots left out). A
     fused instruction's operand that is the fused computation's parameter prints as the
@@ -54,6 +66,8 @@ def _text(inst) -> str:
 
 
 def diff(before: Module, after: Module) -> StageDiff:
+    if before is after:  # a pass that changed nothing hands its module on
+        return StageDiff(frozenset(), frozenset(), frozenset())
     old, new = instructions(before), instructions(after)
     return StageDiff(frozenset(new.keys() - old.keys()), frozenset(old.keys() - new.keys()),
                      frozenset(n for n in new.keys() & old.keys() if new[n] != old[n]))

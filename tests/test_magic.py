@@ -726,3 +726,38 @@ def test_a_result_that_differs_from_numpy_is_not_written(shell, xy, monkeypatch)
     assert_unchanged(shell, before)
     result, out = run(shell, "%%xla --backend interpreter --quiet\nc = x * 2 + y")
     assert result.success and "c" in shell.user_ns  # the check skipped, as asked
+
+
+def test_a_new_cell_shows_which_kernel_numba_is_compiling_then_what_it_cost(
+        shell, monkeypatch, tmp_path):
+    from xla_explorer import magic
+
+    shown: list[str] = []
+    monkeypatch.setattr(magic, "updatable_display", lambda sh: shown.append)
+    monkeypatch.setenv("XLA_EXPLORER_CACHE", str(tmp_path))  # nothing on disk: a compile
+    shell.user_ns["u"] = np.linspace(0, 1, 64).astype(np.float32)
+    cell = ("%%xla\nv = u\nfor _ in range(8):\n"
+            "    v = v + np.float32(0.25) * (np.roll(v, 1) - 2 * v + np.roll(v, -1))\n")
+    result, _ = run(shell, cell)
+    assert result.success, result.error_in_exec
+    progress, final = shown[:-1], shown[-1]
+    # The driver and one kernel (the steps are one kernel), as each starts compiling.
+    assert len(progress) == 2 and all("<progress" in p for p in progress)
+    assert "(1 of 2" in progress[0] and "(2 of 2" in progress[1]
+    kernels = [k for k in shell.user_ns["_xla"].kernels]
+    assert any(k in progress[1] for k in kernels)
+    assert final.startswith("Numba compiled 2 functions (run, ") and final.endswith(" s")
+    # Run again: compiled already, so nothing is shown.
+    shown.clear()
+    result, _ = run(shell, cell)
+    assert result.success and shown == []
+    want = shell.user_ns["u"]
+    for _ in range(8):
+        want = want + np.float32(0.25) * (np.roll(want, 1) - 2 * want + np.roll(want, -1))
+    np.testing.assert_allclose(shell.user_ns["v"], want, rtol=1e-6)
+
+
+def test_a_terminal_gets_no_progress_updates(shell):
+    from xla_explorer import magic
+
+    assert magic.updatable_display(shell) is None  # no Jupyter kernel behind this shell

@@ -7,12 +7,16 @@ shown short, quoting the cell's line, unless --debug asks for the traceback.
 """
 from __future__ import annotations
 
+import contextlib
+import html
+import re
+
 from IPython.core.displayhook import DisplayHook
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 
-from .backends import BACKENDS, DEVICE_BACKENDS
+from .backends import BACKENDS, DEVICE_BACKENDS, get_backend
 from .cell import NO_VALUE, CellCache, CellRun, cell_names, run_cell
 from .cell.run import FIRST_LINE
 from .viz.cell_text import cache_report, short_error, summary
@@ -28,6 +32,43 @@ def show(run: CellRun, cache_info) -> None:
 
     print(summary(run, cache_info, hlo=False))
     display(run.exploration.show())
+
+
+def updatable_display(shell):
+    """A function that shows HTML in one output, each call replacing the last, where the
+    front end can replace an output (a Jupyter kernel); None elsewhere (a terminal would print
+    every update)."""
+    if getattr(shell, "kernel", None) is None:
+        return None
+    from IPython.display import display
+
+    handle = None
+
+    def show(markup: str) -> None:
+        nonlocal handle
+        bundle = {"text/html": markup,
+                  "text/plain": html.unescape(re.sub(r"<[^>]*>", "", markup)).strip()}
+        if handle is None:
+            handle = display(bundle, raw=True, display_id=True)
+        else:
+            handle.update(bundle, raw=True)
+
+    return show
+
+
+@contextlib.contextmanager
+def compile_progress(shell, backend: str, quiet: bool):
+    """While a cell runs, which of its functions Numba is compiling and how far it has got
+    (viz/progress.py); then what the compile cost, in one line."""
+    show = None if quiet or not get_backend(backend).generates_code else \
+        updatable_display(shell)
+    if show is None:
+        yield
+        return
+    from .viz.progress import CompileProgress
+
+    with CompileProgress(show):
+        yield
 
 
 @magics_class
@@ -66,10 +107,11 @@ class XlaMagics(Magics):
         if args.backend not in BACKENDS and args.backend not in DEVICE_BACKENDS:
             raise UsageError(f"--backend {args.backend}: {NOT_BUILT[args.backend]}")
         try:
-            run = run_cell(cell, self.shell.user_ns, backend=args.backend,
-                           autocluster=args.autocluster, cache=self.cache,
-                           check=not args.quiet, bench=args.bench, dump=args.dump,
-                           first_line=FIRST_LINE)
+            with compile_progress(self.shell, args.backend, args.quiet):
+                run = run_cell(cell, self.shell.user_ns, backend=args.backend,
+                               autocluster=args.autocluster, cache=self.cache,
+                               check=not args.quiet, bench=args.bench, dump=args.dump,
+                               first_line=FIRST_LINE)
         except Exception as e:
             if args.debug:
                 raise

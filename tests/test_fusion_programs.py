@@ -146,6 +146,23 @@ def test_every_decision_has_a_reason_and_every_kernel_its_decisions(rng):
                 assert k.reasons, k
 
 
+def test_a_kernels_reasons_are_the_decisions_that_name_it_in_order(rng):
+    from xla_explorer.passes.names import traced_name
+
+    def heat(u):  # 40 kernels of two steps, each named by dozens of decisions
+        for _ in range(80):
+            u = u + np.float32(0.25) * (np.roll(u, 1) - 2 * u + np.roll(u, -1))
+        return u
+
+    ex = xe.explore(heat, f32(rng, 32), backend="interpreter")
+    for k in ex.fusions:
+        names = {traced_name(n) for n in k.instructions}
+        want = [d.reason for d in ex.decisions
+                if ((d.consumer or d.producer) in names if d.fused
+                    else d.producer in names or d.consumer in names)]
+        assert list(k.reasons) == want and want, k.name
+
+
 def test_an_op_that_fuses_with_nothing_is_a_fusion_of_one(rng):
     ex = xe.explore(lambda x, w: x @ w, f32(rng, 8, 4), f32(rng, 4, 2))
     (kernel,) = ex.fusions

@@ -83,6 +83,30 @@ def adam(xp, w, g, m, v):
     return w - F32(1e-3) * (m / F32(0.1)) / (xp.sqrt(v / F32(0.001)) + F32(1e-8)), m, v
 
 
+def fori_loop(xp):
+    """The loop that traces its body once: `jax.lax.fori_loop` for jax, `xe.fori_loop` for
+    NumPy (outside a trace, the Python loop)."""
+    if xp.__name__.startswith("jax"):
+        import jax
+        return jax.lax.fori_loop
+    import xla_explorer as xe
+    return xe.fori_loop
+
+
+def heat_loop(xp, u):
+    """200 steps of the heat equation as one loop, its body traced once."""
+    return fori_loop(xp)(0, 200, lambda i, u: u + F32(0.25) * (
+        xp.roll(u, 1) - F32(2) * u + xp.roll(u, -1)), u)
+
+
+def power_loop(xp, a, v):
+    """50 steps of power iteration as one loop, its body traced once."""
+    def step(i, v):
+        v = a @ v
+        return v / xp.sqrt(xp.sum(v * v))
+    return fori_loop(xp)(0, 50, step, v)
+
+
 # name -> (program, input shapes, the shapes of the second call)
 PROGRAMS = {
     "sum(x + y*z) 1e6": (sum_xyz, [(10**6,)] * 3, [(10**6 + 1000,)] * 3),
@@ -98,6 +122,8 @@ PROGRAMS = {
     "gradient descent, 100 steps": (gradient_descent, [(256, 16), (256,), (16,)],
                                     [(320, 16), (320,), (16,)]),
     "power iteration, 50 steps": (power_iteration, [(64, 64), (64,)], [(80, 80), (80,)]),
+    "heat equation, 200 steps, fori_loop": (heat_loop, [(64,)], [(80,)]),
+    "power iteration, 50 steps, fori_loop": (power_loop, [(64, 64), (64,)], [(80, 80), (80,)]),
 }
 
 

@@ -5,9 +5,10 @@ from .errors import (CompileError, HloParseError, MismatchError, TraceError, Uns
 from .ir.module import Module
 from .ir.parser import parse_hlo
 from .ir.verify import verify
+from .trace.loops import fori_loop
 
 __all__ = [
-    "explore", "jit", "Exploration", "CheckResult", "Kernel", "parse_hlo", "verify", "Module",
+    "explore", "jit", "fori_loop", "Exploration", "CheckResult", "Kernel", "parse_hlo", "verify", "Module",
     "XlaExplorerError", "CompileError", "UnsupportedOpError", "TraceError", "HloParseError",
     "VerifyError", "MismatchError",
 ]

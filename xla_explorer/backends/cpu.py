@@ -8,7 +8,8 @@ from ..codegen.options import DEFAULT_OPTIONS, CodegenOptions
 from ..ir.module import Module
 from ..passes.buffer_assignment import BufferAssignment
 from ..runtime.base import Executable
-from .base import Backend
+from ..passes.base import Pipeline
+from .base import Backend, PassOptions
 
 
 class CpuBackend(Backend):
@@ -16,14 +17,40 @@ class CpuBackend(Backend):
     needs_assignment = True
     dump_name = "cpu"
 
-    def __init__(self, options: CodegenOptions = DEFAULT_OPTIONS):
+    def __init__(self, options: CodegenOptions = DEFAULT_OPTIONS, loop_body: bool = False):
         self.options = options  # the code generator's tuning values, for every compile
+        # Compiling a while loop's body, whose driver the loop's kernel calls from compiled
+        # code (so it is compiled even for one kernel).
+        self.loop_body = loop_body
 
     def compile_key(self) -> tuple:
-        return (self.name, self.options)
+        return (self.name, self.options, self.loop_body)
 
     def compile(self, module: Module, assignment: BufferAssignment | None) -> Executable:
         # Imported here: Numba takes a while to import, and `import xla_explorer` should not.
         from ..runtime.executable import CpuExecutable
 
-        return CpuExecutable(module, assignment, self.options)
+        return CpuExecutable(module, assignment, self.options, self._loop_bodies(module),
+                             compiled_driver=self.loop_body)
+
+    def _loop_bodies(self, module: Module) -> dict:
+        """Each while loop's body, compiled by the same pipeline as a program of its own
+        (codegen/cpu/while_loop.py), by body computation."""
+        from ..codegen.cpu.while_loop import LoopBody, body_module, refuse
+
+        bodies: dict = {}
+        for inst in module.entry.instructions:
+            if inst.opcode != "while" or inst.attr("body") in bodies:
+                continue
+            pipeline = Pipeline(self.passes(PassOptions()))
+            final = pipeline.run(body_module(module, inst))
+            assignment = pipeline.stages[-1].artifact  # buffer assignment's, last
+            executable = CpuBackend(self.options, loop_body=True).compile(final, assignment)
+            program = executable.program
+            if program.constants:
+                raise refuse(inst, "its body holds an array constant (pass the array in the "
+                                   "loop's value, or close over it in xe.fori_loop)")
+            bodies[inst.attr("body")] = LoopBody(executable.path.stem, program.arena_bytes,
+                                                 tuple(program.outputs), program.num_outputs,
+                                                 tuple(pipeline.stages))
+        return bodies

@@ -9,7 +9,8 @@ fused with a reduction, a reduction read at other elements in the same kernel) i
 CompileError naming the op, raised when the program is compiled."""
 from __future__ import annotations
 
-from ..ir.module import Module
+from ..errors import CompileError, UnsupportedOpError
+from ..ir.module import Instruction, Module
 from ..passes.buffer_assignment import BufferAssignment
 from ..runtime.base import Executable
 from .base import Backend
@@ -18,6 +19,17 @@ from .base import Backend
 class CudaBackend(Backend):
     name = "cuda"
     needs_assignment = True
+
+    def unsupported(self, inst: Instruction) -> CompileError | None:
+        if inst.opcode == "while":
+            md = inst.metadata
+            return UnsupportedOpError(
+                f"the cuda backend does not compile while loops yet ({inst.name}, made by "
+                "xe.fori_loop)", op="while", source_file=md.source_file or None,
+                source_line=md.source_line or None,
+                hint="Run it with backend='cpu', or write the loop as a Python loop (it "
+                     "unrolls while tracing).")
+        return super().unsupported(inst)
 
     def compile(self, module: Module, assignment: BufferAssignment | None) -> Executable:
         # Imported here: numba.cuda is imported only when a program is compiled for it.

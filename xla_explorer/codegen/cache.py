@@ -57,3 +57,9 @@ def load(path: Path) -> ModuleType:
         del sys.modules[name]
         raise
     return module
+
+
+def loaded_function(stem: str, name: str):
+    """Function `name` of the generated file `stem` (in the cache directory), loaded once per
+    process: a program that calls another (a loop calling its body's program) names it so."""
+    return getattr(load(cache_dir() / f"{stem}.py"), name)

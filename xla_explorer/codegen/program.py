@@ -174,10 +174,8 @@ def plan_program(module: Module, assignment, emit: Emit | None = None,
             fname += "_"
         names.add(fname)
         outs = tuple(ref((inst.name, idx)) for idx in flow.defined[inst.name])
-        ins = []
-        for o in inst.operands:
-            (key,) = flow.points_to[o.name].values()
-            ins.append(ref(key))
+        # An operand's buffers: one for an array, one per element for a tuple (a while's).
+        ins = [ref(key) for o in inst.operands for key in flow.points_to[o.name].values()]
         code = shape = scratch = same_as = None
         if emit is not None:
             comp, kind, row = kernel_computation(module, inst)

@@ -16,7 +16,9 @@ import numpy as np
 from .shape import Shape, TupleShape
 
 # The attributes whose value names another computation of the module (a reducer, a fusion's body).
-COMPUTATION_ATTRS = frozenset({"to_apply", "calls"})
+# Attributes that name a computation of the module: a reducer or a call's (to_apply), a fusion's
+# (calls), a while loop's (condition, body).
+COMPUTATION_ATTRS = ("to_apply", "calls", "condition", "body")
 
 
 @dataclass(frozen=True)
@@ -57,6 +59,10 @@ class Instruction:
             if k == key:
                 return v
         return default
+
+    def callees(self) -> tuple[str, ...]:
+        """The names of the computations this instruction calls (COMPUTATION_ATTRS)."""
+        return tuple(v for k, v in self.attrs if k in COMPUTATION_ATTRS)
 
     def with_attr(self, key: str, value: Any) -> Instruction:
         attrs = tuple((k, value if k == key else v) for k, v in self.attrs)

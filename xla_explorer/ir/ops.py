@@ -820,6 +820,11 @@ _op("get-tuple-element", Group.STRUCTURAL, 1, ANY, "declared", lambda i, a, c: a
 _op("call", Group.CALL, None, ANY, "declared", lambda i, a, c: c.call(i.attr("to_apply"), a))
 _op("fusion", Group.CALL, None, ANY, "declared", lambda i, a, c: c.call(i.attr("calls"), a),
     doc="kind=kLoop|kInput|kOutput, calls=the fused computation")
+# XLA's loop: the state (its one operand, a tuple) goes through body= while condition= says
+# so; the result is the last state.
+_op("while", Group.CALL, 1, ANY, "declared",
+    lambda i, a, c: c.loop(i.attr("condition"), i.attr("body"), a[0]),
+    doc="condition=state -> pred[], body=state -> state")
 
 
 # Not compilable: NumPy functions whose output shape depends on input values. They are

@@ -298,6 +298,8 @@ def _check_callee(comp: Computation, inst: Instruction, callee: Computation):
                               f"given ({_scalars(given)})")
         if str(callee.root.shape) != str(inst.shape):
             _fail(comp, inst, f"{callee.name} returns {callee.root.shape}, declared {inst.shape}")
+    elif inst.opcode == "while":
+        _check_while(comp, inst, callee)
     elif inst.opcode == "scatter":
         x = inst.operands[0]
         want = [Shape(x.dtype, ())] * 2
@@ -328,6 +330,23 @@ def _check_callee(comp: Computation, inst: Instruction, callee: Computation):
         out = want[0] if n == 1 else "(" + _scalars(want[:n]) + ")"
         if str(callee.root.shape) != str(out):
             _fail(comp, inst, f"the reducer {callee.name} returns {callee.root.shape}, not {out}")
+
+
+def _check_while(comp: Computation, inst: Instruction, callee: Computation):
+    """A while's condition and body each take the state (its operand); the body gives the
+    next state, the condition a pred[]; the while gives the last state."""
+    state = inst.operands[0].shape
+    if str(inst.shape) != str(state):
+        _fail(comp, inst, f"a while gives its state's shape {state}, declared {inst.shape}")
+    params = callee.parameters
+    if len(params) != 1 or str(params[0].shape) != str(state):
+        _fail(comp, inst, f"{callee.name} must take the loop's state ({state}), not "
+                          f"({_scalars(p.shape for p in params)})")
+    is_body = callee.name == inst.attr("body")
+    want = str(state) if is_body else "pred[]"
+    if str(callee.root.shape) != want:
+        _fail(comp, inst, f"{'body' if is_body else 'condition'} {callee.name} must return "
+                          f"{want}, not {callee.root.shape}")
 
 
 def _check_sort(comp: Computation, inst: Instruction, callee: Computation):
@@ -405,8 +424,7 @@ def verify_computation(module: Module, comp: Computation, names: dict[str, str])
                 _fail(comp, inst, problem)
         if inst.opcode == "reduce":
             _check_reduce_dims(comp, inst)
-        for key in ("to_apply", "calls"):
-            callee = inst.attr(key)
+        for callee in inst.callees():
             if callee is not None:
                 try:
                     target = module.computation(callee)
@@ -453,8 +471,7 @@ def verify(module: Module) -> Module:
 
 def _check_call_graph(module: Module) -> None:
     """No computation may call itself, directly or through others (HLO has no recursion)."""
-    calls = {c.name: [i.attr(k) for i in c for k in ("to_apply", "calls") if i.attr(k)]
-             for c in module.all_computations}
+    calls = {c.name: [name for i in c for name in i.callees()] for c in module.all_computations}
     state: dict[str, int] = {}  # 1: on the current path, 2: done
 
     def visit(name: str, path: tuple[str, ...]):

@@ -6,15 +6,15 @@ from .base import Note, Pass, PassResult
 
 
 def called_computations(module: Module) -> set[str]:
-    """Names of the computations reachable from the entry through to_apply= and calls=."""
+    """Names of the computations reachable from the entry through to_apply=, calls=,
+    condition= and body=."""
     seen: set[str] = set()
     todo = [module.entry]
     while todo:
         comp = todo.pop()
         for inst in comp.instructions:
-            for key in ("to_apply", "calls"):
-                name = inst.attr(key)
-                if name and name not in seen:
+            for name in inst.callees():
+                if name not in seen:
                     seen.add(name)
                     todo.append(module.computation(name))
     return seen

@@ -70,6 +70,8 @@ def kernel_kind(inst: Instruction) -> str:
     op that fused with nothing, the kind a fusion of it alone would have."""
     if inst.opcode == "fusion":
         return str(inst.attr("kind"))
+    if inst.opcode == "while":
+        return "while"  # a loop kernel calling its body's program (codegen/cpu/while_loop.py)
     return kind_of([inst])
 
 

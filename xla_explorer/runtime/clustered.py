@@ -242,9 +242,8 @@ def _called_computations(module: Module, insts) -> tuple[Computation, ...]:
     stack = list(insts)
     while stack:
         inst = stack.pop()
-        for key in ("calls", "to_apply"):
-            callee = inst.attr(key)
-            if callee and callee not in wanted:
+        for callee in inst.callees():
+            if callee not in wanted:
                 wanted.add(callee)
                 stack.extend(module.computation(callee).instructions)
     return tuple(c for c in module.computations if c.name in wanted)

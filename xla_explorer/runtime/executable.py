@@ -44,8 +44,12 @@ class CpuExecutable(GeneratedExecutable):
     """`module` compiled for the CPU with its buffer assignment."""
 
     def __init__(self, module: Module, assignment: BufferAssignment,
-                 options: CodegenOptions = DEFAULT_OPTIONS):
+                 options: CodegenOptions = DEFAULT_OPTIONS, bodies: dict | None = None,
+                 compiled_driver: bool = False):
         self.options = options  # the code generator's tuning (read by `generate`)
+        # Each while loop's body compiled (codegen/cpu/while_loop.LoopBody), by body name.
+        self.bodies = dict(bodies or {})
+        self.compiled_driver = compiled_driver
         super().__init__(module, assignment)
         # The buffer assignment's temporaries, then the kernels' scratch space (packed B).
         self.arena = _aligned_bytes(self.program.arena_bytes)
@@ -62,7 +66,8 @@ class CpuExecutable(GeneratedExecutable):
         self._kernel_constants = [half_bits(c) for c in self.constants]
 
     def generate(self, module: Module, assignment: BufferAssignment):
-        program: Program = generate_program(module, assignment, self.options)
+        program: Program = generate_program(module, assignment, self.options, self.bodies,
+                                            self.compiled_driver)
         return program, cache.write_source(identifier(module.name), program.source)
 
     @property

@@ -67,6 +67,13 @@ class _Frame:
     def call(self, name: str, args):
         return self.interp.evaluate(self.interp.module.computation(name), args)
 
+    def loop(self, condition: str, body: str, state):
+        """A while loop: body's result is the next state while condition's is true."""
+        cond, step = (self.interp.module.computation(n) for n in (condition, body))
+        while bool(self.interp.evaluate(cond, [state])):
+            state = self.interp.evaluate(step, [state])
+        return state
+
     def custom_call(self, instr: Instruction, args):
         # What follows was traced for the shape seen at trace time (np.unique's length): on
         # another, it would compute something else, or fail further on.

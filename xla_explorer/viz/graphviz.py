@@ -265,6 +265,15 @@ def fusion_kind(inst: Instruction) -> str:
     return str(inst.attr("kind") or "fusion")
 
 
+def loop_title(inst: Instruction) -> list[str]:
+    """A while loop's cluster title: its name, how many steps (its known trip count), and
+    which computations are its body and condition."""
+    count = re.search(r'"known_trip_count":\{"n":"(\d+)"', inst.attr("backend_config") or "")
+    steps = f"{int(count.group(1)):,} steps" if count else "steps while its condition holds"
+    return [display_name(inst.name), f"while loop: {steps}",
+            f"body {inst.attr('body')}, condition {inst.attr('condition')}"]
+
+
 def tooltip(inst: Instruction) -> str:
     shape = inst.shape
     dtype = "tuple" if shape.is_tuple else str(inst.dtype)
@@ -348,10 +357,13 @@ class _Drawing:
         return folded_constant(inst, self.changed)
 
     def expands(self, inst: Instruction) -> bool:
-        return inst.opcode == "fusion" and not self.collapse and bool(inst.attr("calls"))
+        """A fusion drawn as a cluster of its fused computation; a while loop, of its body."""
+        if self.collapse:
+            return False
+        return bool(inst.attr("calls")) if inst.opcode == "fusion" else inst.opcode == "while"
 
     def callee(self, inst: Instruction) -> Computation:
-        return self.module.computation(inst.attr("calls"))
+        return self.module.computation(inst.attr("calls") or inst.attr("body"))
 
     def source(self, inst: Instruction, callers: tuple) -> tuple[str | None, str]:
         """Where an operand's value comes from: (node id, its name) for a node; (None, text)
@@ -435,7 +447,8 @@ class _Drawing:
         cluster = self.subgraph_name(f"cluster_{_safe(fusion.name)}")
         self.names[cluster] = fusion.name
         with g.subgraph(name=cluster) as c:
-            c.attr(label=html_label([display_name(fusion.name), fusion_kind(fusion)]),
+            c.attr(label=html_label([display_name(fusion.name), fusion_kind(fusion)]
+                                    if fusion.opcode == "fusion" else loop_title(fusion)),
                    style="rounded,filled",
                    fillcolor=FUSION_CLUSTER.fill, color=FUSION_CLUSTER.stroke,
                    penwidth="4" if fusion.name in self.changed else "1",

@@ -11,6 +11,7 @@ from ..program import ProgramPlan, Threads, call_arguments, driver_arguments, dr
     plan_program
 from ..writer import storage_type, tuple_text
 from .kernel import emit_kernel
+from .while_loop import emit_while, refuse
 
 # fastmath flags of every kernel: none, so that element-wise arithmetic rounds as NumPy's
 # does. Each flag changes answers: reassoc made x + y - y into x and (x * 2) * 0 into 0,
@@ -60,9 +61,16 @@ class Program:
 
 
 def plan_cpu_program(module: Module, assignment,
-                     options: CodegenOptions = DEFAULT_OPTIONS) -> ProgramPlan:
-    """The program as data, each kernel generated for the CPU with `options`."""
+                     options: CodegenOptions = DEFAULT_OPTIONS,
+                     bodies: dict | None = None) -> ProgramPlan:
+    """The program as data, each kernel generated for the CPU with `options`; a while loop
+    calls its body's program (`bodies`, by body computation, codegen/cpu/while_loop.py)."""
     def emit(comp, name, kind, row):
+        if comp.root.opcode == "while":
+            body = (bodies or {}).get(comp.root.attr("body"))
+            if body is None:
+                raise refuse(comp.root, "its body was not compiled with it")
+            return emit_while(comp.root, name, body), Threads(False)
         kernel = emit_kernel(module, comp, name, kind, row, options)
         return kernel, Threads(kernel.parallel)
 
@@ -70,10 +78,13 @@ def plan_cpu_program(module: Module, assignment,
 
 
 def generate_program(module: Module, assignment,
-                     options: CodegenOptions = DEFAULT_OPTIONS) -> Program:
+                     options: CodegenOptions = DEFAULT_OPTIONS, bodies: dict | None = None,
+                     compiled_driver: bool = False) -> Program:
     """The Python source of every kernel of `module` and of its driver, using `assignment`
-    (the module's buffer assignment) for where every value between kernels lives."""
-    plan = plan_cpu_program(module, assignment, options)
+    (the module's buffer assignment) for where every value between kernels lives. A while's
+    body is a program of its own (`bodies`), whose driver compiled code calls
+    (`compiled_driver`: compiled even for one kernel)."""
+    plan = plan_cpu_program(module, assignment, options, bodies)
     line_outputs = set()
     def call(k):
         return f"{k.kernel}({', '.join(call_arguments(k))})"
@@ -87,7 +98,7 @@ def generate_program(module: Module, assignment,
     # needs no arena is already one dispatch: compiling a driver for it would only add a
     # tenth of a second to the cold compile.
     statements = sum(1 for d in driver if not d.lstrip().startswith("#"))
-    compiled = statements > 1
+    compiled = statements > 1 or compiled_driver
     decorator = ("@njit(cache=True)\n" if compiled else
                  "# One kernel: calling it from Python is already one dispatch.\n")
     if compiled:

@@ -12,13 +12,13 @@ from a pointer.
 from __future__ import annotations
 
 from llvmlite import ir
-from numba import types
+from numba import njit, types
 from numba.core import cgutils
 from numba.core.imputils import impl_ret_borrowed
 from numba.extending import intrinsic
 from numba.np.arrayobj import populate_array
 
-__all__ = ["arena_view"]
+__all__ = ["arena_view", "copy_into", "flat"]
 
 
 @intrinsic
@@ -59,3 +59,34 @@ def arena_view(typingctx, arena, offset, shape, dtype):
         return impl_ret_borrowed(context, builder, result, out._getvalue())
 
     return result(arena, offset, shape, dtype), codegen
+
+
+@intrinsic
+def flat(typingctx, array):
+    """A C-contiguous array of any rank (0 included) as the 1-d array of its elements, the
+    same memory: what `reshape(-1)` gives, without compiling `reshape` for each type."""
+    if not (isinstance(array, types.Array) and array.layout == "C"):
+        return None
+    result = types.Array(array.dtype, 1, "C")
+
+    def codegen(context, builder, signature, args):
+        src = context.make_array(signature.args[0])(context, builder, args[0])
+        intp = context.get_value_type(types.intp)
+        size = ir.Constant(intp, 1)
+        for d in cgutils.unpack_tuple(builder, src.shape, signature.args[0].ndim):
+            size = builder.mul(size, d)
+        out = context.make_array(result)(context, builder)
+        populate_array(out, data=src.data, shape=cgutils.pack_array(builder, [size], ty=intp),
+                       strides=cgutils.pack_array(builder, [src.itemsize], ty=intp),
+                       itemsize=src.itemsize, meminfo=src.meminfo, parent=src.parent)
+        return impl_ret_borrowed(context, builder, result, out._getvalue())
+
+    return result(array), codegen
+
+
+@njit(cache=True)
+def copy_into(dst, src):
+    """dst's elements := src's (two C-contiguous arrays of one shape and type)."""
+    d, s = flat(dst), flat(src)
+    for k in range(s.size):
+        d[k] = s[k]

@@ -12,7 +12,7 @@ from __future__ import annotations
 import weakref
 from dataclasses import dataclass
 
-from .module import COMPUTATION_ATTRS, Computation, Instruction, Module
+from .module import COMPUTATION_ATTRS, Computation, Instruction, Module, post_order
 
 __all__ = ["Steps", "loop_steps", "structure"]
 
@@ -46,18 +46,8 @@ def _canonical_order(comp: Computation) -> list[Instruction]:
     its fused computations and later in the others', and the steps' kernels would differ by
     order alone (and compile twice)."""
     order = comp.parameters
+    order += [i for i in post_order([comp.root]) if i.opcode != "parameter"]
     seen = {id(i) for i in order}
-    stack = [(comp.root, False)]
-    while stack:  # iterative: a fused computation can be thousands of instructions deep
-        inst, expanded = stack.pop()
-        if id(inst) in seen:
-            continue
-        if expanded:
-            seen.add(id(inst))
-            order.append(inst)
-            continue
-        stack.append((inst, True))
-        stack.extend((o, False) for o in reversed(inst.operands) if id(o) not in seen)
     # What the root does not reach (nothing, after DCE) keeps its written order.
     order.extend(i for i in comp.instructions if id(i) not in seen)
     return order

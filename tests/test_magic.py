@@ -3,6 +3,7 @@
 Results are compared with the same code run by NumPy on copies of the inputs, never with the
 cell's own earlier output."""
 import copy
+import re
 import sys
 from collections import Counter
 
@@ -761,3 +762,22 @@ def test_a_terminal_gets_no_progress_updates(shell):
     from xla_explorer import magic
 
     assert magic.updatable_display(shell) is None  # no Jupyter kernel behind this shell
+
+
+def test_the_progress_counts_a_loop_bodys_functions_too(shell, monkeypatch, tmp_path):
+    from xla_explorer import magic
+
+    shown: list[str] = []
+    monkeypatch.setattr(magic, "updatable_display", lambda sh: shown.append)
+    monkeypatch.setenv("XLA_EXPLORER_CACHE", str(tmp_path))
+    shell.user_ns["u"] = np.linspace(0, 1, 16)
+    shell.user_ns["xe"] = xe
+    result, _ = run(shell, "%%xla\nv = xe.fori_loop(0, 3, lambda i, v: v * 2 + 1, u)\n")
+    assert result.success, result.error_in_exec
+    counts = [tuple(map(int, re.search(r"\((\d+) of (\d+)", p).groups())) for p in shown[:-1]]
+    assert counts and all(done <= total for done, total in counts)
+    assert counts[-1][0] == counts[-1][1] >= 4  # the driver, the loop kernel, the body's own
+    want = np.linspace(0, 1, 16)
+    for _ in range(3):
+        want = want * 2 + 1
+    np.testing.assert_array_equal(shell.user_ns["v"], want)

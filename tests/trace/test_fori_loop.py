@@ -185,3 +185,19 @@ ENTRY e {
 def test_the_cuda_backend_says_it_does_not_compile_loops_yet():
     with pytest.raises(xe.UnsupportedOpError, match="cuda backend does not compile while"):
         xe.explore(lambda u: xe.fori_loop(0, 3, heat_step, u), np.ones(4, F32), backend="cuda")
+
+
+def test_the_kernels_tab_lists_the_loop_kernel_and_its_bodys_kernels():
+    from xla_explorer.viz.panel_views import fusion_hlo
+
+    u = np.ones(32, F32)
+    ex = xe.explore(lambda u: xe.fori_loop(0, 5, heat_step, u), u, backend="cpu")
+    (loop,) = [i for i in ex.module.entry.instructions if i.opcode == "while"]
+    body = loop.attr("body")
+    names = list(ex.kernels)
+    assert names[0] == ex.kernel_of(loop.name) and "loaded_function(" in ex.kernels[names[0]]
+    inside = [n for n in names if n.startswith(f"{body}/")]
+    # The step's stencil kernel, the counter's, and the body's driver (one step).
+    assert len(inside) == 3 and f"{body}/run" in inside
+    assert all("@njit" in ex.kernels[n] for n in inside)
+    assert fusion_hlo(ex.module, inside[0]).startswith(f"{body} {{")

@@ -50,7 +50,8 @@ class CpuBackend(Backend):
             if program.constants:
                 raise refuse(inst, "its body holds an array constant (pass the array in the "
                                    "loop's value, or close over it in xe.fori_loop)")
-            bodies[inst.attr("body")] = LoopBody(executable.path.stem, program.arena_bytes,
-                                                 tuple(program.outputs), program.num_outputs,
-                                                 tuple(pipeline.stages))
+            bodies[inst.attr("body")] = LoopBody(
+                executable.path.stem, program.arena_bytes, tuple(program.outputs),
+                program.num_outputs, tuple(pipeline.stages),
+                {**executable.kernels, "run": program.driver})
         return bodies

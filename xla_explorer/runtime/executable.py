@@ -74,6 +74,15 @@ class CpuExecutable(GeneratedExecutable):
     def arena_bytes(self) -> int:
         return self.arena.nbytes
 
+    @property
+    def kernels(self) -> dict[str, str]:
+        """The kernels' sources by name; a while loop's body's as `<body>/<kernel>` (its
+        driver, one step, as `<body>/run`), as auto-clustering names a cluster's."""
+        out = dict(self.program.kernels)
+        for body, loop in self.bodies.items():
+            out.update((f"{body}/{name}", source) for name, source in loop.kernels.items())
+        return out
+
     def _compile_error(self, error: Exception) -> CompileError:
         """Numba's failure as the generated line it names and the HLO instruction above it."""
         text = str(error)

@@ -248,7 +248,12 @@ def highlight_python(source: str) -> str:
 
 def fusion_hlo(module, kernel: str) -> str:
     """The HLO a kernel came from: its fusion's called computation, or the lone op."""
-    short = kernel.rsplit("/", 1)[-1].rstrip("_")
+    prefix, _, short = kernel.rpartition("/")
+    short = short.rstrip("_")
+    if prefix and any(prefix in i.callees() for i in module.entry.instructions
+                      if i.opcode == "while"):
+        # A kernel of a while loop's body, which is compiled as a program of its own.
+        return format_computation(module.computation(prefix), metadata=False)
     for inst in module.entry.instructions:
         if re.sub(r"\W", "_", inst.name) in (short, short.removeprefix("k_")):
             if inst.opcode == "fusion":

@@ -27,6 +27,7 @@ class CompileProgress:
         self.compiled: list[str] = []
         self.loaded: list[str] = []  # found in Numba's cache on disk, not compiled
         self._hits: dict[int, int] = {}
+        self.totals: dict[str, int] = {}  # generated module -> the functions Numba compiles
         self._listener = None
 
     def __enter__(self) -> CompileProgress:
@@ -74,7 +75,9 @@ class CompileProgress:
         if self.started is None:
             self.started = time.perf_counter()
         self.compiled.append(fn.__name__)
-        total = _functions_in(fn.__globals__, module)
+        # Every generated file met so far: a while loop's body is a program of its own.
+        self.totals[module] = _functions_in(fn.__globals__, module)
+        total = sum(self.totals.values())
         done = len(self.compiled) - 1
         seconds = time.perf_counter() - self.started
         self.show(f'<progress value="{done}" max="{total}"></progress> '

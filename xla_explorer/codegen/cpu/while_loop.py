@@ -16,7 +16,7 @@ whose count depends on values is not compiled here (the interpreter runs it).
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -41,6 +41,9 @@ class LoopBody:
     outputs: tuple[tuple[str, int], ...]
     num_outputs: int
     stages: tuple = ()  # the passes the body went through (passes/base.Stage), for the explorer
+    # Its kernels' sources by name, and its driver's as "run": the explorer's Kernels tab
+    # lists them under the body's name.
+    kernels: dict = field(default_factory=dict)
 
 
 def refuse(inst: Instruction, why: str) -> UnsupportedOpError:

@@ -61,17 +61,21 @@ def fori_loop(lower: int, upper: int, body: Callable, init_val):
     return unflatten(treedef, results)
 
 
+def _refused(message: str, hint: str | None = None):
+    """A TypeError (and xe.TraceError) naming fori_loop and the user's line."""
+    return located(as_python_class(TypeError), message, "fori_loop", hint)
+
+
 def _bound(n, what: str) -> int:
     if isinstance(n, Tracer):
-        raise located(as_python_class(TypeError), f"fori_loop's {what} bound is a traced value: the number of "
-                                 "steps must be known when tracing", "fori_loop",
-                      "Pass a Python int (a shape, or a number the function is given as a "
-                      "constant).")
+        raise _refused(f"fori_loop's {what} bound is a traced value: the number of steps must "
+                       "be known when tracing", "Pass a Python int (a shape, or a number the "
+                       "function is given as a constant).")
     try:
         return int(n)
     except TypeError:
-        raise located(as_python_class(TypeError), f"fori_loop's {what} bound must be an int, not "
-                                 f"{type(n).__name__}", "fori_loop", None) from None
+        raise _refused(f"fori_loop's {what} bound must be an int, not "
+                       f"{type(n).__name__}") from None
 
 
 def _trace_body(b, body: Callable, lower: int, upper: int, treedef, leaves, init_nodes):
@@ -96,29 +100,27 @@ def _trace_body(b, body: Callable, lower: int, upper: int, treedef, leaves, init
                    unflatten(treedef, [Tracer(b, n, v) for n, v in zip(carried, start)]))
         out_leaves, out_def = flatten(out)
         if out_def != treedef:
-            raise located(as_python_class(TypeError), "fori_loop's body returned a value of another structure "
-                                     "than the loop's value", "fori_loop",
-                          "Return the same containers (tuple, list, dict) with the same "
-                          "number of arrays as init_val.")
+            raise _refused("fori_loop's body returned a value of another structure than the "
+                           "loop's value", "Return the same containers (tuple, list, dict) "
+                           "with the same number of arrays as init_val.")
         nodes = [node_of(leaf) for leaf in out_leaves]
         for k, (node, want) in enumerate(zip(nodes, shapes)):
             if str(node.shape) != str(want):
-                raise located(as_python_class(TypeError), f"fori_loop's body changes element {k} of the loop's "
-                                         f"value from {want} to {node.shape}", "fori_loop",
-                              "A loop's value keeps its shape and type from step to step: "
-                              "convert (x.astype) or start from an array of the final type.")
+                raise _refused(f"fori_loop's body changes element {k} of the loop's value from "
+                               f"{want} to {node.shape}", "A loop's value keeps its shape and "
+                               "type from step to step: convert (x.astype) or start from an "
+                               "array of the final type.")
         one = b.constant(1, COUNTER)
         step = b.emit("add", (i, one))
         instructions = b.instructions
         final = [_eager(value_of(leaf)) for leaf in out_leaves] if upper > lower else start
         if any(n.opcode == "custom-call" for n in instructions):
-            raise located(as_python_class(TypeError), "fori_loop's body calls a NumPy function that runs "
-                                     "eagerly (its result's shape depends on values)",
-                          "fori_loop", "Keep such calls outside the loop.")
+            raise _refused("fori_loop's body calls a NumPy function that runs eagerly (its "
+                           "result's shape depends on values)", "Keep such calls outside the "
+                           "loop.")
         root = Instruction(b.fresh("tuple"), "tuple", param.shape, (step, *nodes),
                            metadata=b.site)
-        b.instructions = hoisted
-        body_comp, externals = _closed(b, param, instructions + [root])
+        body_comp, externals, hoisted = _closed(b, param, instructions + [root])
         state_shape = body_comp.parameters[0].shape
         # The condition: state.i < upper.
         b.instructions = []
@@ -153,27 +155,30 @@ def _eager(value):
 def _closed(b, param: Instruction, instructions: list[Instruction]):
     """The body as a computation of its parameter alone: each value from outside it becomes
     one more element of the state, read by a get-tuple-element and handed on unchanged.
-    Returns (the computation, the outside values in state order)."""
-    # An array literal (a NumPy array the body closes over) is made outside the loop and
-    # carried in its state, as JAX hoists a loop's constants: the body reads only its state.
+    Returns (the computation, the outside values in state order, the array literals to make
+    before the loop).
+
+    An array literal (a NumPy array the body closes over) is made outside the loop and
+    carried in its state, as JAX hoists a loop's constants: the body reads only its state."""
     hoisted = [i for i in instructions if i.opcode == "constant" and i.shape.rank > 0]
-    instructions = [i for i in instructions if all(i is not h for h in hoisted)]
-    b.instructions.extend(hoisted)  # the caller's list: emitted before the loop
+    moved = {id(h) for h in hoisted}
+    instructions = [i for i in instructions if id(i) not in moved]
     inside = {id(i) for i in instructions}
-    externals: list[Instruction] = []
+    externals: dict[int, Instruction] = {}
     for inst in instructions:
         for o in inst.operands:
-            if id(o) not in inside and all(o is not e for e in externals):
-                externals.append(o)
+            if id(o) not in inside:
+                externals.setdefault(id(o), o)
     if not externals:
-        return Computation("body", tuple(instructions)), []
+        return Computation("body", tuple(instructions)), [], hoisted
+    outside = list(externals.values())
     n = len(param.shape.elements)
-    shape = TupleShape((*param.shape.elements, *(e.shape for e in externals)))
+    shape = TupleShape((*param.shape.elements, *(e.shape for e in outside)))
     new_param = param.replace(shape=shape)
     reads = [Instruction(b.fresh("get-tuple-element"), "get-tuple-element", e.shape,
                          (new_param,), (("index", n + k),), e.metadata)
-             for k, e in enumerate(externals)]
-    swap = {id(param): new_param, **{id(e): r for e, r in zip(externals, reads)}}
+             for k, e in enumerate(outside)]
+    swap = {id(param): new_param, **{id(e): r for e, r in zip(outside, reads)}}
     out: list[Instruction] = [new_param, *reads]
     for inst in instructions[1:]:
         new = inst.replace(operands=tuple(swap.get(id(o), o) for o in inst.operands))
@@ -181,4 +186,4 @@ def _closed(b, param: Instruction, instructions: list[Instruction]):
             new = new.replace(shape=shape, operands=new.operands + tuple(reads))
         swap[id(inst)] = new
         out.append(new)
-    return Computation("body", tuple(out)), externals
+    return Computation("body", tuple(out)), outside, hoisted

@@ -42,14 +42,19 @@ class CpuBackend(Backend):
         for inst in module.entry.instructions:
             if inst.opcode != "while" or inst.attr("body") in bodies:
                 continue
+            if any(i.opcode == "while" for i in module.computation(inst.attr("body"))):
+                raise refuse(inst, "a loop inside its body is not compiled on cpu yet (run it "
+                                   "with backend='interpreter', or write the inner loop as a "
+                                   "Python loop, which unrolls)")
             pipeline = Pipeline(self.passes(PassOptions()))
             final = pipeline.run(body_module(module, inst))
             assignment = pipeline.stages[-1].artifact  # buffer assignment's, last
             executable = CpuBackend(self.options, loop_body=True).compile(final, assignment)
             program = executable.program
             if program.constants:
-                raise refuse(inst, "its body holds an array constant (pass the array in the "
-                                   "loop's value, or close over it in xe.fori_loop)")
+                raise refuse(inst, "its body keeps constants its compiled program would take "
+                                   f"as arguments ({', '.join(c.name for c in program.constants)}"
+                                   "): pass them in the loop's state")
             bodies[inst.attr("body")] = LoopBody(
                 executable.path.stem, program.arena_bytes, tuple(program.outputs),
                 program.num_outputs, tuple(pipeline.stages),

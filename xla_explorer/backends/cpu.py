@@ -42,10 +42,6 @@ class CpuBackend(Backend):
         for inst in module.entry.instructions:
             if inst.opcode != "while" or inst.attr("body") in bodies:
                 continue
-            if any(i.opcode == "while" for i in module.computation(inst.attr("body"))):
-                raise refuse(inst, "a loop inside its body is not compiled on cpu yet (run it "
-                                   "with backend='interpreter', or write the inner loop as a "
-                                   "Python loop, which unrolls)")
             pipeline = Pipeline(self.passes(PassOptions()))
             final = pipeline.run(body_module(module, inst))
             assignment = pipeline.stages[-1].artifact  # buffer assignment's, last

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from ...ir.module import Instruction, Module
 from .. import exprs
 from ..options import CACHE_LINE, DEFAULT_OPTIONS, CodegenOptions
@@ -103,7 +105,19 @@ def generate_program(module: Module, assignment,
                  "# One kernel: calling it from Python is already one dispatch.\n")
     if compiled:
         driver = driver_lines(plan, call, _arena_view)
-    driver_src = (decorator + f"def run({', '.join(driver_arguments(plan))}):\n"
+    arguments = driver_arguments(plan)
+    constants = list(plan.constants)
+    if compiled_driver:
+        # A loop's body is called by the loop's kernel with the state alone: the scalars it
+        # keeps as constants (a nested loop's starting count) it makes itself.
+        made = {f"c{k}": c for k, c in enumerate(plan.constants)
+                if c.shape.rank == 0 and c.dtype != np.float16}
+        arguments = [a for a in arguments if a not in made]
+        constants = [c for k, c in enumerate(constants) if f"c{k}" not in made]
+        driver = [line for name, c in made.items() for line in (
+            f"    {name} = np.empty((), dtype={storage_type(c.dtype)})  # a constant, made here",
+            f"    {name}[()] = {exprs.literal(c.literal.reshape(()).item(), c.dtype)}")] + driver
+    driver_src = (decorator + f"def run({', '.join(arguments)}):\n"
                   + ("\n".join(driver) or "    pass") + "\n")
     flags = ("{" + ", ".join(repr(f) for f in sorted(FASTMATH)) + "}") if FASTMATH else "set()"
     header = HEADER.format(module=module.name, fastmath=flags)
@@ -118,7 +132,7 @@ def generate_program(module: Module, assignment,
     layout = plan.layout
     arena = (layout.scratch_offset + layout.scratch_bytes if layout.scratch_bytes
              else layout.temporary_bytes)
-    return Program(module, source, {k.name: k.source for k in codes}, list(plan.constants),
+    return Program(module, source, {k.name: k.source for k in codes}, constants,
                    list(plan.outputs), plan.num_outputs, plan.kernel_of, arena,
                    frozenset(line_outputs), plan, driver_src)
 

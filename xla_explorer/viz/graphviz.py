@@ -432,13 +432,16 @@ class _Drawing:
                                  f"steps of the same {steps.length} instructions, each reading "
                                  "the step before. The first step is drawn; a dashed edge "
                                  "carries a value to the next step."))
-            kept = [i for i in step if only is None or any(i is o for o in only)]
+            allowed = None if only is None else {id(o) for o in only}
+            kept = [i for i in step if allowed is None or id(i) in allowed]
             self.draw(c, comp, (), only=kept, loops=False)
         mine = {id(i) for i in step}
         for target, reader in zip(step, insts[steps.start + steps.length:]):
             for op in reader.operands:
+                if id(op) not in mine:
+                    continue
                 src, dst = self.source(op, ())[0], self.source(target, ())[0]
-                if id(op) in mine and src is not None and dst is not None:
+                if src is not None and dst is not None:
                     self.carried.append((src, dst, f"{op.name}: to the next step"))
         return step
 

@@ -7,6 +7,7 @@ snapshots the viewer shows free, and lets a pass compare instructions by identit
 from __future__ import annotations
 
 import hashlib
+import json
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any, Iterable, Iterator, Sequence
@@ -186,6 +187,28 @@ class Module:
 
     def __str__(self) -> str:
         return self.to_text()
+
+
+def called_by(module: Module, insts: Iterable[Instruction]) -> tuple[Computation, ...]:
+    """The computations `insts` call, directly or through others, in module order."""
+    wanted: set[str] = set()
+    stack = list(insts)
+    while stack:
+        for callee in stack.pop().callees():
+            if callee not in wanted:
+                wanted.add(callee)
+                stack.extend(module.computation(callee).instructions)
+    return tuple(c for c in module.computations if c.name in wanted)
+
+
+def known_trip_count(inst: Instruction) -> int | None:
+    """A while loop's trip count as XLA's WhileLoopTripCountAnnotator writes it in the
+    backend_config (`{"known_trip_count":{"n":"200"}}`, as `xe.fori_loop` does too); None
+    when it is not there."""
+    try:
+        return int(json.loads(inst.attr("backend_config") or "{}")["known_trip_count"]["n"])
+    except (KeyError, TypeError, ValueError):
+        return None
 
 
 def post_order(roots: Iterable[Instruction]) -> list[Instruction]:

@@ -1,23 +1,14 @@
 """Dead code elimination: drop what the root does not need, and computations nobody calls."""
 from __future__ import annotations
 
-from ..ir.module import Computation, Module, post_order
+from ..ir.module import Computation, Module, called_by, post_order
 from .base import Note, Pass, PassResult
 
 
 def called_computations(module: Module) -> set[str]:
     """Names of the computations reachable from the entry through to_apply=, calls=,
     condition= and body=."""
-    seen: set[str] = set()
-    todo = [module.entry]
-    while todo:
-        comp = todo.pop()
-        for inst in comp.instructions:
-            for name in inst.callees():
-                if name not in seen:
-                    seen.add(name)
-                    todo.append(module.computation(name))
-    return seen
+    return {c.name for c in called_by(module, module.entry.instructions)}
 
 
 def without_dead(comp: Computation) -> tuple[Computation, list]:

@@ -17,7 +17,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from ..ir.module import Computation, Instruction, Module
+from ..ir.module import Computation, Instruction, Module, called_by
 from ..ir.shape import TupleShape
 from ..passes.autocluster import EAGER, cluster_of
 from .base import Executable
@@ -228,22 +228,9 @@ def extract(module: Module, name: str, insts: Sequence[Instruction],
     root = Instruction(f"{name}.root", "tuple", _tuple_shape(outputs),
                        tuple(new[o] for o in outputs))
     entry = Computation(name, tuple(body) + (root,))
-    called = _called_computations(module, insts)
+    called = called_by(module, insts)
     return Module(f"{module.name}.{name}", entry, called, is_scheduled=True)
 
 
 def _tuple_shape(outputs):
     return TupleShape(tuple(o.shape for o in outputs))
-
-
-def _called_computations(module: Module, insts) -> tuple[Computation, ...]:
-    """The computations `insts` call, directly or through others, in module order."""
-    wanted: set[str] = set()
-    stack = list(insts)
-    while stack:
-        inst = stack.pop()
-        for callee in inst.callees():
-            if callee not in wanted:
-                wanted.add(callee)
-                stack.extend(module.computation(callee).instructions)
-    return tuple(c for c in module.computations if c.name in wanted)

@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 import graphviz
 
 from ..errors import XlaExplorerError
-from ..ir.module import Computation, Instruction, Module
+from ..ir.module import Computation, Instruction, Module, known_trip_count
 from ..ir.ops import OPS, Group, infix_symbol
 from ..ir.printer import format_attr, format_literal
 from ..ir.structure import Steps, loop_steps
@@ -268,8 +268,8 @@ def fusion_kind(inst: Instruction) -> str:
 def loop_title(inst: Instruction) -> list[str]:
     """A while loop's cluster title: its name, how many steps (its known trip count), and
     which computations are its body and condition."""
-    count = re.search(r'"known_trip_count":\{"n":"(\d+)"', inst.attr("backend_config") or "")
-    steps = f"{int(count.group(1)):,} steps" if count else "steps while its condition holds"
+    count = known_trip_count(inst)
+    steps = f"{count:,} steps" if count is not None else "steps while its condition holds"
     return [display_name(inst.name), f"while loop: {steps}",
             f"body {inst.attr('body')}, condition {inst.attr('condition')}"]
 

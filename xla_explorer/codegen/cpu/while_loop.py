@@ -15,13 +15,12 @@ whose count depends on values is not compiled here (the interpreter runs it).
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from ...errors import UnsupportedOpError
-from ...ir.module import Computation, Instruction, Module
+from ...ir.module import Computation, Instruction, Module, called_by, known_trip_count
 from ...ir.shape import TupleShape
 from ..options import CACHE_LINE
 from ..writer import KernelSource, np_type, tuple_text
@@ -56,13 +55,13 @@ def refuse(inst: Instruction, why: str) -> UnsupportedOpError:
 def trip_count(inst: Instruction) -> int:
     """How many times the loop runs: `known_trip_count` in its backend_config, as XLA's
     WhileLoopTripCountAnnotator writes it (and `xe.fori_loop` does)."""
-    try:
-        return int(json.loads(inst.attr("backend_config") or "{}")["known_trip_count"]["n"])
-    except (KeyError, TypeError, ValueError):
+    count = known_trip_count(inst)
+    if count is None:
         raise refuse(inst, "its trip count is not known (the cpu backend compiles loops whose "
                            "count is, as xe.fori_loop's is: backend_config="
                            '{"known_trip_count":{"n":"N"}}); run it with '
-                           "backend='interpreter'") from None
+                           "backend='interpreter'")
+    return count
 
 
 def body_module(module: Module, inst: Instruction) -> Module:
@@ -90,20 +89,9 @@ def body_module(module: Module, inst: Instruction) -> Module:
         new = i.replace(operands=tuple(swap.get(id(o), o) for o in i.operands))
         swap[id(i)] = new
         out.append(new)
-    called = _called(module, out)
+    called = called_by(module, out)
     entry = Computation(f"{module.name}_{body.name}", tuple(out))
     return Module(entry.name, entry, called)
-
-
-def _called(module: Module, instructions) -> tuple[Computation, ...]:
-    names: set[str] = set()
-    todo = list(instructions)
-    while todo:
-        for name in todo.pop().callees():
-            if name not in names:
-                names.add(name)
-                todo.extend(module.computation(name).instructions)
-    return tuple(c for c in module.computations if c.name in names)
 
 
 def emit_while(inst: Instruction, name: str, body: LoopBody) -> KernelSource:

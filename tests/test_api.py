@@ -27,9 +27,9 @@ def test_sum_xyz_prints_as_hlo_with_recorded_stages(xyz):
     reduce_line = next(line for line in lines if " reduce(" in line)
     assert "dimensions={0}" in reduce_line and "to_apply=add_f32" in reduce_line
     assert "add_f32 {" in text  # the reducer computation is printed before the entry
-    assert [s.name for s in ex.stages] == ["trace", "algsimp", "cse", "dce", "fusion",
-                                           "multi-output-fusion", "unused-outputs", "schedule",
-                                           "buffer-assignment"]
+    assert [s.name for s in ex.stages] == ["trace", "algsimp", "cse", "dce", "roll-loops",
+                                           "fusion", "multi-output-fusion", "unused-outputs",
+                                           "schedule", "buffer-assignment"]
     for s in ex.stages:
         assert s.seconds >= 0 and isinstance(s.changed, bool)
     # Metadata points at the user's line.

@@ -149,8 +149,8 @@ def test_every_decision_has_a_reason_and_every_kernel_its_decisions(rng):
 def test_a_kernels_reasons_are_the_decisions_that_name_it_in_order(rng):
     from xla_explorer.passes.names import traced_name
 
-    def heat(u):  # 40 kernels of two steps, each named by dozens of decisions
-        for _ in range(80):
+    def heat(u):  # 20 kernels of two steps, each named by dozens of decisions (and short
+        for _ in range(40):  # enough to stay unrolled: passes/loop_rolling.py)
             u = u + np.float32(0.25) * (np.roll(u, 1) - 2 * u + np.roll(u, -1))
         return u
 

@@ -272,7 +272,7 @@ def test_the_stepper_counts_passes_and_stops_at_the_ends(lab):
             "([r, p]) => r.querySelector('select').selectedOptions[0].textContent.replace(/\\u00a0/g, ' ') !== p",
             arg=[explorer.element_handle(), c["pass"]])
     assert seen[-1].endswith("schedule") and stage_controls(explorer)["next_disabled"]
-    assert "0: trace" in seen and "4: fusion" in seen
+    assert "0: trace" in seen and "5: fusion" in seen
     # The HLO pane: no metadata, the source line beside each instruction instead.
     hlo = view_facts(explorer)["hlo"]
     assert "metadata={" not in hlo and re.search(r"line \d+\s+\S+ = ", hlo)
@@ -314,7 +314,7 @@ def test_one_note_per_decision_and_copies_marked(lab):
     lab.tab(0, "Stages")
     # The second program: fusion copies x + gamma into both reductions' kernels.
     copies = lab.explorer(1)
-    copies.locator("select").first.select_option(label="4: fusion")
+    copies.locator("select").first.select_option(label="5: fusion")
     lab.page.wait_for_function("(r) => r.querySelector('.xe-hlo .xe-clone')",
                                arg=copies.element_handle())
     # The graph is drawn after the HLO (in the browser, asynchronously): wait for it too.

@@ -155,6 +155,21 @@ def test_the_summary_shows_fusions_buffers_and_the_check_then_the_explorer(shell
     assert "source_line=3" in hlo and "source_line=2" in hlo
 
 
+def test_a_loops_kernels_alike_are_one_line_and_a_count(shell, xy):
+    """An unrolled loop's kernels differ only by name: the first is listed, then how many
+    more (a 40-step stencil: 20 kernels of two steps)."""
+    cell = ("%%xla\nu = x\nfor _ in range(40):\n"
+            "    u = u + 0.25 * (np.roll(u, 1) - 2 * u + np.roll(u, -1))\n")
+    result, out = run(shell, cell)
+    assert result.success, out
+    names = [f.name for f in shell.user_ns["_xla"].fusions]
+    assert len(names) == 20
+    lines = out.split("fusions: 20 kernels\n")[1].splitlines()
+    assert lines[0].startswith(f"  {names[0]} (kLoop): ")
+    assert lines[1] == f"  ... and 19 more like it, through {names[-1]}"
+    assert not any(n in out for n in names[1:-1])
+
+
 def test_a_big_kernel_is_summarised_by_opcode_counts(shell, xy):
     cell = ("%%xla\nm = x.mean()\nd = x - m\nv = (d * d).mean()\n"
             "z = d / np.sqrt(v + 1e-5) * y + np.tanh(y) * 0.5\n")

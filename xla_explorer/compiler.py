@@ -67,6 +67,15 @@ class Compilation:
         return None
 
     @property
+    def opening_stage(self) -> int:
+        """Where a viewer opens (the extension too): the stage that fused; where none did
+        (a program whose work is a while loop's body, compiled as a program of its own), the
+        fusion pass's stage all the same; 0 without one."""
+        if self.fusion_stage is not None:
+            return self.fusion_stage
+        return next((n for n, s in enumerate(self.stages) if s.name == "fusion"), 0)
+
+    @property
     def unfused(self) -> Module:
         """The program before fusion: the module of the stage before the fusion stage; the
         final module if no stage fused."""

@@ -438,11 +438,11 @@ ENTRY main {{
 # -- the pipeline ----------------------------------------------------------------------------
 
 def test_auto_cluster_runs_after_dce_only_when_asked():
-    names = ["algsimp", "cse", "dce", "fusion", "multi-output-fusion", "unused-outputs",
-             "schedule", "buffer-assignment"]
+    names = ["algsimp", "cse", "dce", "roll-loops", "fusion", "multi-output-fusion",
+             "unused-outputs", "schedule", "buffer-assignment"]
     assert [p.name for p in default_passes()] == names
-    assert [p.name for p in default_passes(autocluster=True)] == names[:3] + ["auto-cluster"] \
-        + names[3:]
+    assert [p.name for p in default_passes(autocluster=True)] == names[:4] + ["auto-cluster"] \
+        + names[4:]
 
 
 def test_the_pipeline_never_fuses_across_clusters_or_eager_instructions():

@@ -32,8 +32,8 @@ ROOT s = f32[2,3] add(e1, e2)""")
 
 def test_default_passes_are_named_in_kebab_case():
     names = [p.name for p in default_passes()]
-    assert names == ["algsimp", "cse", "dce", "fusion", "multi-output-fusion", "unused-outputs",
-                     "schedule", "buffer-assignment"]
+    assert names == ["algsimp", "cse", "dce", "roll-loops", "fusion", "multi-output-fusion",
+                     "unused-outputs", "schedule", "buffer-assignment"]
     assert all(re.fullmatch(r"[a-z]+(-[a-z]+)*", n) for n in names)
 
 

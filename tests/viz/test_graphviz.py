@@ -299,8 +299,8 @@ def test_fusions_collapse_above_the_threshold():
     assert len(expanded.nodes) == expanded_node_count(module) > COLLAPSE_ABOVE
 
 
-def heat(u):  # 200 steps unrolled by tracing: about 2,600 instructions
-    for _ in range(200):
+def heat(u, steps=200):  # 200 steps unrolled by tracing: about 2,600 instructions
+    for _ in range(steps):
         u = u + np.float32(0.25) * (np.roll(u, 1) - np.float32(2) * u + np.roll(u, -1))
     return u
 
@@ -339,10 +339,17 @@ def test_a_loop_unrolled_by_tracing_is_drawn_as_one_step():
     # What follows the loop reads the last step's value, drawn as the first step's.
     root = traced.entry.root
     assert ("add.29", root.name) in dot.edge_names()
-    # Fused, each kernel holds two steps (fusion's duplication limit): a loop of 100.
-    fused = ex.stages[ex.compiled.fusion_stage].module
-    (loop,) = Dot(to_dot(fused)).loop_clusters().values()
-    assert "loop: 100 steps" in loop["attrs"]["label"]
+    # A loop this long is rolled into a while before fusion (roll-loops), drawn as a box of
+    # its body. A shorter one stays unrolled; fused, each kernel holds two steps (fusion's
+    # duplication limit): 20 kernels, 19 of them drawn as one loop.
+    fused = Dot(to_dot(next(s for s in ex.stages if s.name == "fusion").module))
+    (title,) = [c["attrs"]["label"] for c in fused.clusters.values()
+                if "while loop" in c["attrs"].get("label", "")]
+    assert "while loop: 200 steps" in title
+    short = xe.explore(heat, np.ones(16, np.float32), 40, backend="interpreter")
+    (loop,) = Dot(to_dot(short.stages[short.compiled.fusion_stage].module)).loop_clusters(
+        ).values()
+    assert "loop: 19 steps" in loop["attrs"]["label"]
 
 
 def test_small_graphs_stay_expanded_unless_asked(programs):

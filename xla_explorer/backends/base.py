@@ -44,12 +44,14 @@ class Backend:
     # The target's word in dump file names (`cpu_after_optimizations.txt`, `cpu-pipeline`),
     # as XLA's dumps name the CPU compiler's files; "" for the plain names.
     dump_name: str = ""
+    # Whether it runs HLO while loops: the pipeline then rolls a long unrolled loop into one.
+    runs_loops: bool = True
 
     def passes(self, options: PassOptions) -> list[Pass]:
         """The pass pipeline for this target: by default the one every target runs
         (`passes/pipeline.py`). A target that needs others (no fusion for a reference, a
         partitioning pass for a distributed one) overrides this."""
-        return default_passes(autocluster=options.autocluster)
+        return default_passes(autocluster=options.autocluster, roll_loops=self.runs_loops)
 
     def compile_key(self) -> tuple:
         """What, besides the module, decides what `compile` makes: executables cached across

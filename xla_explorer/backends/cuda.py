@@ -19,6 +19,7 @@ from .base import Backend
 class CudaBackend(Backend):
     name = "cuda"
     needs_assignment = True
+    runs_loops = False  # an unrolled loop stays unrolled here
 
     def unsupported(self, inst: Instruction) -> CompileError | None:
         if inst.opcode == "while":

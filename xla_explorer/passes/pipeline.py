@@ -9,14 +9,16 @@ from .buffer_assignment import AssignBuffers
 from .cse import CSE
 from .dce import DCE
 from .fusion import Fusion
+from .loop_rolling import RollLoops
 from .unused_outputs import UnusedOutputs
 from .multi_output_fusion import MultiOutputFusion
 from .schedule import Schedule
 
 
-def default_passes(autocluster: bool = False) -> list[Pass]:
+def default_passes(autocluster: bool = False, roll_loops: bool = True) -> list[Pass]:
     """The passes in order; with `autocluster`, ops that cannot compile (np.unique, ...) run
-    eagerly between compiled clusters instead of failing the compilation."""
+    eagerly between compiled clusters instead of failing the compilation; without
+    `roll_loops` (a target that compiles no while loop), unrolled loops stay unrolled."""
     return [
         # Local algebra first: x*1, transpose of transpose, folding small constants. It
         # exposes duplicates for CSE and leaves dead operands for DCE.
@@ -25,6 +27,10 @@ def default_passes(autocluster: bool = False) -> list[Pass]:
         CSE(),
         # Drop what nothing uses: the leftovers of both passes above.
         DCE(),
+        # A long unrolled loop becomes a while whose body is one step, before the passes
+        # below would work through every copy. After the cleanups: CSE makes the steps'
+        # shared constants one, so the steps are alike.
+        *([RollLoops()] if roll_loops else []),
         # Under autocluster: mark what runs eagerly and what compiles together, before fusion.
         *([AutoCluster()] if autocluster else []),
         # Producer-into-consumer fusion (kLoop, kInput, kOutput) and row fusion: decides what

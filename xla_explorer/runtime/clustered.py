@@ -143,6 +143,9 @@ def plan(module: Module) -> list[Segment]:
             continue
         if inst.opcode == "get-tuple-element" and inst.operands[0] in group:
             key = group[inst.operands[0]]  # an element goes with what made the tuple
+        elif inst.opcode == "tuple" and _cluster_using(entry, inst):
+            key = _cluster_using(entry, inst)  # a while loop's state is made where it runs
+            clusters.add(key)
         else:
             c = cluster_of(inst)
             key = c if c not in (None, EAGER) else inst.name
@@ -169,6 +172,12 @@ def plan(module: Module) -> list[Segment]:
         segments.append(Segment(key, tuple(insts), inputs, outputs,
                                 extract(module, key, insts, inputs, outputs)))
     return segments
+
+
+def _cluster_using(entry, inst: Instruction) -> str | None:
+    """The cluster of every instruction that reads `inst`, if they are all in one."""
+    users = {cluster_of(i) for i in entry.instructions if any(o is inst for o in i.operands)}
+    return users.pop() if len(users) == 1 and not users & {None, EAGER} else None
 
 
 def _unique(insts) -> tuple[Instruction, ...]:

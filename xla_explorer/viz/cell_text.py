@@ -101,7 +101,7 @@ def summary(run, cache_info, hlo: bool = True) -> str:
         lines += ["  " + str(c) for c in run.check.outputs]
     fusions = ex.fusions
     lines.append(f"fusions: {_count(len(fusions), 'kernel')}")
-    lines += [f"  {kernel_line(ex.module, f)}" for f in fusions]
+    lines += [f"  {line}" for line in _kernel_lines(ex.module, fusions)]
     if any(len(f.instructions) > LIST_UP_TO for f in fusions):
         lines.append("  (each kernel's instructions by name: _xla.fusions, or the explorer's "
                      "Kernels tab)")
@@ -133,6 +133,28 @@ def summary(run, cache_info, hlo: bool = True) -> str:
 
 # A kernel of up to this many instructions is listed by name; a bigger one by opcode counts.
 LIST_UP_TO = 4
+
+
+def _kernel_lines(module, fusions) -> list[str]:
+    """A line per kernel; a run of kernels alike but for their names (an unrolled loop's
+    steps) as its first, then how many more."""
+    lines: list[str] = []
+    run: list[str] = []  # the names of the kernels like the last line's
+
+    def close():
+        if len(run) > 1:
+            lines.append(f"... and {len(run) - 1} more like it, through {run[-1]}")
+
+    for f in fusions:
+        line = kernel_line(module, f)
+        if lines and run and line[len(f.name):] == lines[-1][len(run[0]):]:
+            run.append(f.name)
+            continue
+        close()
+        lines.append(line)
+        run = [f.name]
+    close()
+    return lines
 
 
 def kernel_line(module, kernel) -> str:

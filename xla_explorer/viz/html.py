@@ -132,7 +132,7 @@ class _Builder:
                      f"note{'s' * (len(s.notes) != 1)}</summary>\n<ul class=\"notes\">\n{items}"
                      "\n</ul></details>")
         # The page opens at the stage that fused, as the explorers do.
-        opens = ' data-opens="true"' if i == (self.ex.compiled.fusion_stage or 0) else ""
+        opens = ' data-opens="true"' if i == self.ex.compiled.opening_stage else ""
         return (f'<section class="stage" id="{self.id(f"stage-{i}")}" data-index="{i}" '
                 f'data-name="{_e(s.name)}" data-changed="{str(bool(s.changed)).lower()}"'
                 f'{opens}>\n'

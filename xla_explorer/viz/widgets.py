@@ -113,7 +113,7 @@ class StagesPanel:
             layout=widgets.Layout(width="100%"))
         # It opens where fusion happened, as the saved notebook's explorer does: what a
         # student came to see (and, for a long loop, a graph of kernels, not of every op).
-        self._offer(visible_stages(ex, False), select=ex.compiled.fusion_stage or 0)
+        self._offer(visible_stages(ex, False), select=ex.compiled.opening_stage)
 
     def _wire(self) -> None:
         def on(widget, act, trait="value"):

@@ -1,0 +1,201 @@
+"""Rolling an unrolled Python loop back into a while (`passes/loop_rolling.py`): which loops
+roll, the note each loop gets, and the rolled program against NumPy's loop."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import xla_explorer as xe
+from xla_explorer.backends import PassOptions, get_backend
+from xla_explorer.passes.loop_rolling import RollLoops, RollOptions
+
+F32 = np.float32
+BACKENDS = ["interpreter", "cpu"]
+
+
+def heat(u, steps=200):
+    for _ in range(steps):
+        u = u + F32(0.25) * (np.roll(u, 1) - F32(2) * u + np.roll(u, -1))
+    return u
+
+
+def leapfrog(x, v):
+    """Two values handed on, each step reading both."""
+    for _ in range(300):
+        v = v - F32(0.01) * np.sin(x)
+        x = x + F32(0.01) * v
+    return x, v
+
+
+def gradient_descent(a, b, w):
+    """The step reads a and b, from before the loop, and a.T, made once."""
+    for _ in range(150):
+        w = w - F32(0.01) * (a.T @ (a @ w - b))
+    return w
+
+
+def power_iteration(a, v):
+    """A reduction (its `add` computation) in every step."""
+    for _ in range(120):
+        v = a @ v
+        v = v / np.sqrt(np.sum(v * v))
+    return v
+
+
+def read_after(u):
+    """`d`, made in the step and not handed on, is read after the loop: the last step's."""
+    for _ in range(200):
+        d = np.tanh(u) * F32(0.5)
+        u = u - F32(0.1) * d
+    return u, d
+
+
+def two_loops(u):
+    for _ in range(300):
+        u = np.cos(u) * F32(0.9) + F32(0.05)
+    s = u.sum()
+    for _ in range(300):
+        u = u * F32(0.99) - s * F32(1e-4)
+    return u
+
+
+def every_step_kept(u):
+    """Each step's value is read after the loop: no while can hand them all on."""
+    seen = []
+    for _ in range(150):
+        u = np.sin(u) + F32(1)
+        seen.append(u)
+    return np.stack(seen)
+
+
+PROGRAMS = {
+    "heat": (heat, [(64,)]),
+    "leapfrog": (leapfrog, [(32,), (32,)]),
+    "gradient_descent": (gradient_descent, [(64, 8), (64,), (8,)]),
+    "power_iteration": (power_iteration, [(16, 16), (16,)]),
+    "read_after": (read_after, [(48,)]),
+    "two_loops": (two_loops, [(40,)]),
+}
+
+
+def inputs(shapes):
+    rng = np.random.default_rng(0)
+    return [(rng.standard_normal(s) * 0.1).astype(F32) for s in shapes]
+
+
+def roll_stage(ex):
+    (stage,) = [s for s in ex.stages if s.name == "roll-loops"]
+    return stage
+
+
+def loops(module):
+    return [i for i in module.entry.instructions if i.opcode == "while"]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("name", sorted(PROGRAMS))
+def test_a_rolled_loop_matches_numpys(backend, name):
+    f, shapes = PROGRAMS[name]
+    args = inputs(shapes)
+    ex = xe.explore(f, *args, backend=backend)
+    rolled = loops(roll_stage(ex).module)
+    assert rolled, [str(n) for n in roll_stage(ex).notes]
+    got, want = ex.run(*args), f(*args)
+    for g, w in zip(got if isinstance(got, tuple) else [got],
+                    want if isinstance(want, tuple) else [want]):
+        np.testing.assert_allclose(g, w, rtol=2e-5, atol=1e-6)
+
+
+def test_each_loop_rolls_into_one_while_of_its_count():
+    ex = xe.explore(two_loops, *inputs([(40,)]), backend="interpreter")
+    counts = [int(i.attr("backend_config").split('"n":"')[1].split('"')[0])
+              for i in loops(roll_stage(ex).module)]
+    assert counts == [300, 299]  # the second's first step makes s * 1e-4
+    assert [n.rule for n in roll_stage(ex).notes] == ["rolled", "rolled"]
+
+
+def test_the_first_step_is_in_the_loop_and_the_body_is_one_step():
+    """Tracing made the step's constants in the first step; the pass moves them before the
+    loop (and into the body), so all 200 steps roll, none left unrolled."""
+    ex = xe.explore(heat, np.ones(64, F32), backend="interpreter")
+    module = roll_stage(ex).module
+    (loop,) = loops(module)
+    assert '"n":"200"' in loop.attr("backend_config")
+    assert sum(i.opcode == "concatenate" for i in module.entry.instructions) == 0
+    body = module.computation(loop.attr("body"))
+    assert sum(i.opcode == "concatenate" for i in body.instructions) == 2  # its two rolls
+    (note,) = roll_stage(ex).notes
+    assert "200 steps of 11 instructions" in note.message and "line" in note.message
+
+
+def test_the_cpu_compiles_the_step_once():
+    ex = xe.explore(heat, np.ones(64, F32), backend="cpu")
+    ex.run(np.ones(64, F32))
+    names = list(ex.executable.kernels)
+    assert any("/" in n for n in names)  # the body's kernels, listed under its name
+    assert len(names) <= 4, names
+
+
+def test_the_last_steps_values_are_read_after_the_loop_not_the_first():
+    u = inputs([(48,)])[0]
+    got_u, got_d = xe.jit(read_after, backend="cpu")(u)
+    want_u, want_d = read_after(u)
+    np.testing.assert_allclose(got_d, want_d, rtol=1e-6)
+    np.testing.assert_allclose(got_u, want_u, rtol=1e-6)
+
+
+def test_a_loop_whose_every_step_is_read_after_it_stays_unrolled_and_says_why():
+    u = inputs([(8,)])[0]
+    ex = xe.explore(every_step_kept, u, backend="cpu")
+    assert not loops(roll_stage(ex).module)
+    (note,) = roll_stage(ex).notes
+    assert note.rule == "not-rolled" and "after the loop, reads a value of an earlier step" in \
+        note.message
+    np.testing.assert_allclose(ex.run(u), every_step_kept(u), rtol=1e-6)
+
+
+def test_a_short_loop_stays_unrolled_and_says_why():
+    ex = xe.explore(heat, np.ones(64, F32), 10, backend="interpreter")
+    (note,) = roll_stage(ex).notes
+    assert note.rule == "not-rolled" and "110 instructions in all, under" in note.message
+    assert not loops(roll_stage(ex).module)
+
+
+def test_a_loop_on_large_arrays_stays_unrolled_so_fusion_can_join_steps():
+    u = np.ones(1 << 19, F32)  # 2 MiB
+    ex = xe.explore(heat, u, 100, backend="interpreter")
+    (note,) = roll_stage(ex).notes
+    assert note.rule == "not-rolled" and "2.0 MiB" in note.message
+
+
+def test_a_value_from_two_steps_back_is_no_loop_to_roll():
+    """Fibonacci: each step reads the step before and the one before that."""
+    def fibonacci(a, b):
+        for _ in range(60):
+            a, b = b, a + b
+        return b
+    ex = xe.explore(fibonacci, np.ones(4), np.ones(4), backend="interpreter")
+    module = ex.stages[[s.name for s in ex.stages].index("dce")].module
+    result = RollLoops(RollOptions(min_instructions=0)).run(module)
+    assert not loops(result.module)
+    (note,) = result.notes
+    assert "reads a value made 2 steps before its own" in note.message
+    np.testing.assert_array_equal(ex.run(np.ones(4), np.ones(4)),
+                                  fibonacci(np.ones(4), np.ones(4)))
+
+
+def test_the_cuda_backend_keeps_loops_unrolled():
+    """It compiles no while loop; the other backends roll."""
+    names = {b: [p.name for p in get_backend(b).passes(PassOptions())]
+             for b in ("cuda", "cpu", "interpreter")}
+    assert "roll-loops" not in names["cuda"]
+    assert "roll-loops" in names["cpu"] and "roll-loops" in names["interpreter"]
+
+
+def test_a_rolled_loop_in_an_autoclustered_program():
+    def f(u):
+        u = heat(u, 150)
+        return np.unique(np.round(u, 1))
+    u = np.sin(np.linspace(0, 6, 64)).astype(F32)
+    ex = xe.explore(f, u, backend="cpu", autocluster=True)
+    np.testing.assert_array_equal(ex.run(u), f(u))

@@ -1,0 +1,362 @@
+"""Roll an unrolled loop back up: the steps of a traced Python loop become one HLO `while`.
+
+A Python loop unrolls while tracing (as under `jax.jit`): 200 steps of a stencil are 200
+copies of the step, and every pass after tracing works through all of them (fusion alone
+takes a quarter of a second on 2,600 instructions). When consecutive steps are the same
+instructions, each reading the step before (`ir/structure.loop_steps`, which the graph already
+draws as one step), this pass replaces them with a `while` whose body is one step, as
+`xe.fori_loop` writes it: fusion, buffer assignment and the code generator then see the step
+once.
+
+    state = (i, what the steps hand on..., what every step reads from before the loop...)
+    while state.i < count:
+        state = (i + 1, step(state)..., the same outside values)
+
+A loop is rolled only where that is the better trade (`RollOptions`): long enough that
+compiling its copies costs more than the loop's extra kernels, and on arrays small enough
+that no pass over memory is lost (unrolled, fusion can join two or more steps into one kernel
+that reads its arrays once). Each loop found gets a note saying what was done, or why not.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..ir.module import Computation, Instruction, Module
+from ..ir.shape import Shape, TupleShape
+from ..ir.structure import Steps, loop_steps
+from .base import Note, Pass, PassResult
+from .dce import without_dead
+from .names import NameGen
+
+__all__ = ["RollLoops", "RollOptions"]
+
+COUNTER = np.dtype(np.int64)  # the loop's counter, as xe.fori_loop's
+
+
+@dataclass(frozen=True)
+class RollOptions:
+    # Rolled only when its copies are at least this many instructions: a short loop compiles
+    # as fast unrolled (a while costs the CPU backend two more compiled functions, the loop
+    # kernel and the body's driver, about 0.1 s each) and fusion may join its steps.
+    min_instructions: int = 500
+    # Rolled only when no array a step reads or makes is larger than this (bytes): a cache's
+    # worth, where a pass over an array costs little and joining steps saves little.
+    max_array_bytes: int = 1 << 20
+
+
+class RollLoops(Pass):
+    name = "roll-loops"
+
+    def __init__(self, options: RollOptions = RollOptions()):
+        self.options = options
+
+    def run(self, module: Module) -> PassResult:
+        insts = _constants_first(module.entry)
+        comp = Computation(module.entry.name, tuple(insts))
+        found = loop_steps(module.with_entry(comp), comp)
+        if not found:
+            return PassResult(module, False)
+        names = NameGen(module)
+        notes: list[Note] = []
+        added: list[Computation] = []
+        shift = 0  # how much the rolled loops before have shortened the list
+        for steps in found:
+            steps = Steps(steps.start + shift, steps.length, steps.count)
+            loop = _Loop.find(module, insts, steps)
+            why = loop.why_not(self.options) if isinstance(loop, _Loop) else loop
+            if why:
+                notes.append(Note(f"{_lines(insts[steps.start:steps.end])}: {steps.count} "
+                                  f"steps of {steps.length} instructions each, left unrolled: "
+                                  f"{why}.", "not-rolled",
+                                  tuple(i.name for i in insts[steps.start:steps.end])))
+                continue
+            assert isinstance(loop, _Loop)
+            before = len(insts)
+            insts, new = loop.rolled(insts, names)
+            shift += len(insts) - before
+            added += new
+            notes.append(Note(
+                f"{_lines(loop.steps[0])}: {loop.count} steps of {loop.length} "
+                f"instructions each, rolled into {loop.name}, a while loop whose body is one "
+                f"step: the passes and the code generator see the step once, not "
+                f"{loop.count} times.", "rolled", (loop.name,)))
+        if not added:
+            return PassResult(module, False, tuple(notes))
+        # What only the rolled steps read (a constant the body now makes itself) goes.
+        entry, _ = without_dead(Computation(module.entry.name, tuple(insts)))
+        return PassResult(module.replace(entry=entry,
+                                         computations=module.computations + tuple(added)),
+                          True, tuple(notes))
+
+
+def _constants_first(comp: Computation) -> list[Instruction]:
+    """The computation's instructions with what depends on no parameter (constants and what
+    is made of them alone) moved to the front. Tracing makes a constant once, where the loop's
+    first step first used it, so the first step would not look like the others."""
+    made_of_constants: set[int] = set()
+    for inst in comp.instructions:
+        if inst.opcode != "parameter" and inst is not comp.root and all(
+                id(o) in made_of_constants for o in inst.operands):
+            made_of_constants.add(id(inst))
+    front = [i for i in comp.instructions if id(i) in made_of_constants]
+    return front + [i for i in comp.instructions if id(i) not in made_of_constants]
+
+
+def _lines(insts) -> str:
+    lines = sorted({i.metadata.source_line for i in insts if i.metadata.source_line})
+    if not lines:
+        return "A loop"
+    where = f"line {lines[0]}" if len(lines) == 1 else f"lines {lines[0]}-{lines[-1]}"
+    return f"The loop at {where}"
+
+
+@dataclass
+class _Loop:
+    """A run of steps checked to be a loop: where each operand of a step comes from."""
+
+    start: int
+    length: int
+    count: int
+    steps: list[list[Instruction]]
+    # Per (offset in the step, operand number): ("inside", offset) a value of the same
+    # step; ("carried", offset) the previous step's value; ("outside", instruction) a value
+    # from before the loop, the same in every step.
+    sources: dict[tuple[int, int], tuple]
+    initial: dict[int, Instruction]  # carried offset -> what the first step reads there
+    after: set[int]  # offsets of the last step read after the loop
+    name: str = ""
+
+    @classmethod
+    def find(cls, module: Module, insts: list[Instruction], found: Steps) -> "_Loop | str":
+        """The loop of `found`, extended back over an earlier step that reads its starting
+        values instead of a previous step's; or a sentence saying why it is not one."""
+        s, n, c = found.start, found.length, found.count
+        pos = {id(i): k for k, i in enumerate(insts)}
+        steps = [insts[s + k * n:s + (k + 1) * n] for k in range(c)]
+        sources: dict[tuple[int, int], tuple] = {}
+        for r, inst in enumerate(steps[1]):
+            if inst.opcode == "custom-call":
+                return (f"a step calls {inst.attr('custom_call_target')} ({inst.name}), which "
+                        "runs eagerly")
+            for q, o in enumerate(inst.operands):
+                p = pos[id(o)] - s
+                if n <= p < 2 * n:
+                    sources[r, q] = ("inside", p - n)
+                elif 0 <= p < n:
+                    sources[r, q] = ("carried", p)
+                elif p < 0:
+                    sources[r, q] = ("outside", o)
+                else:
+                    return "a step reads a later step"
+        initial: dict[int, Instruction] = {}
+        earlier = ("{} reads a value made {} steps before its own: a while loop hands "
+                   "on only the last step's values")
+        for k in [*range(1, c), 0]:  # the first step last: it may read starting values
+            step = steps[k]
+            for r, inst in enumerate(step):
+                for q, o in enumerate(inst.operands):
+                    kind, v = sources[r, q]
+                    if kind == "inside" and o is not step[v]:
+                        return f"{inst.name} reads another value than its step's"
+                    if (kind == "outside" and o is not v) or (
+                            kind == "carried" and k > 0 and o is not steps[k - 1][v]):
+                        if s <= pos[id(o)] < s + k * n:
+                            return earlier.format(inst.name, k - (pos[id(o)] - s) // n)
+                        return f"{inst.name} reads another value than the other steps"
+                    if kind == "carried" and k == 0:
+                        if pos[id(o)] >= s or initial.setdefault(v, o) is not o:
+                            return f"{inst.name} starts from two values"
+        loop = cls(s, n, c, steps, sources, initial, set())
+        while loop._extend_back(insts, pos):
+            pass
+        end = loop.start + n * loop.count
+        last = {id(i): r for r, i in enumerate(loop.steps[-1])}
+        inside = {id(i) for step in loop.steps for i in step}
+        for inst in insts[end:]:
+            for o in inst.operands:
+                if id(o) in last:
+                    loop.after.add(last[id(o)])
+                elif id(o) in inside:
+                    return f"{inst.name}, after the loop, reads a value of an earlier step"
+        for r in set(loop.initial) | loop.after:
+            if loop.steps[0][r].shape.is_tuple:
+                return f"a step hands on a tuple ({loop.steps[0][r].name})"
+        return loop
+
+    def _extend_back(self, insts: list[Instruction], pos: dict[int, int]) -> bool:
+        """Take in the step before the first, if it is one more step: the same instructions,
+        its carried values from before it (they become the loop's starting values)."""
+        s, n = self.start, self.length
+        if s - n < 0:
+            return False
+        step = insts[s - n:s]
+        initial: dict[int, Instruction] = {}
+        for r, (inst, like) in enumerate(zip(step, self.steps[0])):
+            if inst.opcode == "parameter" or own_key_differs(inst, like):
+                return False
+            for q, o in enumerate(inst.operands):
+                kind, v = self.sources[r, q]
+                if kind == "inside" and o is not step[v]:
+                    return False
+                if kind == "outside" and o is not v:
+                    return False
+                if kind == "carried" and (pos[id(o)] >= s - n or
+                                          initial.setdefault(v, o) is not o):
+                    return False
+        if any(self.initial[v] is not step[v] for v in self.initial):
+            return False  # the old first step must read exactly this step's values
+        if any(pos[id(v)] >= s - n for kind, v in self.sources.values() if kind == "outside"):
+            return False
+        self.start, self.count = s - n, self.count + 1
+        self.steps.insert(0, step)
+        self.initial = initial
+        return True
+
+    def why_not(self, options: RollOptions) -> str:
+        if self.length * self.count < options.min_instructions:
+            return (f"{self.length * self.count} instructions in all, under "
+                    f"{options.min_instructions}: compiled unrolled as fast, and fusion may "
+                    "join its steps")
+        largest = max(i.shape.nbytes for step in self.steps[:1] for i in step)
+        largest = max([largest] + [v.shape.nbytes for kind, v in self.sources.values()
+                                   if kind == "outside"])
+        if largest > options.max_array_bytes:
+            return (f"it works on arrays of up to {largest / 2**20:.1f} MiB: unrolled, fusion "
+                    "can join steps into one kernel that reads them once, which pays more "
+                    "than a faster compile")
+        return ""
+
+    def rolled(self, insts: list[Instruction], names: NameGen
+               ) -> tuple[list[Instruction], list[Computation]]:
+        """`insts` with the loop's steps replaced by a while; and its body and condition."""
+        first = self.steps[0]
+        md = first[-1].metadata
+        slots = sorted(set(self.initial) | self.after)  # the state handed from step to step
+        outside: list[Instruction] = []
+        for _, (kind, v) in sorted(self.sources.items(), key=lambda item: item[0]):
+            if kind == "outside" and not _remade(v) and all(v is not o for o in outside):
+                outside.append(v)
+        counter = Shape(COUNTER, ())
+        shape = TupleShape((counter, *(first[r].shape for r in slots),
+                            *(o.shape for o in outside)))
+        body, body_root = self._body(names, shape, slots, outside, md)
+        cond = self._condition(names, shape, md)
+        # Before the loop: the state's first value. A value read only after the loop starts
+        # as zeros (the first step overwrites it).
+        made: list[Instruction] = []
+        start_values = []
+        for r in slots:
+            if r in self.initial:
+                start_values.append(self.initial[r])
+                continue
+            e = first[r].shape
+            zero = Instruction(names("constant"), "constant", Shape(e.dtype, ()),
+                               literal=np.zeros((), e.dtype), metadata=md)
+            made += [zero, Instruction(names("broadcast"), "broadcast", e, (zero,),
+                                       (("dimensions", ()),), md)]
+            start_values.append(made[-1])
+        zero_i = Instruction(names("constant"), "constant", counter,
+                             literal=np.zeros((), COUNTER), metadata=md)
+        state = Instruction(names("tuple"), "tuple", shape,
+                            (zero_i, *start_values, *outside), metadata=md)
+        config = json.dumps({"known_trip_count": {"n": str(self.count)}},
+                            separators=(",", ":"))
+        self.name = names("while")
+        loop = Instruction(self.name, "while", shape, (state,),
+                           (("condition", cond.name), ("body", body.name),
+                            ("backend_config", config)), md)
+        made += [zero_i, state, loop]
+        swap: dict[int, Instruction] = {}
+        for k, r in enumerate(slots):
+            if r in self.after:
+                gte = Instruction(names("get-tuple-element"), "get-tuple-element",
+                                  first[r].shape, (loop,), (("index", 1 + k),),
+                                  self.steps[-1][r].metadata)
+                made.append(gte)
+                swap[id(self.steps[-1][r])] = gte
+        end = self.start + self.length * self.count
+        rest = []
+        for inst in insts[end:]:
+            if any(id(o) in swap for o in inst.operands):
+                new = inst.replace(operands=tuple(swap.get(id(o), o) for o in inst.operands))
+                swap[id(inst)] = new
+                inst = new
+            rest.append(inst)
+        return insts[:self.start] + made + rest, [cond, body]
+
+    def _body(self, names, shape, slots, outside, md):
+        param = Instruction(names("state"), "parameter", shape, parameter_number=0,
+                            metadata=md)
+
+        def element(k: int, like) -> Instruction:
+            return Instruction(names("get-tuple-element"), "get-tuple-element", like,
+                               (param,), (("index", k),), md)
+
+        i = element(0, shape.elements[0])
+        carried = {r: element(1 + k, shape.elements[1 + k]) for k, r in enumerate(slots)}
+        reads = [element(1 + len(slots) + k, o.shape) for k, o in enumerate(outside)]
+        out: list[Instruction] = [param, i, *carried.values(), *reads]
+        made: list[Instruction] = []
+        remade: dict[int, Instruction] = {}  # outside values made again inside the body
+
+        def read(v: Instruction) -> Instruction:
+            if not _remade(v):
+                return reads[next(k for k, o in enumerate(outside) if o is v)]
+            if id(v) not in remade:
+                copy = v.replace(name=names(v.opcode), operands=tuple(map(read, v.operands)))
+                remade[id(v)] = copy
+                out.append(copy)
+            return remade[id(v)]
+
+        for r, inst in enumerate(self.steps[0]):
+            ops = []
+            for q in range(len(inst.operands)):
+                kind, v = self.sources[r, q]
+                ops.append(made[v] if kind == "inside" else carried[v] if kind == "carried"
+                           else read(v))
+            made.append(inst.replace(operands=tuple(ops)))
+        one = Instruction(names("constant"), "constant", shape.elements[0],
+                          literal=np.ones((), COUNTER), metadata=md)
+        step = Instruction(names("add"), "add", shape.elements[0], (i, one), metadata=md)
+        root = Instruction(names("tuple"), "tuple", shape,
+                           (step, *(made[r] for r in slots), *reads), metadata=md)
+        return Computation(names("body"), tuple(out + made + [one, step, root])), root
+
+    def _condition(self, names, shape, md) -> Computation:
+        param = Instruction(names("state"), "parameter", shape, parameter_number=0,
+                            metadata=md)
+        i = Instruction(names("get-tuple-element"), "get-tuple-element", shape.elements[0],
+                        (param,), (("index", 0),), md)
+        bound = Instruction(names("constant"), "constant", shape.elements[0],
+                            literal=np.asarray(self.count, COUNTER), metadata=md)
+        less = Instruction(names("compare"), "compare", Shape(np.dtype(bool), ()), (i, bound),
+                           (("direction", "LT"),), md)
+        return Computation(names("condition"), (param, i, bound, less))
+
+
+# What a body makes again from scalars instead of reading from its state: a broadcast
+# constant fuses into the kernels that read it, an array in the state is read from memory.
+_REMADE = frozenset({"broadcast", "convert", "reshape", "iota"})
+
+
+def _remade(v: Instruction) -> bool:
+    if v.opcode == "constant":
+        return v.shape.rank == 0
+    return v.opcode in _REMADE and all(_remade(o) for o in v.operands)
+
+
+def own_key_differs(a: Instruction, b: Instruction) -> bool:
+    """Whether two instructions differ apart from their operands and names (what
+    `own_key` compares), without hashing called computations again."""
+    return (a.opcode, str(a.shape), a.attrs, a.parameter_number) != (
+        b.opcode, str(b.shape), b.attrs, b.parameter_number) or not _same_literal(a, b)
+
+
+def _same_literal(a: Instruction, b: Instruction) -> bool:
+    if a.literal is None or b.literal is None:
+        return a.literal is b.literal
+    return a.literal.dtype == b.literal.dtype and np.array_equal(a.literal, b.literal)
+

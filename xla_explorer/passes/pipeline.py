@@ -9,6 +9,7 @@ from .buffer_assignment import AssignBuffers
 from .cse import CSE
 from .dce import DCE
 from .fusion import Fusion
+from .loop_bodies import InLoopBodies
 from .loop_rolling import RollLoops
 from .unused_outputs import UnusedOutputs
 from .multi_output_fusion import MultiOutputFusion
@@ -35,13 +36,15 @@ def default_passes(autocluster: bool = False, roll_loops: bool = True) -> list[P
         *([AutoCluster()] if autocluster else []),
         # Producer-into-consumer fusion (kLoop, kInput, kOutput) and row fusion: decides what
         # runs as one kernel. After the cleanups, so it sees the program it will run.
-        Fusion(),
+        # Fusion and the two passes after it also run on every while loop's body, as XLA
+        # runs its passes on every computation: the explorer shows the step fused.
+        InLoopBodies(Fusion()),
         # Join kernels that share work: a value computed in two kernels, or one large operand
         # read by two loops of the same shape, becomes one kernel with several outputs.
-        MultiOutputFusion(),
+        InLoopBodies(MultiOutputFusion()),
         # A kernel writes only what is read: argmax's reduce keeps its running value in
         # registers instead of storing it for nobody (as XLA's DCE narrows fusions' outputs).
-        UnusedOutputs(),
+        InLoopBodies(UnusedOutputs()),
         # Order the kernels to lower peak memory, now that the kernels are known.
         Schedule(),
         # Last, an analysis of the scheduled program: which values live in memory between

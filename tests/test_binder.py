@@ -62,6 +62,30 @@ def test_binder_files_say_what_they_install():
     assert "python -m xla_explorer.warm" in post  # the first cells do not wait for Numba
 
 
+def test_binder_installs_pinned_versions_the_package_accepts():
+    """binder/requirements.txt pins every package (scripts/lock_binder.py writes it), within
+    the ranges pyproject.toml asks for: postBuild's `pip install .` then changes nothing."""
+    import tomllib
+
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
+    pins = {}
+    for line in _lines("requirements.txt"):
+        name, sep, version = line.partition("==")
+        assert sep and version and not set(version) & set("<>=!~*,; "), line
+        pins[canonicalize_name(name)] = version
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    wanted = [Requirement(r) for r in project["dependencies"]] + [
+        Requirement(r) for r in project["optional-dependencies"]["test"]
+        if Requirement(r).name in ("jupyterlab", "ipykernel")]
+    for req in wanted:
+        name = canonicalize_name(req.name)
+        assert name in pins, f"{name} is not pinned in binder/requirements.txt"
+        assert req.specifier.contains(pins[name]), (req, pins[name])
+    assert {"llvmlite", "jupyter-server"} <= set(pins)  # what those need is pinned too
+
+
 @pytest.mark.deep  # a venv built from nothing, every notebook executed again in it
 def test_rehearsal_executes_every_notebook_in_a_venv_made_from_binder():
     r = rehearse()
@@ -80,6 +104,9 @@ def test_rehearsal_executes_every_notebook_in_a_venv_made_from_binder():
                                 capture_output=True, text=True)
         listed = result.stdout + result.stderr
         assert name in listed, listed
+    # The lock is complete and consistent: pip finds nothing missing or in conflict.
+    check = subprocess.run([python, "-m", "pip", "check"], capture_output=True, text=True)
+    assert check.returncode == 0, check.stdout + check.stderr
     assert set(r.executed) == {p.stem for p in NOTEBOOKS}
     for stem in sorted(r.executed):
         check_common(r.notebook(stem))

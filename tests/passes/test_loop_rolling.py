@@ -199,3 +199,24 @@ def test_a_rolled_loop_in_an_autoclustered_program():
     u = np.sin(np.linspace(0, 6, 64)).astype(F32)
     ex = xe.explore(f, u, backend="cpu", autocluster=True)
     np.testing.assert_array_equal(ex.run(u), f(u))
+
+
+def test_steps_that_differ_by_the_loops_counter_are_pointed_to_fori_loop():
+    """`xs[k]` and `/ (k + 1)` make each step's constants its own: no while here, and the
+    note says what would trace it once."""
+    def running_mean(xs):
+        m = np.zeros(xs.shape[1])
+        for k in range(xs.shape[0]):
+            m = m + (xs[k] - m) / (k + 1)
+        return m
+
+    xs = np.random.default_rng(0).standard_normal((40, 5))
+    ex = xe.explore(running_mean, xs, backend="interpreter")
+    (note,) = roll_stage(ex).notes
+    assert note.rule == "not-rolled" and "39 steps of 7 instructions" in note.message
+    assert "xe.fori_loop" in note.message and "counter" in note.message
+    assert not loops(roll_stage(ex).module)
+    np.testing.assert_allclose(ex.run(xs), running_mean(xs))
+    # A loop that rolls gets its own note, not this one too.
+    ex = xe.explore(heat, np.ones(64, F32), backend="interpreter")
+    assert [n.rule for n in roll_stage(ex).notes] == ["rolled"]

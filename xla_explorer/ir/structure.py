@@ -82,21 +82,25 @@ class Steps:
 _FOUND: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-def loop_steps(module: Module, comp: Computation, key=None) -> list[Steps]:
+def loop_steps(module: Module, comp: Computation, key=None, exact: bool = True
+               ) -> list[Steps]:
     """The runs of `comp`'s instructions that are the steps of an unrolled loop, in order,
     not overlapping: each step the same instructions as the one before (`own_key`, and
     `key(inst)` if given), reading either the same values (what the loop does not change) or
-    the previous step's, and at least one of those. Parameters and the root are in none."""
+    the previous step's, and at least one of those. Parameters and the root are in none.
+    Not `exact`, instructions are alike by opcode and shape alone: steps that differ by a
+    constant or an index (the loop's counter, `xs[k]`) are found too."""
     found = _FOUND.setdefault(module, {})
-    if (comp.name, key) not in found:
-        found[comp.name, key] = _loop_steps(module, comp, key)
-    return list(found[comp.name, key])
+    if (comp.name, key, exact) not in found:
+        found[comp.name, key, exact] = _loop_steps(module, comp, key, exact)
+    return list(found[comp.name, key, exact])
 
 
-def _loop_steps(module: Module, comp: Computation, key) -> list[Steps]:
+def _loop_steps(module: Module, comp: Computation, key, exact: bool) -> list[Steps]:
     insts = comp.instructions
     pos = {id(inst): n for n, inst in enumerate(insts)}
-    keys = [(own_key(module, i), key(i) if key else None) for i in insts]
+    keys = [(own_key(module, i) if exact else (i.opcode, str(i.shape)),
+             key(i) if key else None) for i in insts]
     later: dict[tuple, list[int]] = {}
     for n, k in enumerate(keys):
         later.setdefault(k, []).append(n)

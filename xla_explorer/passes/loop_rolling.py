@@ -47,6 +47,10 @@ class RollOptions:
     max_array_bytes: int = 1 << 20
 
 
+# Steps that differ by their constants are pointed out from this many on.
+MIN_DIFFERING_STEPS = 8
+
+
 class RollLoops(Pass):
     name = "roll-loops"
 
@@ -58,7 +62,7 @@ class RollLoops(Pass):
         comp = Computation(module.entry.name, tuple(insts))
         found = loop_steps(module.with_entry(comp), comp)
         if not found:
-            return PassResult(module, False)
+            return PassResult(module, False, tuple(_steps_that_differ(module, [])))
         names = NameGen(module)
         notes: list[Note] = []
         added: list[Computation] = []
@@ -83,6 +87,7 @@ class RollLoops(Pass):
                 f"instructions each, rolled into {loop.name}, a while loop whose body is one "
                 f"step: the passes and the code generator see the step once, not "
                 f"{loop.count} times.", "rolled", (loop.name,)))
+        notes += _steps_that_differ(module, found)
         if not added:
             return PassResult(module, False, tuple(notes))
         # What only the rolled steps read (a constant the body now makes itself) goes.
@@ -90,6 +95,26 @@ class RollLoops(Pass):
         return PassResult(module.replace(entry=entry,
                                          computations=module.computations + tuple(added)),
                           True, tuple(notes))
+
+
+def _steps_that_differ(module: Module, found: list[Steps]) -> list[Note]:
+    """A note for each run of steps alike but for a constant or an index (the loop reads
+    its counter): no while rolls them, and `xe.fori_loop` traces such a loop once. (In the traced order: `found` is in the order
+    with the constants first, which would take these steps' constants out of them.)"""
+    comp = module.entry
+    rolled = {id(i) for s in found for i in _constants_first(comp)[s.start:s.end]}
+    notes = []
+    for s in loop_steps(module, comp, exact=False):
+        insts = comp.instructions[s.start:s.end]
+        if s.count < MIN_DIFFERING_STEPS or any(id(i) in rolled for i in insts):
+            continue
+        notes.append(Note(
+            f"{_lines(insts)}: {s.count} steps of {s.length} instructions each, alike but "
+            "for a constant or an index that changes from step to step (the loop's counter, "
+            "as in xs[k] or x / (k + 1)), left unrolled: every copy is traced, fused and "
+            "compiled. xe.fori_loop(0, n, body, value) traces such a loop once, its counter "
+            "a value.", "not-rolled", tuple(i.name for i in insts)))
+    return notes
 
 
 def _constants_first(comp: Computation) -> list[Instruction]:

@@ -506,6 +506,42 @@ def test_show_steps_through_every_stage_decision_and_buffer_and_export_agrees(
     assert f"against eager NumPy: {verdict(result.speedup)}" in text_of(perf.result_html.value)
 
 
+def test_a_benchmark_run_from_the_explorer_is_written_into_its_output(monkeypatch):
+    """The explorer is displayed with a display id; after "Run benchmark" its output is
+    updated, so the saved notebook's JSON has the benchmark (the extension shows it)."""
+    import IPython.display
+
+    from xla_explorer.viz import mime
+
+    class Handle:
+        def __init__(self, bundle):
+            self.bundles = [bundle]
+
+        def update(self, bundle, raw=False):
+            assert raw
+            self.bundles.append(bundle)
+
+    handles: list[Handle] = []
+
+    def display(bundle, raw=False, display_id=None):
+        assert raw and display_id is True
+        handles.append(Handle(bundle))
+        return handles[-1]
+
+    monkeypatch.setattr(IPython.display, "display", display)
+    ex = explore(exp_then_dot, [(64, 32), (32, 8)], backend="cpu")
+    w = ex.show()
+    w._ipython_display_()
+    (handle,) = handles
+    assert handle.bundles[0][mime.MIME_TYPE]["bench"] is None
+    w.performance_panel.repeat.value = 3
+    w.bench_button.click()
+    assert len(handle.bundles) == 2
+    saved = handle.bundles[1][mime.MIME_TYPE]["bench"]
+    assert saved == mime.bench_dict(ex.last_bench) and saved is not None
+    assert "application/vnd.jupyter.widget-view+json" in handle.bundles[1]
+
+
 # -- the graph view: selection, first choice, copies, room --------------------------------------
 
 SVG_NS = {"s": "http://www.w3.org/2000/svg", "x": "http://www.w3.org/1999/xlink"}
@@ -714,14 +750,21 @@ def test_the_memory_shown_counts_the_arena_and_says_when_compiled_holds_more():
 # -- what a notebook is sent --------------------------------------------------------------------
 
 
-def test_the_explorer_is_one_output_with_the_json_and_static_html():
+def test_the_explorer_is_one_output_with_the_json_and_static_html(monkeypatch):
+    import IPython.display
     from IPython.core.interactiveshell import InteractiveShell
 
     from xla_explorer.viz import mime
 
     ex = explore(*SMALL["softmax"])
     w = ex.show()
-    data, _ = InteractiveShell.instance().display_formatter.format(w)
+    # Displayed, the explorer shows its bundle itself, with a display id (a benchmark run
+    # later updates that output): IPython's formatter then has nothing left to add.
+    shown = []
+    monkeypatch.setattr(IPython.display, "display",
+                        lambda bundle, raw=False, display_id=None: shown.append(bundle))
+    assert InteractiveShell.instance().display_formatter.format(w)[0] == {}
+    (data,) = shown
     assert set(data) == {"application/vnd.jupyter.widget-view+json", mime.MIME_TYPE,
                          "text/html", "text/plain"}
     assert data["application/vnd.jupyter.widget-view+json"]["model_id"] == w.model_id

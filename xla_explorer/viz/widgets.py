@@ -313,6 +313,8 @@ class PerformancePanel:
     def __init__(self, ex):
         self.ex = ex
         self.result = None
+        # Called after a benchmark ran: the explorer writes it into its output (`Explorer`).
+        self.after_run = None
         self.repeat = widgets.BoundedIntText(value=20, min=1, max=10_000, description="repeat")
         self.run_button = widgets.Button(description="Run benchmark", button_style="primary")
         self.progress = widgets.IntProgress(value=0, min=0, max=len(self.PHASES) - 1)
@@ -348,6 +350,8 @@ class PerformancePanel:
             self._phase(1)
             self.result_html.value = bench_html(self.result, self._elements())
             self._phase(2)
+            if self.after_run is not None:
+                self.after_run()
         except Exception as err:  # shown in the panel: a button callback's error goes nowhere
             self.status.value = f"benchmark failed: {type(err).__name__}: {err}"
         finally:
@@ -368,6 +372,7 @@ class Explorer(widgets.Tab):
                          layout=widgets.Layout(width="100%"))
         self.exploration = ex
         self._panels: dict[str, object] = {}
+        self._displays: list = []  # the outputs showing this explorer (IPython DisplayHandles)
         self.observe(lambda c: c.new is not None and self.panel(TITLES[c.new]),
                      "selected_index")
         self.panel("Stages")
@@ -375,6 +380,8 @@ class Explorer(widgets.Tab):
     def panel(self, title: str):
         if title not in self._panels:
             built = PANELS[title](self.exploration)
+            if isinstance(built, PerformancePanel):
+                built.after_run = self._update_displays
             self._panels[title] = built
             self.children[TITLES.index(title)].children = (built.widget,)
         return self._panels[title]
@@ -406,6 +413,20 @@ class Explorer(widgets.Tab):
 
         data = super()._repr_mimebundle_(**kwargs)
         return {**bundle(self.exploration, self.exploration.last_bench), **data}
+
+    def _ipython_display_(self):
+        """Displayed with a display id, so that a benchmark run from the Performance tab is
+        written into the output's JSON (`update_display`): a saved notebook keeps it."""
+        from IPython.display import display
+
+        handle = display(self._repr_mimebundle_(), raw=True, display_id=True)
+        if handle is not None:
+            self._displays.append(handle)
+
+    def _update_displays(self) -> None:
+        bundle = self._repr_mimebundle_()
+        for handle in self._displays:
+            handle.update(bundle, raw=True)
 
     def select_stage(self, index: int) -> None:
         self.stages_panel.select(index)

@@ -38,11 +38,12 @@ CELLS = [
     "from IPython.display import HTML\nHTML(_xla._repr_mimebundle_()['text/html'])",
 ]
 EXPLORER = ".jp-OutputArea-output .jupyter-widgets.widget-tab"
+MIME = "application/vnd.xla-explorer.v1+json"
 
 
 class Lab:
-    def __init__(self, page, errors, shots: Path):
-        self.page, self.errors, self.shots = page, errors, shots
+    def __init__(self, page, errors, shots: Path, root: Path):
+        self.page, self.errors, self.shots, self.root = page, errors, shots, root
 
     def explorer(self, n: int):
         return self.page.locator(EXPLORER).nth(n)
@@ -93,7 +94,7 @@ def lab(tmp_path_factory):
             page.on("console", lambda m: m.type == "error" and errors.append(m.text))
             script.run_notebook(page, url, token, NOTEBOOK, 90_000)
             page.wait_for_selector(f"{EXPLORER} .xe-graph svg g.node", timeout=30_000)
-            yield Lab(page, errors, shots)
+            yield Lab(page, errors, shots, root)
         finally:
             context.close()
 
@@ -347,6 +348,19 @@ def test_the_performance_tab_states_slower_or_faster_in_units_that_fit(lab):
     if m.group(2):  # slower: these arrays hold 128 elements, too few for compiling to pay
         assert "fixed cost of each call" in text
     lab.shot(explorer, "performance")
+    # The benchmark is written into the explorer's output: saved, the notebook has it.
+    lab.page.keyboard.press("Control+s")
+    bench = None
+    for _ in range(40):
+        lab.page.wait_for_timeout(500)
+        cell = nbformat.read(lab.root / NOTEBOOK, as_version=4).cells[1]
+        views = [o["data"][MIME] for o in cell.get("outputs", []) if MIME in o.get("data", {})]
+        bench = views[0]["bench"] if views else None
+        if bench:
+            break
+    assert bench and bench["repeat"] == 5, bench
+    assert f"{bench['speedup']:.2f}" in text
+    lab.explorer(0).wait_for()
     lab.tab(0, "Stages")
 
 

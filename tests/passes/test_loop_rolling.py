@@ -220,3 +220,57 @@ def test_steps_that_differ_by_the_loops_counter_are_pointed_to_fori_loop():
     # A loop that rolls gets its own note, not this one too.
     ex = xe.explore(heat, np.ones(64, F32), backend="interpreter")
     assert [n.rule for n in roll_stage(ex).notes] == ["rolled"]
+
+
+def test_a_first_step_read_after_the_loop_stays_before_it():
+    """The first step's value is kept: the loop rolls from the second step on."""
+    def first_kept(u):
+        for k in range(200):
+            u = u + F32(0.25) * (np.roll(u, 1) - F32(2) * u + np.roll(u, -1))
+            if k == 0:
+                first = u
+        return u, first
+
+    u = inputs([(64,)])[0]
+    for backend in BACKENDS:
+        ex = xe.explore(first_kept, u, backend=backend)
+        (loop,) = loops(roll_stage(ex).module)
+        assert '"n":"199"' in loop.attr("backend_config")
+        (note,) = roll_stage(ex).notes
+        assert "The first step stays unrolled before it" in note.message
+        for got, want in zip(ex.run(u), first_kept(u)):
+            np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)
+
+
+def test_a_rotation_of_three_values_says_what_would_trace_it_once():
+    def rotate3(a, b, c):
+        for _ in range(300):
+            a, b, c = b, c, 0.3 * a + 0.5 * b - 0.25 * c
+        return a, b, c
+
+    x = np.linspace(0, 1, 4)
+    ex = xe.explore(rotate3, x, x * 2, x * 3, backend="interpreter")
+    (note,) = roll_stage(ex).notes
+    assert note.rule == "not-rolled" and "steps before its own" in note.message
+    assert "xe.fori_loop(0, n, body, (a, b, c))" in note.message
+    for got, want in zip(ex.run(x, x * 2, x * 3), rotate3(x, x * 2, x * 3)):
+        np.testing.assert_allclose(got, want)
+
+
+def test_one_note_for_one_loop_whose_steps_differ_by_its_counter():
+    """Adam's bias correction reads t: its steps differ by constants; one note for the
+    loop, pointing to fori_loop."""
+    def adam(w, target):
+        m, v = np.zeros_like(w), np.zeros_like(w)
+        for t in range(1, 41):
+            g = 2 * (w - target)
+            m = 0.9 * m + 0.1 * g
+            v = 0.999 * v + 0.001 * g * g
+            w = w - 0.01 * (m / (1 - 0.9 ** t)) / (np.sqrt(v / (1 - 0.999 ** t)) + 1e-8)
+        return w
+
+    w, target = np.ones(8), np.zeros(8)
+    ex = xe.explore(adam, w, target, backend="interpreter")
+    (note,) = roll_stage(ex).notes
+    assert note.rule == "not-rolled" and "its counter a value" in note.message
+    np.testing.assert_allclose(ex.run(w, target), adam(w, target), rtol=1e-6)

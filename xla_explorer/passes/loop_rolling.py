@@ -26,7 +26,7 @@ import numpy as np
 
 from ..ir.module import Computation, Instruction, Module
 from ..ir.shape import Shape, TupleShape
-from ..ir.structure import Steps, loop_steps
+from ..ir.structure import MIN_STEPS, Steps, loop_steps
 from .base import Note, Pass, PassResult
 from .dce import without_dead
 from .names import NameGen
@@ -86,7 +86,7 @@ class RollLoops(Pass):
                 f"{_lines(loop.steps[0])}: {loop.count} steps of {loop.length} "
                 f"instructions each, rolled into {loop.name}, a while loop whose body is one "
                 f"step: the passes and the code generator see the step once, not "
-                f"{loop.count} times.", "rolled", (loop.name,)))
+                f"{loop.count} times." + _before(loop), "rolled", (loop.name,)))
         notes += _steps_that_differ(module, found)
         if not added:
             return PassResult(module, False, tuple(notes))
@@ -97,23 +97,42 @@ class RollLoops(Pass):
                           True, tuple(notes))
 
 
+def _before(loop: "_Loop") -> str:
+    """What a rolled loop's note says of the steps left unrolled before it."""
+    k = loop.unrolled_before
+    if not k:
+        return ""
+    first = "The first step stays" if k == 1 else f"The first {k} steps stay"
+    return (f" {first} unrolled before it: {loop.why_before}, after the loop, reads the "
+            f"value step {k} made.")
+
+
 def _steps_that_differ(module: Module, found: list[Steps]) -> list[Note]:
     """A note for each run of steps alike but for a constant or an index (the loop reads
-    its counter): no while rolls them, and `xe.fori_loop` traces such a loop once. (In the traced order: `found` is in the order
-    with the constants first, which would take these steps' constants out of them.)"""
+    its counter), where no exact loop was `found`: no while rolls them, and `xe.fori_loop`
+    traces such a loop once. Looked for in the traced order (`found` is in the order with
+    the constants first, which takes these steps' differing constants out of them)."""
     comp = module.entry
-    rolled = {id(i) for s in found for i in _constants_first(comp)[s.start:s.end]}
-    notes = []
+    noted = {id(i) for s in found for i in _constants_first(comp)[s.start:s.end]}
+    # One note per loop in the source: the steps of one Python loop may be found as
+    # several runs (steps of two lengths, where a constant is made in some steps only).
+    runs: dict[str, list] = {}
     for s in loop_steps(module, comp, exact=False):
         insts = comp.instructions[s.start:s.end]
-        if s.count < MIN_DIFFERING_STEPS or any(id(i) in rolled for i in insts):
+        if s.count < MIN_DIFFERING_STEPS or any(id(i) in noted for i in insts):
             continue
+        runs.setdefault(_lines(insts), []).append((s, insts))
+    notes = []
+    for where, found_here in runs.items():
+        count = sum(s.count for s, _ in found_here)
+        lengths = sorted({s.length for s, _ in found_here})
+        each = str(lengths[0]) if len(lengths) == 1 else f"{lengths[0]}-{lengths[-1]}"
         notes.append(Note(
-            f"{_lines(insts)}: {s.count} steps of {s.length} instructions each, alike but "
-            "for a constant or an index that changes from step to step (the loop's counter, "
-            "as in xs[k] or x / (k + 1)), left unrolled: every copy is traced, fused and "
-            "compiled. xe.fori_loop(0, n, body, value) traces such a loop once, its counter "
-            "a value.", "not-rolled", tuple(i.name for i in insts)))
+            f"{where}: {count} steps of {each} instructions each, alike but for a constant "
+            "or an index that changes from step to step (the loop's counter, as in xs[k] "
+            "or x / (k + 1)), left unrolled: every copy is traced, fused and compiled. "
+            "xe.fori_loop(0, n, body, value) traces such a loop once, its counter a value.",
+            "not-rolled", tuple(i.name for _, insts in found_here for i in insts)))
     return notes
 
 
@@ -153,6 +172,10 @@ class _Loop:
     initial: dict[int, Instruction]  # carried offset -> what the first step reads there
     after: set[int]  # offsets of the last step read after the loop
     name: str = ""
+    # Steps left unrolled before the loop, because a value of the last of them is read
+    # after it, and the instruction that reads it.
+    unrolled_before: int = 0
+    why_before: str = ""
 
     @classmethod
     def find(cls, module: Module, insts: list[Instruction], found: Steps) -> "_Loop | str":
@@ -177,8 +200,10 @@ class _Loop:
                 else:
                     return "a step reads a later step"
         initial: dict[int, Instruction] = {}
-        earlier = ("{} reads a value made {} steps before its own: a while loop hands "
-                   "on only the last step's values")
+        earlier = ("{} reads a value made {} steps before its own (as in a, b, c = b, c, "
+                   "a + c, where a is c from further back): this pass hands on only the "
+                   "step before's values; xe.fori_loop(0, n, body, (a, b, c)) traces such a "
+                   "loop once")
         for k in [*range(1, c), 0]:  # the first step last: it may read starting values
             step = steps[k]
             for r, inst in enumerate(step):
@@ -190,26 +215,51 @@ class _Loop:
                             kind == "carried" and k > 0 and o is not steps[k - 1][v]):
                         if s <= pos[id(o)] < s + k * n:
                             return earlier.format(inst.name, k - (pos[id(o)] - s) // n)
-                        return f"{inst.name} reads another value than the other steps"
+                        return (f"{inst.name} reads a value its copies in the other steps "
+                                "do not read, so the steps are not one step repeated")
                     if kind == "carried" and k == 0:
                         if pos[id(o)] >= s or initial.setdefault(v, o) is not o:
                             return f"{inst.name} starts from two values"
         loop = cls(s, n, c, steps, sources, initial, set())
         while loop._extend_back(insts, pos):
             pass
-        end = loop.start + n * loop.count
-        last = {id(i): r for r, i in enumerate(loop.steps[-1])}
-        inside = {id(i) for step in loop.steps for i in step}
-        for inst in insts[end:]:
-            for o in inst.operands:
-                if id(o) in last:
-                    loop.after.add(last[id(o)])
-                elif id(o) in inside:
-                    return f"{inst.name}, after the loop, reads a value of an earlier step"
+        # A value of an early step read after the loop (the first step's, kept by the
+        # user): the loop starts after the last such step, which stays unrolled before it.
+        why, read = loop._read_after(insts)
+        while why and read is not None and loop.count - read - 1 >= MIN_STEPS:
+            loop = loop._from_step(read + 1)
+            loop.unrolled_before += read + 1
+            loop.why_before = why.split(",")[0]  # the instruction that reads it
+            why, read = loop._read_after(insts)
+        if why:
+            return why
         for r in set(loop.initial) | loop.after:
             if loop.steps[0][r].shape.is_tuple:
                 return f"a step hands on a tuple ({loop.steps[0][r].name})"
         return loop
+
+    def _read_after(self, insts: list[Instruction]) -> tuple[str, int | None]:
+        """Note which of the last step's values are read after the loop (`after`); if a
+        value of an earlier step is, a sentence saying so and the latest such step."""
+        last = {id(i): r for r, i in enumerate(self.steps[-1])}
+        step_of = {id(i): k for k, step in enumerate(self.steps[:-1]) for i in step}
+        read = [step_of[id(o)] for inst in insts[self.start + self.length * self.count:]
+                for o in inst.operands if id(o) in step_of]
+        for inst in insts[self.start + self.length * self.count:]:
+            for o in inst.operands:
+                if id(o) in last:
+                    self.after.add(last[id(o)])
+        if not read:
+            return "", None
+        user = next(i for i in insts[self.start + self.length * self.count:]
+                    if any(id(o) in step_of for o in i.operands))
+        return f"{user.name}, after the loop, reads a value of an earlier step", max(read)
+
+    def _from_step(self, k: int) -> "_Loop":
+        """The loop without its first k steps: it starts from what step k - 1 hands on."""
+        return _Loop(self.start + k * self.length, self.length, self.count - k, self.steps[k:],
+                     self.sources, {v: self.steps[k - 1][v] for v in self.initial}, set(),
+                     unrolled_before=self.unrolled_before)
 
     def _extend_back(self, insts: list[Instruction], pos: dict[int, int]) -> bool:
         """Take in the step before the first, if it is one more step: the same instructions,

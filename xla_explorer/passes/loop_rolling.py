@@ -2,7 +2,7 @@
 
 A Python loop unrolls while tracing (as under `jax.jit`): 200 steps of a stencil are 200
 copies of the step, and every pass after tracing works through all of them (fusion alone
-takes a quarter of a second on 2,600 instructions). When consecutive steps are the same
+takes a quarter of a second on their 2,200 instructions). When consecutive steps are the same
 instructions, each reading the step before (`ir/structure.loop_steps`, which the graph already
 draws as one step), this pass replaces them with a `while` whose body is one step, as
 `xe.fori_loop` writes it: fusion, buffer assignment and the code generator then see the step
@@ -40,7 +40,7 @@ COUNTER = np.dtype(np.int64)  # the loop's counter, as xe.fori_loop's
 class RollOptions:
     # Rolled only when its copies are at least this many instructions: a short loop compiles
     # as fast unrolled (a while costs the CPU backend two more compiled functions, the loop
-    # kernel and the body's driver, about 0.1 s each) and fusion may join its steps.
+    # kernel and the body's driver, about 0.25 s each) and fusion may join its steps.
     min_instructions: int = 500
     # Rolled only when no array a step reads or makes is larger than this (bytes): a cache's
     # worth, where a pass over an array costs little and joining steps saves little.

@@ -211,6 +211,12 @@ def known_trip_count(inst: Instruction) -> int | None:
         return None
 
 
+def trip_count_config(n: int) -> str:
+    """The backend_config that says a while loop runs `n` times, as XLA's
+    WhileLoopTripCountAnnotator writes it (read back by `known_trip_count`)."""
+    return json.dumps({"known_trip_count": {"n": str(n)}}, separators=(",", ":"))
+
+
 def post_order(roots: Iterable[Instruction]) -> list[Instruction]:
     """The instructions reachable from `roots`, each after its operands."""
     seen: set[int] = set()

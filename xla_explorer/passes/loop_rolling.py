@@ -19,14 +19,13 @@ that reads its arrays once). Each loop found gets a note saying what was done, o
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 
 import numpy as np
 
-from ..ir.module import Computation, Instruction, Module
+from ..ir.module import Computation, Instruction, Module, trip_count_config
 from ..ir.shape import Shape, TupleShape
-from ..ir.structure import MIN_STEPS, Steps, loop_steps
+from ..ir.structure import MIN_STEPS, Steps, loop_steps, own_key
 from .base import Note, Pass, PassResult
 from .dce import without_dead
 from .names import NameGen
@@ -62,7 +61,7 @@ class RollLoops(Pass):
         comp = Computation(module.entry.name, tuple(insts))
         found = loop_steps(module.with_entry(comp), comp)
         if not found:
-            return PassResult(module, False, tuple(_steps_that_differ(module, [])))
+            return PassResult(module, False, tuple(_steps_that_differ(module, insts, [])))
         names = NameGen(module)
         notes: list[Note] = []
         added: list[Computation] = []
@@ -87,7 +86,7 @@ class RollLoops(Pass):
                 f"instructions each, rolled into {loop.name}, a while loop whose body is one "
                 f"step: the passes and the code generator see the step once, not "
                 f"{loop.count} times." + _before(loop), "rolled", (loop.name,)))
-        notes += _steps_that_differ(module, found)
+        notes += _steps_that_differ(module, list(comp.instructions), found)
         if not added:
             return PassResult(module, False, tuple(notes))
         # What only the rolled steps read (a constant the body now makes itself) goes.
@@ -107,13 +106,15 @@ def _before(loop: "_Loop") -> str:
             f"value step {k} made.")
 
 
-def _steps_that_differ(module: Module, found: list[Steps]) -> list[Note]:
+def _steps_that_differ(module: Module, ordered: list[Instruction], found: list[Steps]
+                       ) -> list[Note]:
     """A note for each run of steps alike but for a constant or an index (the loop reads
     its counter), where no exact loop was `found`: no while rolls them, and `xe.fori_loop`
     traces such a loop once. Looked for in the traced order (`found` is in the order with
-    the constants first, which takes these steps' differing constants out of them)."""
+    the constants first, `ordered`, which takes these steps' differing constants out of
+    them)."""
     comp = module.entry
-    noted = {id(i) for s in found for i in _constants_first(comp)[s.start:s.end]}
+    noted = {id(i) for s in found for i in ordered[s.start:s.end]}
     # One note per loop in the source: the steps of one Python loop may be found as
     # several runs (steps of two lengths, where a constant is made in some steps only).
     runs: dict[str, list] = {}
@@ -221,7 +222,7 @@ class _Loop:
                         if pos[id(o)] >= s or initial.setdefault(v, o) is not o:
                             return f"{inst.name} starts from two values"
         loop = cls(s, n, c, steps, sources, initial, set())
-        while loop._extend_back(insts, pos):
+        while loop._extend_back(module, insts, pos):
             pass
         # A value of an early step read after the loop (the first step's, kept by the
         # user): the loop starts after the last such step, which stays unrolled before it.
@@ -261,7 +262,8 @@ class _Loop:
                      self.sources, {v: self.steps[k - 1][v] for v in self.initial}, set(),
                      unrolled_before=self.unrolled_before)
 
-    def _extend_back(self, insts: list[Instruction], pos: dict[int, int]) -> bool:
+    def _extend_back(self, module: Module, insts: list[Instruction],
+                     pos: dict[int, int]) -> bool:
         """Take in the step before the first, if it is one more step: the same instructions,
         its carried values from before it (they become the loop's starting values)."""
         s, n = self.start, self.length
@@ -270,7 +272,7 @@ class _Loop:
         step = insts[s - n:s]
         initial: dict[int, Instruction] = {}
         for r, (inst, like) in enumerate(zip(step, self.steps[0])):
-            if inst.opcode == "parameter" or own_key_differs(inst, like):
+            if inst.opcode == "parameter" or own_key(module, inst) != own_key(module, like):
                 return False
             for q, o in enumerate(inst.operands):
                 kind, v = self.sources[r, q]
@@ -337,8 +339,7 @@ class _Loop:
                              literal=np.zeros((), COUNTER), metadata=md)
         state = Instruction(names("tuple"), "tuple", shape,
                             (zero_i, *start_values, *outside), metadata=md)
-        config = json.dumps({"known_trip_count": {"n": str(self.count)}},
-                            separators=(",", ":"))
+        config = trip_count_config(self.count)
         self.name = names("while")
         loop = Instruction(self.name, "while", shape, (state,),
                            (("condition", cond.name), ("body", body.name),
@@ -421,17 +422,3 @@ def _remade(v: Instruction) -> bool:
     if v.opcode == "constant":
         return v.shape.rank == 0
     return v.opcode in _REMADE and all(_remade(o) for o in v.operands)
-
-
-def own_key_differs(a: Instruction, b: Instruction) -> bool:
-    """Whether two instructions differ apart from their operands and names (what
-    `own_key` compares), without hashing called computations again."""
-    return (a.opcode, str(a.shape), a.attrs, a.parameter_number) != (
-        b.opcode, str(b.shape), b.attrs, b.parameter_number) or not _same_literal(a, b)
-
-
-def _same_literal(a: Instruction, b: Instruction) -> bool:
-    if a.literal is None or b.literal is None:
-        return a.literal is b.literal
-    return a.literal.dtype == b.literal.dtype and np.array_equal(a.literal, b.literal)
-

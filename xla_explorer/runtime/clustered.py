@@ -143,8 +143,8 @@ def plan(module: Module) -> list[Segment]:
             continue
         if inst.opcode == "get-tuple-element" and inst.operands[0] in group:
             key = group[inst.operands[0]]  # an element goes with what made the tuple
-        elif inst.opcode == "tuple" and _cluster_using(entry, inst):
-            key = _cluster_using(entry, inst)  # a while loop's state is made where it runs
+        elif inst.opcode == "tuple" and (user := _cluster_using(entry, inst)):
+            key = user  # a while loop's state is made where the loop runs
             clusters.add(key)
         else:
             c = cluster_of(inst)

@@ -15,13 +15,12 @@ computations read only their parameters. Not tracing, `fori_loop` is the Python 
 from __future__ import annotations
 
 import itertools
-import json
 from typing import Callable
 
 import numpy as np
 
 from ..errors import as_python_class
-from ..ir.module import Computation, Instruction
+from ..ir.module import Computation, Instruction, trip_count_config
 from ..ir.shape import Shape, TupleShape
 from ..tree import flatten, unflatten
 from .context import active_builder, located
@@ -51,8 +50,7 @@ def fori_loop(lower: int, upper: int, body: Callable, init_val):
     state = b.emit("tuple", (start, *init_nodes, *externals))
     # The trip count, as XLA's WhileLoopTripCountAnnotator writes it: what the CPU backend
     # compiles the loop for (codegen/cpu/while_loop.py).
-    count = json.dumps({"known_trip_count": {"n": str(max(0, upper - lower))}},
-                       separators=(",", ":"))
+    count = trip_count_config(max(0, upper - lower))
     loop = b.emit("while", (state,), shape=state.shape,
                   attrs=[("condition", cond_name), ("body", body_name),
                          ("backend_config", count)])

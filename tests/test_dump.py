@@ -10,6 +10,7 @@ import pytest
 import xla_explorer as xe
 from xla_explorer.backends import BACKENDS
 from xla_explorer.backends.interpreter import InterpreterBackend
+from xla_explorer.passes.buffer_assignment import human_bytes
 from xla_explorer.dump import (DumpOptions, dump_exploration, next_module_number,
                                options_from_env, options_from_flags)
 
@@ -151,9 +152,9 @@ def test_memory_usage_report_counts_what_the_assignment_holds(cpu_ex):
     assert text.endswith(a.report())
     assert f"a {a.peak_bytes}-byte arena" in text and f"lower bound {a.lower_bound_bytes}" in text
     stats = dict(re.findall(r"^\s*([\w ]+ allocation):\s+(\S+)$", text, re.M))
-    assert stats["preallocated_temp allocation"] == f"{a.peak_bytes}B"
+    assert stats["preallocated_temp allocation"] == human_bytes(a.peak_bytes)
     total = re.search(r"^Total bytes used: (\d+)", a.report(), re.M).group(1)
-    assert stats["total allocation"] == f"{total}B"
+    assert stats["total allocation"] == human_bytes(int(total))
     # One row per step; the most live is the lower bound, marked where it is reached.
     rows = re.findall(r"^\s+(\d+)  (\S+)\s+(\d+)(  <- most live.*)?$", text, re.M)
     assert [r[1] for r in rows] == [i.name for i in a.module.entry.instructions]
@@ -262,6 +263,7 @@ import numpy as np
 import xla_explorer as xe
 from xla_explorer.backends import BACKENDS
 from xla_explorer.backends.interpreter import InterpreterBackend
+from xla_explorer.passes.buffer_assignment import human_bytes
 
 def f(x):
     return np.tanh(x) * 2 + x.sum()

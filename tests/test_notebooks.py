@@ -136,10 +136,14 @@ def test_02_fusion(executed):
     refused = text_of(find(nb, "for d in _xla.decisions:\n    if not d.fused"))
     assert "a dot reads its operands from memory (BLAS)" in refused
     buffers = text_of(find(nb, "bufs = _xla.buffers"))
-    # The one temporary: the 6x6 float32 scores (144 bytes), rounded up to 64-byte alignment.
-    assert buffers.startswith("arena: 192 bytes; lower bound: 192 bytes")
+    # The one temporary: the 6x6 float32 scores (144 bytes); and each product's packed
+    # operand, its columns padded to 32: k.T (4x6) and w1 (4x8) 512 bytes, val (6x4) 768.
+    assert buffers.startswith("arena: 768 bytes; lower bound: 768 bytes")
     assert "buffer_id,buffer_name,offset,size" in buffers
-    assert re.search(r"\n\d+,dot\.\d+,0,144,", buffers)
+    assert re.search(r"\n\d+,dot\.\d+,\d+,144,", buffers)
+    scratch = re.findall(r"\n\d+,[\w.]+ scratch,(\d+),(\d+),(\d+),(\d+),", buffers)
+    assert sorted(int(size) for _, size, _, _ in scratch) == [512, 512, 768]
+    assert all(start == end and offset == "0" for offset, _, start, end in scratch)
     assert ",transpose." not in buffers
     assert "preallocated-temp" in text_of(find(nb, "print(bufs.report())"))
     catalogue = text_of(find(nb, "import xla_explorer as xe"))
@@ -252,10 +256,13 @@ def test_05_memory(executed):
     assert budget == 2**19 and eager_b <= budget and comp_b <= budget
     assert n_comp > n_eager > 0
     measured = text_of(find(nb, "xc = "))
-    m = re.search(r"measured (\d+) bytes: per call (\d+), arena (\d+) \(of which scratch "
-                  r"(\d+)\); the assignment said (\d+)", measured)
-    total, per_call, arena, scratch, said = map(int, m.groups())
+    m = re.search(r"measured (\d+) bytes: per call (\d+), arena (\d+) \(the CPU's assignment "
+                  r"said (\d+), with (\d+) bytes of scratch, (-?\d+) more than the interpreter's "
+                  r"arena\); the interpreter's assignment said (\d+) in all", measured)
+    total, per_call, arena, cpu_said, scratch, extra, said = map(int, m.groups())
     assert total == per_call + arena and said == comp_b
+    # The CPU's assignment is the arena the executable allocates, the products' scratch in it.
+    assert arena == cpu_said and scratch > 0 and 0 <= extra <= scratch
     assert per_call >= n_comp * 16 * 32 * 4  # the output: the block's n*T x D result
     assert "ok" in measured.splitlines()[-1]
     fit = text_of(find(nb, "n_fit = "))

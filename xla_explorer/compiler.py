@@ -17,7 +17,7 @@ from .ir.module import Module
 from .ir.verify import verify
 from .passes.autocluster import Clustering
 from .passes.base import Pass, Pipeline, Stage
-from .passes.buffer_assignment import BufferAssignment, assign_buffers
+from .passes.buffer_assignment import BufferAssignment
 from .passes.kinds import Decision
 from .runtime.base import Executable
 
@@ -154,7 +154,7 @@ def compile_cluster(module: Module, backend: Backend) -> Executable:
         CLUSTER_CACHE["hits" if executable is not None else "misses"] += 1
     if executable is None:
         verify(module)
-        executable = backend.compile(module, assign_buffers(module))
+        executable = backend.compile(module, backend.assign_buffers(module))
         with _LOCK:
             executable = _CLUSTERS.setdefault(key, executable)
     return executable

@@ -652,3 +652,46 @@ def test_a_dot_with_one_elementwise_producer_has_one_temporary():
     (t,) = a.temporaries  # tanh(x): f32[4,8], 128 bytes; the dot fusion's result is the output
     assert t.shape.dims == (4, 8) and t.size == 128
     assert a.peak_bytes == 128 and a.offset(t) == 0
+
+
+# ---------------------------------------------------------------------------------------------
+# A kernel's scratch space, when the target says it takes some.
+
+
+def test_scratch_lives_at_its_kernels_step_alone_and_shares_the_arena():
+    # step 0 x, 1 k, 2 a, 3 fusion.3, 4 dead, ...: the fusion takes 1000 bytes of scratch.
+    sizes = {"fusion.3": 1000}
+    before, result = run_pass(AssignBuffers(lambda m, i: sizes.get(i.name, 0)), CATEGORIES)
+    a = result.artifact
+    s = a.buffer("fusion.3 scratch")
+    assert (s.category, s.live_range, s.size, s.uses) == ("scratch", (3, 3), 1000,
+                                                          ((3, "fusion.3"),))
+    slot = a.scratch_of("fusion.3")
+    assert slot.values == (s,) and slot.size == 1024 and slot.offset % 64 == 0
+    assert a.scratch_of("a") is None
+    # Nothing live at step 3 shares its bytes; temporaries dead by then may.
+    for x in a.allocations:
+        if x is not slot and x.start <= 3 <= x.end:
+            assert x.offset + x.size <= slot.offset or slot.offset + slot.size <= x.offset
+    assert a.conflicts() == [] and a.peak_bytes >= 1024 + 64  # `a`, live at 3, beside it
+    assert a.temporaries == assign_buffers(before).temporaries  # not a temporary
+    assert result.notes[1].message == ("8 logical buffers: 1 parameter, 1 constant, 2 outputs, "
+                                       "3 temporaries, 1 scratch buffer")
+    assert "for 3 temporaries and a kernel's scratch space in 4 allocations" in \
+        result.notes[3].message
+    assert "fusion.3 scratch" in a.csv() and "fusion.3 scratch" in a.report()
+
+
+def test_the_cpu_backends_assignment_places_a_products_packed_operand():
+    from xla_explorer.codegen.packing import packed_b_size
+
+    rng = np.random.default_rng(0)
+    x, w = rng.random((8, 200), dtype=np.float32), rng.random((200, 100), dtype=np.float32)
+    cpu = xe.explore(lambda x, w: np.tanh(x @ w), x, w, backend="cpu").buffers
+    [slot] = [a for a in cpu.allocations if a.values[0].category == "scratch"]
+    assert slot is cpu.scratch_of(slot.values[0].instruction)
+    assert slot.size == -(-packed_b_size(200, 100, np.float32) // 64) * 64
+    assert packed_b_size(200, 100, np.float32) >= w.nbytes  # panels padded to NR columns
+    # The interpreter packs nothing: its assignment has no scratch.
+    interpreted = xe.explore(lambda x, w: np.tanh(x @ w), x, w).buffers
+    assert all(b.category != "scratch" for b in interpreted.buffers)

@@ -795,3 +795,31 @@ ROOT slice_add_fusion.1 = f32[7] fusion(e), kind=kLoop, calls=fused_computation.
                        "2 times per element of this kernel (it is read at different indices by "
                        "a and b); it is computed once, in a kernel of its own, and read from "
                        "memory") in decisions(result)
+
+
+def test_a_cheap_producer_written_anyway_is_not_copied_where_it_keeps_a_large_value_alive():
+    # A training step's h = relu(x @ w + b): h is read by a product (h.T @ g, from memory)
+    # and by the backward pass's mask (h > 0). Copied into the mask's kernel, relu would read
+    # x @ w (256 KiB) there and keep it alive until then; the mask reads h instead, and the
+    # product x @ w, read by relu alone, takes relu as its epilogue.
+    _, result = run_pass(Fusion(), hlo("""\
+x = f32[1024,16] parameter(0)
+w = f32[16,64] parameter(1)
+g = f32[1024,64] parameter(2)
+d = f32[1024,64] dot(x, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+zero = f32[] constant(0)
+zeros = f32[1024,64] broadcast(zero), dimensions={}
+h = f32[1024,64] maximum(d, zeros)
+dw = f32[64,64] dot(h, g), lhs_contracting_dims={0}, rhs_contracting_dims={0}
+mask = pred[1024,64] compare(h, zeros), direction=GT
+gm = f32[1024,64] select(mask, g, zeros)
+ROOT t = (f32[64,64], f32[1024,64]) tuple(dw, gm)"""))
+    body = entry_body(result.module)
+    assert "dot_maximum_fusion.1 = f32[1024,64] fusion(x, w), kind=kOutput" in body
+    assert "fusion(dot_maximum_fusion.1, g)" in body  # the mask's kernel reads h
+    refused = [d.reason for d in result.notes if not d.fused and d.producer == "h"
+               and d.consumer == "mask"]
+    assert refused == [
+        "not fused h into mask: h is written to memory anyway (dw also reads it); "
+        "a copy in mask's kernel would read d (256.00KiB), which it reads nowhere else, instead "
+        "of h's result: the same traffic, and d kept in memory until then"]

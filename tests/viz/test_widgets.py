@@ -782,22 +782,29 @@ def test_the_explorer_is_one_output_with_the_json_and_static_html(monkeypatch):
 def test_the_buffers_tab_says_what_the_executable_allocates_for_the_arena():
     from xla_explorer.viz.html import page
     from xla_explorer.viz.mime import payload
+    from xla_explorer.viz.format import arena_note
     from xla_explorer.viz.panel_views import arena_note_of
 
     rng = np.random.default_rng(0)
     x, w = rng.random((4, 256), dtype=np.float32), rng.random((256, 256), dtype=np.float32)
     ex = xe.explore(lambda x, w: np.tanh(np.maximum(x @ w, 0) @ w), x, w, backend="cpu")
-    # The assignment's arena holds the one temporary between the two products; the
-    # executable adds the products' packed copy of w, so the Performance tab's arena is
-    # larger: said where the smaller one is shown.
+    # The CPU's assignment places the products' packed copies of w (scratch, live at their
+    # own step) with the one temporary between them: its arena is the executable's, one
+    # figure on every tab, and the scratch is a row of the Buffers tab's table.
     a, exe = ex.buffers, ex.executable
-    assert exe.arena_bytes >= a.peak_bytes + w.nbytes
+    scratch = [x for x in a.allocations if any(v.category == "scratch" for v in x.values)]
+    assert len(scratch) == 2 and all(x.size >= w.nbytes for x in scratch)
+    assert exe.arena_bytes == a.peak_bytes >= w.nbytes + x.shape[0] * w.shape[1] * 4
     note = arena_note_of(ex)
-    assert note == (f"the executable allocates {bytes_text(exe.arena_bytes)} once: these "
-                    f"{bytes_text(a.peak_bytes)} of temporaries, then "
-                    f"{bytes_text(exe.arena_bytes - a.peak_bytes)} of scratch its kernels "
-                    "share (a matrix product's packed operand), aligned")
-    assert html.escape(note) in ex.show().buffers_panel.table_html.value
+    assert note == f"the executable allocates this arena, {bytes_text(a.peak_bytes)}, once"
+    table = ex.show().buffers_panel.table_html.value
+    assert html.escape(note) in table and all(v.name in table for x in scratch for v in x.values)
     assert payload(ex)["buffers"]["arena_note"] == note and html.escape(note) in page(ex)
+    # Where the executable's arena is larger (scratch placed after the assignment), it says
+    # by how much and why, beside the assignment's figure.
+    assert arena_note(1000, 1064) == (
+        "the executable allocates 1.04 KiB once: these 1000 bytes, then 64 bytes of scratch "
+        "space its kernels take while they run, placed after the assignment (a while loop's "
+        "body, a reduction's partials on a GPU)")
     interpreted = xe.explore(lambda x: np.tanh(x) * 2 + 1, x, backend="interpreter")
     assert arena_note_of(interpreted).startswith("the executable allocates this arena")

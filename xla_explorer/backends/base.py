@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from ..errors import CompileError, not_compilable
 from ..ir.module import Instruction, Module
 from ..passes.base import Pass
-from ..passes.buffer_assignment import BufferAssignment
+from ..passes.buffer_assignment import BufferAssignment, assign_buffers
 from ..passes.pipeline import default_passes
 from ..runtime.base import Executable
 
@@ -51,7 +51,17 @@ class Backend:
         """The pass pipeline for this target: by default the one every target runs
         (`passes/pipeline.py`). A target that needs others (no fusion for a reference, a
         partitioning pass for a distributed one) overrides this."""
-        return default_passes(autocluster=options.autocluster, roll_loops=self.runs_loops)
+        return default_passes(autocluster=options.autocluster, roll_loops=self.runs_loops,
+                              scratch=self.scratch_bytes)
+
+    def scratch_bytes(self, module: Module, inst: Instruction) -> int:
+        """The scratch space kernel `inst` takes while it runs on this target, for the buffer
+        assignment to place in the arena with the temporaries: none by default."""
+        return 0
+
+    def assign_buffers(self, module: Module) -> BufferAssignment:
+        """`module`'s buffer assignment for this target (its kernels' scratch placed too)."""
+        return assign_buffers(module, self.scratch_bytes)
 
     def compile_key(self) -> tuple:
         """What, besides the module, decides what `compile` makes: executables cached across

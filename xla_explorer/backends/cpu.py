@@ -5,7 +5,8 @@ tuning values (parallel thresholds, prefetching) than the measured defaults."""
 from __future__ import annotations
 
 from ..codegen.options import DEFAULT_OPTIONS, CodegenOptions
-from ..ir.module import Module
+from ..codegen.packing import cpu_scratch_bytes
+from ..ir.module import Instruction, Module
 from ..passes.buffer_assignment import BufferAssignment
 from ..runtime.base import Executable
 from ..passes.base import Pipeline
@@ -25,6 +26,11 @@ class CpuBackend(Backend):
 
     def compile_key(self) -> tuple:
         return (self.name, self.options, self.loop_body)
+
+    def scratch_bytes(self, module: Module, inst: Instruction) -> int:
+        # A product's packed B (codegen/packing.py), placed in the arena's free space at
+        # its step: a training step's 512 KiB of it goes where the activations were.
+        return cpu_scratch_bytes(module, inst)
 
     def compile(self, module: Module, assignment: BufferAssignment | None) -> Executable:
         # Imported here: Numba takes a while to import, and `import xla_explorer` should not.

@@ -49,7 +49,11 @@ from numba import carray, cfunc, njit, prange, types  # noqa: E402
 
 from .gemm_ir import (MR, NV, PACK_ROWS, VECTOR_BYTES, copy_panel_row, local_array,  # noqa: E402
                       short_tile, tile, tile_packing, transpose_strip)
+from .packing import WIDEST_PANEL_BYTES, packed_b_size  # noqa: E402
 from .parallel import LINE, fetch_add, load_acquire, thread, threads  # noqa: E402
+
+# packed_b_size, which the buffer assignment asks before Numba loads, sizes panels this wide.
+assert NV * VECTOR_BYTES <= WIDEST_PANEL_BYTES
 
 __all__ = ["MR", "NV", "KC", "VECTOR_BYTES", "panel_width", "packed_b_size", "packed_b",
            "pack_b", "pack_b_parallel", "claims", "next_rows", "group_columns",
@@ -97,14 +101,6 @@ def _panels(n, itemsize):
 def _packed_elements(k, n, itemsize):
     """Elements of B (k x n) packed by `pack_b` on this host."""
     return _panels(n, itemsize) * _nr(itemsize) * k
-
-
-def packed_b_size(k: int, n: int, dtype) -> int:
-    """Bytes that B (k x n) packed into panels takes at most, on any host: every panel NR wide
-    (the last one padded with zeros), NR being at most two 512-bit registers. (The bound keeps
-    generated source the same on every host.)"""
-    widest = NV * 64 // np.dtype(dtype).itemsize
-    return -(-n // widest) * widest * k * np.dtype(dtype).itemsize
 
 
 @njit(**_JIT)

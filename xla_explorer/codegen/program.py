@@ -4,9 +4,13 @@ arena they share, made once from the scheduled module and its buffer assignment.
 Each target renders its driver from this (cpu/driver.py, cuda/driver.py); a viewer can show
 it; ahead-of-time export can render it again. A buffer a kernel reads or writes is either a
 slice of the arena (`BufferRef`: a temporary, at the assignment's offset) or one the driver
-is given (`Argument`: a parameter, a constant, an output the caller allocates). Past the
-temporaries, aligned as the target wants, lies the scratch space the kernels use one at a time
-(`Scratch`: a product's packed B, a full reduction's partials).
+is given (`Argument`: a parameter, a constant, an output the caller allocates). A kernel's
+scratch space (`Scratch`: a product's packed B, a loop body's arena, a full reduction's
+partials) is either where the buffer assignment placed it (the target said its size up
+front, as XLA gives a kernel's temp buffer a slot live at that instruction alone), or else in
+the arena's free space at the kernel's step; or, for a target whose scratch must keep its
+contents between launches (CUDA's counters, zeroed once), one region past the temporaries
+that the kernels share.
 """
 from __future__ import annotations
 
@@ -51,7 +55,7 @@ class Argument:
 
 @dataclass(frozen=True)
 class Scratch:
-    """A kernel's scratch space: `size` bytes at `offset` in the arena, past the temporaries."""
+    """A kernel's scratch space: `size` bytes at `offset` in the arena."""
 
     offset: int
     size: int
@@ -95,13 +99,15 @@ class Launch:
 
 @dataclass(frozen=True)
 class ProgramLayout:
-    """The arena: the temporaries at the buffer assignment's offsets (`temporary_bytes` in
-    all), then, from `scratch_offset`, `scratch_bytes` of scratch space."""
+    """The arena, `arena_bytes` in all: the temporaries at the buffer assignment's offsets
+    (`temporary_bytes`, its peak), and the kernels' scratch: in the free space at each
+    kernel's step, or `scratch_bytes` shared from `scratch_offset` past the temporaries."""
 
     temporaries: tuple[BufferRef, ...]
     temporary_bytes: int
     scratch_offset: int
-    scratch_bytes: int
+    scratch_bytes: int  # the shared region's size; 0 where scratch lies in the free space
+    arena_bytes: int
 
 
 @dataclass(frozen=True)
@@ -131,10 +137,12 @@ def round_up(n: int, k: int) -> int:
 
 
 def plan_program(module: Module, assignment, emit: Emit | None = None,
-                 scratch_align: int = 1) -> ProgramPlan:
+                 scratch_align: int = 1, shared_scratch: bool = False) -> ProgramPlan:
     """The launches of `module`'s kernels over the arena `assignment` lays out. `emit`
-    generates each kernel (a target's); without it the launches name no code. An op left to
-    run eagerly (a custom-call) cannot be in a compiled program: refused by name."""
+    generates each kernel (a target's); without it the launches name no code. A kernel's
+    scratch starts on a multiple of `scratch_align`, in the free space at its step, or, with
+    `shared_scratch`, in one region past the temporaries. An op left to run eagerly (a
+    custom-call) cannot be in a compiled program: refused by name."""
     entry = module.entry
     flow = dataflow(entry)
     params = tuple(sorted(entry.parameters, key=lambda p: p.parameter_number))
@@ -163,10 +171,11 @@ def plan_program(module: Module, assignment, emit: Emit | None = None,
 
     scratch_at = round_up(assignment.peak_bytes, scratch_align)
     scratch_bytes = 0
+    arena_bytes = assignment.peak_bytes
     names: set[str] = set()
     launches = []
     made: dict[tuple, tuple[str, Instruction, object, object]] = {}  # structure -> kernel
-    for inst in entry.instructions:
+    for step, inst in enumerate(entry.instructions):
         if not is_kernel(inst):
             continue
         fname = identifier(inst.name)
@@ -186,9 +195,17 @@ def plan_program(module: Module, assignment, emit: Emit | None = None,
             else:
                 code, shape = emit(comp, fname, kind, row)
                 made[key] = (fname, inst, code, shape)
-            if code.scratch:
+            if code.scratch and shared_scratch:
                 scratch = Scratch(scratch_at, code.scratch)
                 scratch_bytes = max(scratch_bytes, code.scratch)
+            elif code.scratch:
+                placed = assignment.scratch_of(inst.name)
+                at = (placed.offset if placed is not None and placed.size >= code.scratch
+                      and placed.offset % scratch_align == 0
+                      else free_space(assignment, step, code.scratch, scratch_align))
+                scratch = Scratch(at, code.scratch)
+            if scratch is not None:
+                arena_bytes = max(arena_bytes, scratch.offset + scratch.size)
         launches.append(Launch(fname, inst, tuple(ins), outs, scratch, shape, code, same_as))
 
     # What the root hands back, element by element.
@@ -199,9 +216,24 @@ def plan_program(module: Module, assignment, emit: Emit | None = None,
     temporaries = {b.name: b for launch in launches for b in launch.outputs
                    if isinstance(b, BufferRef)}
     layout = ProgramLayout(tuple(temporaries.values()), assignment.peak_bytes, scratch_at,
-                           scratch_bytes)
+                           scratch_bytes, arena_bytes)
     return ProgramPlan(module, tuple(launches), layout, params, constants, tuple(outputs),
                        len(out_index))
+
+
+def free_space(assignment, step: int, size: int, align: int) -> int:
+    """The lowest offset, a multiple of `align`, where `size` bytes overlap no buffer live at
+    `step` (the kernel's own operands and results among them): past the arena's peak only
+    where no gap fits. For scratch the assignment did not place: a while loop's, whose size
+    is its body's arena, known once the body is compiled."""
+    busy = sorted((a.offset, a.offset + a.size) for a in assignment.allocations
+                  if a.size and a.start <= step <= a.end)
+    at = 0
+    for lo, hi in busy:
+        if at + size <= lo:
+            break
+        at = max(at, round_up(hi, align))
+    return at
 
 
 def _same_kernel(fname: str, inst: Instruction, first: str, first_inst: Instruction, code,

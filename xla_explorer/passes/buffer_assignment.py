@@ -21,6 +21,12 @@ order (the schedule), in four steps:
 4. Accounting: the arena size (peak), the most bytes live at one time (the lower bound no
    placement can beat), and their difference (fragmentation).
 
+A target may say that a kernel needs scratch space while it runs (the CPU's matrix product
+packs an operand into panels): given `scratch`, each such kernel gets a buffer of category
+`scratch`, live at its own step alone, placed by best fit with the temporaries, as XLA gives a
+kernel's temp buffer a slot in the same heap. The arena the assignment reports is then the one
+the executable allocates.
+
 Parameters, constants and outputs are not in the arena: the caller owns the first, the module
 the second, and outputs are handed to the user as arrays of their own. Nor are the results of
 non-compilable ops run eagerly (category `eager`): their size is known only once they have run.
@@ -29,8 +35,11 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
+from typing import Callable
 
-from ..ir.module import Computation, Module
+import numpy as np
+
+from ..ir.module import Computation, Instruction, Module
 from ..ir.ops import Group, in_group
 from ..ir.shape import Shape
 from .base import Note, Pass, PassResult
@@ -44,13 +53,18 @@ from .in_place import Sharing, in_place_sharings
 ALIGNMENT = 64
 
 PARAMETER, CONSTANT, OUTPUT, TEMPORARY = "parameter", "constant", "output", "temporary"
+# A kernel's own working space while it runs, in the arena at the kernel's step only.
+SCRATCH = "scratch"
 # The result of a non-compilable op (np.unique, ...) run eagerly between kernels: its size is
 # known only when it has run, so NumPy allocates it then, outside the arena, as TensorFlow's
 # auto-clustering leaves such results to the eager runtime.
 EAGER = "eager"
-CATEGORIES = (PARAMETER, CONSTANT, OUTPUT, TEMPORARY, EAGER)
+CATEGORIES = (PARAMETER, CONSTANT, OUTPUT, TEMPORARY, SCRATCH, EAGER)
 PLURAL = {PARAMETER: "parameters", CONSTANT: "constants", OUTPUT: "outputs",
-          TEMPORARY: "temporaries", EAGER: "eager results"}
+          TEMPORARY: "temporaries", SCRATCH: "scratch buffers", EAGER: "eager results"}
+SINGULAR = {SCRATCH: "scratch buffer"}
+# scratch(module, kernel instruction) -> the bytes of scratch space it takes on the target.
+ScratchBytes = Callable[[Module, Instruction], int]
 
 
 def align(n: int) -> int:
@@ -60,6 +74,11 @@ def align(n: int) -> int:
 def buffer_name(inst_name: str, index: ShapeIndex) -> str:
     """`fusion.3` for an array, `fusion.3{1}` for element 1 of a tuple, as XLA writes them."""
     return inst_name if not index else f"{inst_name}{{{','.join(map(str, index))}}}"
+
+
+def scratch_name(inst_name: str) -> str:
+    """The name of a kernel's scratch buffer: `dot.3 scratch`."""
+    return f"{inst_name} scratch"
 
 
 # ----------------------------------------------------------------------------------------------
@@ -75,7 +94,7 @@ class LogicalBuffer:
     instruction: str  # the instruction that defines it
     index: ShapeIndex
     shape: Shape
-    category: str  # parameter | constant | output | temporary | eager
+    category: str  # parameter | constant | output | temporary | scratch | eager
     definition_time: int  # its step in the schedule
     end_time: int  # its last use, inclusive (outputs, parameters and constants: the last step)
     uses: tuple[tuple[int, str], ...]  # (step, user) per use, in schedule order
@@ -187,6 +206,10 @@ class BufferAssignment:
         a = self.allocation(buffer)
         return None if a is None else a.offset
 
+    def scratch_of(self, inst_name: str) -> Allocation | None:
+        """The arena slot of kernel `inst_name`'s scratch space; None if it takes none."""
+        return self._allocation_of.get(scratch_name(inst_name))
+
     def conflicts(self) -> list[tuple[Allocation, Allocation]]:
         """Pairs of slots live at the same step whose bytes overlap: empty when it is right."""
         out = []
@@ -205,10 +228,12 @@ class BufferAssignment:
     # -- reports -----------------------------------------------------------------------------
 
     def csv(self) -> str:
-        """One row per temporary, as XLA's BufferInfoString (end_time here is the last use,
-        inclusive)."""
+        """One row per temporary and per kernel's scratch space, as XLA's BufferInfoString
+        (end_time here is the last use, inclusive)."""
         rows = [CSV_HEADER]
-        for b in self.temporaries:
+        for b in self.buffers:
+            if b.category not in (TEMPORARY, SCRATCH):
+                continue
             rows.append(",".join(map(str, [
                 b.id, b.name, self.offset(b), b.size, b.definition_time, b.end_time, len(b.uses),
                 ";".join(str(t) for t, _ in b.uses), ";".join(u for _, u in b.uses)])))
@@ -308,14 +333,31 @@ def _slots(temporaries: list[LogicalBuffer], sharings: list[Sharing]) -> list[Sl
 # 4. Putting it together.
 
 
-def assign_buffers(module: Module) -> BufferAssignment:
-    """The buffer assignment of `module`'s entry in its instruction order."""
+def scratch_buffers(module: Module, scratch: ScratchBytes, first_id: int) -> list[LogicalBuffer]:
+    """A buffer for each kernel that takes scratch space, live at its own step alone."""
+    out = []
+    for t, inst in enumerate(module.entry.instructions):
+        size = scratch(module, inst) if is_kernel(inst) else 0
+        if size:
+            out.append(LogicalBuffer(first_id + len(out), scratch_name(inst.name), inst.name,
+                                     (), Shape(np.uint8, (size,)), SCRATCH, t, t,
+                                     ((t, inst.name),)))
+    return out
+
+
+def assign_buffers(module: Module, scratch: ScratchBytes | None = None) -> BufferAssignment:
+    """The buffer assignment of `module`'s entry in its instruction order; with `scratch`, each
+    kernel's scratch space in the arena too."""
     comp = module.entry
     flow = dataflow(comp)
     buffers = logical_buffers(comp, flow)
+    if scratch is not None:
+        buffers += tuple(scratch_buffers(module, scratch, len(buffers)))
     temporaries = [b for b in buffers if b.category == TEMPORARY]
     sharings = in_place_sharings(module, comp, flow, temporaries)
-    slots = _slots(temporaries, sharings)
+    slots = _slots(temporaries, sharings) + [
+        Slot((b,), b.definition_time, b.end_time, align(b.size))
+        for b in buffers if b.category == SCRATCH]
     tried = []
     for name, key in HEAP_ORDERS.items():
         order = sorted(range(len(slots)), key=lambda i: key(slots[i], i))
@@ -331,12 +373,15 @@ def assign_buffers(module: Module) -> BufferAssignment:
 
 class AssignBuffers(Pass):
     """The `buffer-assignment` analysis: the module comes back unchanged, the assignment as
-    the Stage's artifact."""
+    the Stage's artifact. `scratch` is the target's word on its kernels' scratch space."""
 
     name = "buffer-assignment"
 
+    def __init__(self, scratch: ScratchBytes | None = None):
+        self.scratch = scratch
+
     def run(self, module: Module) -> PassResult:
-        a = assign_buffers(module)
+        a = assign_buffers(module, self.scratch)
         return PassResult(module, False, tuple(_notes(a)), a)
 
 
@@ -347,7 +392,8 @@ def _notes(a: BufferAssignment) -> list[Note]:
         notes.append(Note("the module is not scheduled: live ranges follow its instruction "
                           "order", "unscheduled"))
     notes.append(Note(f"{len(a.buffers)} logical buffers: " + ", ".join(
-        f"{n} {c if n == 1 else PLURAL[c]}" for c, n in counts.items() if n or c != EAGER),
+        f"{n} {SINGULAR.get(c, c) if n == 1 else PLURAL[c]}" for c, n in counts.items()
+        if n or c not in (SCRATCH, EAGER)),
         "buffers"))
     notes += [Note(s.reason, "in-place", (s.kernel, s.operand)) for s in a.sharings]
     if not a.allocations:
@@ -359,8 +405,12 @@ def _notes(a: BufferAssignment) -> list[Note]:
                       f"{a.heap_order} order", "heap"))
     bound, step = lower_bound([Slot(x.values, x.start, x.end, x.size) for x in a.allocations],
                               a.steps)
+    n = counts[TEMPORARY]
+    temporaries = f"{n} {'temporary' if n == 1 else 'temporaries'}"
+    scratch = (f" and {counts[SCRATCH]} kernels' scratch space" if counts[SCRATCH] > 1 else
+               " and a kernel's scratch space" if counts[SCRATCH] else "")
     notes.append(Note(
-        f"arena of {a.peak_bytes} bytes for {counts[TEMPORARY]} temporaries in "
+        f"arena of {a.peak_bytes} bytes for {temporaries}{scratch} in "
         f"{len(a.allocations)} allocations; lower bound {bound} bytes (live at step {step}, "
         f"{a.module.entry.instructions[step].name}), fragmentation {a.fragmentation_bytes} "
         "bytes", "arena"))
@@ -391,7 +441,7 @@ def _report(a: BufferAssignment) -> str:
     shared_into = {s.output: s.operand for s in a.sharings}
     entries = []  # (size, description, value lines)
     for b in a.buffers:
-        if b.category == TEMPORARY:
+        if b.category in (TEMPORARY, SCRATCH):
             continue
         what = {PARAMETER: f"parameter {a.module.entry.get(b.instruction).parameter_number}",
                 CONSTANT: "constant", OUTPUT: "maybe-live-out",

@@ -22,13 +22,20 @@ from ..ir.ops import Group as OpGroup
 from ..ir.ops import elementwise_like, in_group, is_expensive
 from .autocluster import cluster_boundary
 from .base import Pass, PassResult
-from .fusion_groups import FusionGroup, GroupIndex, emit, is_fusible, joined_size
+from .buffer_assignment import human_bytes
+from .fusion_groups import (MAX_OPERANDS_AND_OUTPUTS, FusionGroup, GroupIndex, emit,
+                            is_fusible, place_name)
 from .fusion_order import Depths
-from .kinds import Decision, fits_rows, row_reduce_space
+from .kinds import Decision
 from .names import NameGen
+from .row_fusion import row_fusion
 
-# XLA caps a fusion's operands plus outputs; past that, kernels get unwieldy parameter lists.
-MAX_OPERANDS_AND_OUTPUTS = 64
+# A producer written to memory anyway is copied into a kernel that does not read its
+# operand otherwise only while that operand is smaller than this: a small value kept a few
+# kernels longer costs the arena little, and the copy can let the consumer join another
+# kernel (a column mean and the centring that reads it, one kernel); a large one is held
+# in memory until the copy runs (a training step's X @ W1, 512 KiB, beside relu's result).
+KEEP_ALIVE_BYTES = 64 * 1024
 
 # A fused value is computed once per distinct index it is read at: a stencil reads its
 # producer at 3 offsets, so k fused steps would compute the first one 3**k times (and emit its
@@ -84,7 +91,7 @@ class Fusion(Pass):
             self._grow(g, graph, owner, decisions)
         # Copied cheap producers whose every user took a copy have no kernel of their own.
         groups = self._drop_unneeded(groups, graph, owner, decisions)
-        groups = self._row_fusion(groups, graph, decisions)
+        groups = row_fusion(groups, graph, decisions)
         # A producer copied into several kernels is decided on in each (a consumer copied into
         # two kernels takes it twice): one note per producer and consumer taken, and each
         # refusal said once.
@@ -213,7 +220,7 @@ class Fusion(Pass):
             if inside is not None:  # g + g @ x, with g already copied into the add's kernel
                 return (f"{p} is a dot, and its operand {inside.name} is computed in this "
                         "kernel; a dot reads its operands from memory (BLAS)")
-        arrays = {id(o) for o in producer.operands if not _free(o)}
+        arrays = [o for o in dict.fromkeys(producer.operands) if not _free(o)]
         others = [r for r in readers if r is not consumer]
         if others and len(arrays) > 1:
             # XLA's globally unfusible producers: copied, it would read its operands again
@@ -222,6 +229,15 @@ class Fusion(Pass):
             return (f"{p} is written to memory anyway ({_also_read_by(others)}) and reads "
                     f"{len(arrays)} arrays; {c} reads its result instead of reading them all "
                     "again (XLA copies only producers that read one array)")
+        if others and arrays and _kept_alive(arrays[0], g):
+            # The copy would read as much as reading the result, and keep a large value in
+            # memory until this kernel runs (and, there, leave a product without its
+            # epilogue: the product's other reader).
+            size = human_bytes(arrays[0].shape.nbytes)
+            return (f"{p} is written to memory anyway ({_also_read_by(others)}); a copy in "
+                    f"{c}'s kernel would read {arrays[0].name} ({size}), which it reads "
+                    f"nowhere else, instead of {p}'s result: the same traffic, and "
+                    f"{arrays[0].name} kept in memory until then")
         if readers and is_expensive(producer):
             return (f"{p} is expensive ({producer.opcode}) and has {consumers} consumers; it is "
                     "computed once (multi-output fusion may still join them)")
@@ -289,50 +305,6 @@ class Fusion(Pass):
                 continue
             kept.append(g)
         return kept
-
-    # -- row fusion ------------------------------------------------------------------------
-
-    def _row_fusion(self, groups, graph: _Graph, decisions):
-        """Join a kernel with a kernel that reads its per-row results, while any pair can."""
-        refused: set[tuple[int, int]] = set()
-        memo: dict = {}
-        while True:
-            pair = self._row_pair(groups, graph, refused, decisions, memo)
-            if pair is None:
-                return groups
-            gp, gc, (lead, trail) = pair
-            rows = " x ".join(map(str, lead)) or "1"
-            noun = "row" if rows == "1" else "rows"
-            decisions.append(Decision(
-                f"row fusion: joined {gp.label()} and {gc.label()}: both work on rows of "
-                f"{list(lead + trail)} ({rows} {noun} of {list(trail)}), reducing the trailing "
-                "axes and broadcasting back along the same rows",
-                "row-fused", (gp.root.name, gc.root.name), gp.root.name, gc.root.name, True))
-            _merge_into(gc, gp, graph)
-            groups = [g for g in groups if g is not gp]
-
-    @staticmethod
-    def _row_pair(groups, graph: _Graph, refused, decisions, memo):
-        """The first (producer kernel, consumer kernel, row space) that row fusion may join;
-        refusals are recorded once per pair."""
-        for gp in groups:
-            for out in gp.outputs:
-                for gc in graph.user_groups(out):
-                    if not isinstance(gc, FusionGroup) or gc is gp:
-                        continue
-                    space = _row_space(gp, gc, memo)
-                    if space is None or not (gp.row or gc.row or _crosses(gp, gc, space)):
-                        continue
-                    refusal = _row_refusal(gp, gc, graph)
-                    if refusal is None:
-                        return gp, gc, space
-                    if (gp.id, gc.id) not in refused:
-                        refused.add((gp.id, gc.id))
-                        decisions.append(Decision(refusal, "row-refused",
-                                                  (gp.root.name, gc.root.name), gp.root.name,
-                                                  gc.root.name, False))
-        return None
-
 
 # Ops that fuse no producer, and why: each runs as a loop of its own that reads its operands
 # from memory.
@@ -437,6 +409,15 @@ def _free(inst: Instruction) -> bool:
     return inst.opcode in ("constant", "iota", "broadcast") or _scalar(inst)
 
 
+def _kept_alive(value: Instruction, g: FusionGroup) -> bool:
+    """Whether a copy of value's reader in g would keep `value` in memory for g alone: a
+    computed value (a parameter is in memory anyway) of KEEP_ALIVE_BYTES or more that g
+    neither reads nor computes otherwise."""
+    return (value.opcode not in ("parameter", "constant")
+            and value.shape.nbytes >= KEEP_ALIVE_BYTES and not g.contains(value)
+            and not any(o is value for o in g.external_operands()))
+
+
 def _readers(producer: Instruction, g: FusionGroup, graph: _Graph, owner) -> list:
     """Who, other than g, would read producer's value from memory: kernels that hold one of
     its users but not a copy of producer, and users that run outside any kernel."""
@@ -459,13 +440,9 @@ def _said(d: Decision):
     return (d.rule, d.producer, d.consumer) if d.fused and d.consumer else d.message
 
 
-def _place_name(place) -> str:
-    return f"the kernel of {place.root.name}" if isinstance(place, FusionGroup) else place.name
-
-
 def _also_read_by(readers: list) -> str:
     """`the kernel of add.7 also reads it`, `add.7, tuple.9 and 2 more also read it`."""
-    names = [_place_name(r) for r in readers[:3]]
+    names = [place_name(r) for r in readers[:3]]
     if len(readers) > 3:
         listed = ", ".join(names) + f" and {len(readers) - 3} more"
     elif len(names) > 1:
@@ -473,19 +450,6 @@ def _also_read_by(readers: list) -> str:
     else:
         listed = names[0]
     return f"{listed} also {'reads' if len(readers) == 1 else 'read'} it"
-
-
-def _crosses(gp: FusionGroup, gc: FusionGroup, space) -> bool:
-    """gc reads a per-row result of gp's reduction: the edge row fusion exists to remove."""
-    lead, trail = space
-    per_row = {lead, lead + (1,) * len(trail)}
-    if not any(m.opcode == "reduce" for m in gp.members):
-        return False
-    return any(o.dims in per_row and _users_in(o, gc) for o in gp.outputs)
-
-
-def _users_in(inst: Instruction, g: FusionGroup) -> list[Instruction]:
-    return [m for m in g.members if any(op is inst for op in m.operands)]
 
 
 def _depends_on(inst: Instruction, target: Instruction) -> bool:
@@ -500,81 +464,3 @@ def _depends_on(inst: Instruction, target: Instruction) -> bool:
                 seen.add(id(o))
                 stack.append(o)
     return False
-
-
-def _row_space(gp: FusionGroup, gc: FusionGroup, memo: dict):
-    """The rows both groups run over, if they can join one row kernel."""
-    spaces = _reduce_spaces(gp, memo) | _reduce_spaces(gc, memo)
-    if len(spaces) != 1:
-        return None
-    lead, trail = next(iter(spaces))
-    for g in (gp, gc):
-        # Groups only grow, so (group, size) names what a group held when last asked.
-        key = (g.id, len(g.members), lead, trail)
-        if key not in memo:
-            memo[key] = all(fits_rows(m, lead, trail) for m in g.members)
-        if not memo[key]:
-            return None
-    return lead, trail
-
-
-def _reduce_spaces(g: FusionGroup, memo: dict) -> set:
-    key = (g.id, len(g.members))
-    if key not in memo:
-        memo[key] = {s for m in g.members if (s := row_reduce_space(m))}
-    return memo[key]
-
-
-def _row_refusal(gp: FusionGroup, gc: FusionGroup, graph: _Graph) -> str | None:
-    boundary = cluster_boundary(gp.root, gc.root)
-    if boundary:  # auto-clustering decided these run apart
-        return f"not row-fused: {gp.label()} and {gc.label()}: {boundary}"
-    # Joining must not create a cycle: no path from gp to gc through a third kernel.
-    via = _path_through(gp, gc, graph)
-    if via is not None:
-        return (f"not row-fused: {gp.label()} and {gc.label()} are connected through "
-                f"{_place_name(via)}, so one kernel for both would depend on itself")
-    n = joined_size(gp, gc)
-    if n > MAX_OPERANDS_AND_OUTPUTS:
-        return (f"not row-fused: {gp.label()} and {gc.label()} would make a kernel with {n} "
-                f"operands and outputs (the limit is {MAX_OPERANDS_AND_OUTPUTS})")
-    return None
-
-
-def _path_through(start: FusionGroup, end: FusionGroup, graph: _Graph):
-    """The first kernel (or instruction running on its own) on a path from start to end
-    other than a direct read; None if end reads start only directly."""
-    todo = [(h, h) for o in start.outputs for h in graph.user_groups(o)
-            if h is not end and h is not start]
-    seen = {id(h) for h, _ in todo}
-    while todo:
-        node, first = todo.pop()
-        outs = node.outputs if isinstance(node, FusionGroup) else [node]
-        for o in outs:
-            for h in graph.user_groups(o):
-                if h is end:
-                    return first
-                if id(h) not in seen and h is not start:
-                    seen.add(id(h))
-                    todo.append((h, first))
-    return None
-
-
-def _merge_into(gc: FusionGroup, gp: FusionGroup, graph: _Graph) -> None:
-    """gp's work moves into gc; a value of the joined kernel stays an output if anything
-    outside it reads it: a user that runs on its own, or a kernel holding a user but not a
-    copy of the value."""
-    graph.index.forget(gp)
-    for m in gp.members:
-        graph.index.add(gc, m)
-    outputs = []
-    for o in gp.outputs + gc.outputs:
-        users = graph.users[id(o)]
-        read_outside = not users or any(
-            not graph.index.of(u)
-            or any(h is not gc and not h.contains(o) for h in graph.index.of(u)) for u in users)
-        if (read_outside or o is gc.root) and not any(o is x for x in outputs):
-            outputs.append(o)
-    gc.outputs = outputs
-    gc.row = True
-    gc.sort(graph.order)

@@ -22,6 +22,9 @@ from .names import NameGen, traced_name
 
 _group_ids = itertools.count()
 
+# XLA caps a fusion's operands plus outputs; past that, kernels get unwieldy parameter lists.
+MAX_OPERANDS_AND_OUTPUTS = 64
+
 
 @dataclass(eq=False)
 class FusionGroup:
@@ -373,3 +376,8 @@ def _structure(inst: Instruction) -> tuple:
     literal = None if inst.literal is None else (inst.literal.dtype.str, inst.literal.tobytes())
     return (inst.opcode, str(inst.shape), repr(inst.attrs), literal,
             tuple(id(o) for o in inst.operands))
+
+
+def place_name(place) -> str:
+    """`the kernel of add.7` for a group, the instruction's name for one running on its own."""
+    return f"the kernel of {place.root.name}" if isinstance(place, FusionGroup) else place.name

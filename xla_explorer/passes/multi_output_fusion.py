@@ -15,7 +15,7 @@ from ..ir.module import Instruction, Module
 from ..ir.ops import elementwise_like
 from .autocluster import cluster_boundary
 from .base import Pass, PassResult
-from .fusion import MAX_OPERANDS_AND_OUTPUTS
+from .fusion_groups import MAX_OPERANDS_AND_OUTPUTS
 from .fusion_groups import FusionGroup, GroupIndex, emit, joined_size, unfuse
 from .kinds import Decision
 from .names import NameGen

@@ -5,7 +5,7 @@ from __future__ import annotations
 from .algsimp import AlgebraicSimplifier
 from .autocluster import AutoCluster
 from .base import Pass
-from .buffer_assignment import AssignBuffers
+from .buffer_assignment import AssignBuffers, ScratchBytes
 from .cse import CSE
 from .dce import DCE
 from .fusion import Fusion
@@ -16,10 +16,12 @@ from .multi_output_fusion import MultiOutputFusion
 from .schedule import Schedule
 
 
-def default_passes(autocluster: bool = False, roll_loops: bool = True) -> list[Pass]:
+def default_passes(autocluster: bool = False, roll_loops: bool = True,
+                   scratch: ScratchBytes | None = None) -> list[Pass]:
     """The passes in order; with `autocluster`, ops that cannot compile (np.unique, ...) run
     eagerly between compiled clusters instead of failing the compilation; without
-    `roll_loops` (a target that compiles no while loop), unrolled loops stay unrolled."""
+    `roll_loops` (a target that compiles no while loop), unrolled loops stay unrolled;
+    `scratch` is the target's word on the scratch space its kernels take."""
     return [
         # Local algebra first: x*1, transpose of transpose, folding small constants. It
         # exposes duplicates for CSE and leaves dead operands for DCE.
@@ -48,6 +50,7 @@ def default_passes(autocluster: bool = False, roll_loops: bool = True) -> list[P
         # Order the kernels to lower peak memory, now that the kernels are known.
         Schedule(),
         # Last, an analysis of the scheduled program: which values live in memory between
-        # kernels, when, and where in the one temporary arena. The module is unchanged.
-        AssignBuffers(),
+        # kernels, when, and where in the one temporary arena (with the scratch space the
+        # target's kernels take while they run). The module is unchanged.
+        AssignBuffers(scratch),
     ]

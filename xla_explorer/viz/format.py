@@ -59,13 +59,15 @@ def ratio_text(r: float, decimals: int = 2) -> str:
 
 def arena_note(assigned_bytes: int, allocated_bytes: int) -> str:
     """The buffer assignment's arena against what the executable allocates for it, so that
-    the two figures never stand apart unexplained."""
+    the two figures never stand apart unexplained. (On the CPU they are one figure unless a
+    while loop's body needs room no gap has: the assignment places the products' scratch.)"""
     extra = allocated_bytes - assigned_bytes
     if extra <= 0:
         return f"the executable allocates this arena, {bytes_text(allocated_bytes)}, once"
     return (f"the executable allocates {bytes_text(allocated_bytes)} once: these "
-            f"{bytes_text(assigned_bytes)} of temporaries, then {bytes_text(extra)} of "
-            "scratch its kernels share (a matrix product's packed operand), aligned")
+            f"{bytes_text(assigned_bytes)}, then {bytes_text(extra)} of scratch space its "
+            "kernels take while they run, placed after the assignment (a while loop's body, "
+            "a reduction's partials on a GPU)")
 
 
 def memory_verdict(eager_bytes: int, compiled_bytes: int) -> str:

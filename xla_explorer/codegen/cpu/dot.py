@@ -5,7 +5,6 @@ for integers and booleans."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from math import prod
 
 import numpy as np
 
@@ -14,14 +13,9 @@ from ...ir.module import Instruction
 from ...ir.ops import Group, in_group
 from .. import exprs
 from ..analysis import refuse_float16
-from ..options import CACHE_LINE
+from ..packing import product_dims, product_scratch, tiled_product
 from ..writer import np_type, tuple_text
 from .loop import Loops
-
-def whole_lines(nbytes: int) -> int:
-    """nbytes rounded up to whole cache lines."""
-    return -(-nbytes // CACHE_LINE) * CACHE_LINE
-
 
 @dataclass
 class Products:
@@ -55,12 +49,9 @@ def emit_dot(loops: Loops, inst: Instruction, products: Products) -> None:
     rb, rc = inst.attr("rhs_batch_dims", ()), inst.attr("rhs_contracting_dims", ())
     lf = [d for d in range(len(a.dims)) if d not in lb and d not in lc]
     rf = [d for d in range(len(b.dims)) if d not in rb and d not in rc]
-    batch = prod(a.dims[d] for d in lb)
-    m = prod(a.dims[d] for d in lf)
-    k = prod(a.dims[d] for d in lc)
-    n = prod(b.dims[d] for d in rf)
+    batch, m, k, n = product_dims(inst)
     pa, pb = f"p{a.parameter_number}", f"p{b.parameter_number}"
-    float_dot = np.dtype(inst.dtype).kind == "f" and np.dtype(a.dtype) == np.dtype(inst.dtype)
+    float_dot = tiled_product(inst)
     plain = not lb and not rb and len(a.dims) == 2 and len(b.dims) == 2
     la, rb_ = w.fresh("lhs"), w.fresh("rhs")
     # As (batch, m, k) and (batch, k, n) arrays, copied only where the layout needs it: an
@@ -103,8 +94,7 @@ def _emit_tiled_product(loops: Loops, inst, lhs, rhs, out, plain, batch, m, n, k
     core, w, options = loops.core, loops.w, loops.options
     products.gemm = True
     products.line_outputs += [k for k, o in enumerate(core.outputs) if core.out_names[id(o)] == out]
-    size = gemm.packed_b_size(k, n, inst.dtype)
-    products.workspace = max(products.workspace, whole_lines(max(size, 1)))
+    products.workspace = max(products.workspace, product_scratch(inst))
     packed = w.fresh("packed")
     serial = options.serial_only
     pack = "pack_b_parallel" if k * n >= options.parallel_threshold and not serial else "pack_b"

@@ -50,8 +50,9 @@ class Program:
     outputs: list[tuple[str, int]]  # per root element: ("output", k), ("parameter", n), ("constant", k)
     num_outputs: int  # arrays the caller allocates
     kernel_of: dict[str, str] = field(default_factory=dict)  # HLO instruction -> kernel name
-    # The arena: the buffer assignment's temporaries, then (on a cache line) the scratch space
-    # the kernels share, one at a time (a product's packed B).
+    # The arena: the buffer assignment's temporaries, and each kernel's scratch space (a
+    # product's packed B) in the room free at its step, on a cache line; larger only where
+    # that room is too small.
     arena_bytes: int = 0
     # The outputs (by number) to allocate starting on a cache line, as the arena's buffers
     # do: those a product writes. It stores and adds into C a register tile at a time, once
@@ -129,11 +130,8 @@ def generate_program(module: Module, assignment,
     if compiled and plan.layout.temporaries:
         header += VIEW_IMPORT
     source = header + "\n\n" + "\n\n".join([k.source for k in codes] + [driver_src])
-    layout = plan.layout
-    arena = (layout.scratch_offset + layout.scratch_bytes if layout.scratch_bytes
-             else layout.temporary_bytes)
     return Program(module, source, {k.name: k.source for k in codes}, constants,
-                   list(plan.outputs), plan.num_outputs, plan.kernel_of, arena,
+                   list(plan.outputs), plan.num_outputs, plan.kernel_of, plan.layout.arena_bytes,
                    frozenset(line_outputs), plan, driver_src)
 
 

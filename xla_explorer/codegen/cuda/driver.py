@@ -49,7 +49,10 @@ def plan_cuda_program(module: Module, assignment,
         kernel = emit_kernel(module, comp, name, kind, row)
         return kernel, Grid(kernel.blocks, kernel.threads, kernel.cooperative)
 
-    return plan_program(module, assignment, emit, scratch_align=SCRATCH_ALIGN)
+    # A full reduction's counter is zeroed once and left at zero by the kernel that uses it:
+    # its scratch is kept apart from the temporaries, in one region past them.
+    return plan_program(module, assignment, emit, scratch_align=SCRATCH_ALIGN,
+                        shared_scratch=True)
 
 
 def generate_cuda_program(module: Module, assignment,

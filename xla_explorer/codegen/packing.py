@@ -1,0 +1,68 @@
+"""How much room the CPU's matrix product packs its B operand into, worked out from the HLO
+alone, before any code is generated and without importing Numba.
+
+The buffer assignment asks this (through the CPU backend's `scratch_bytes`) to place each
+kernel's scratch space in the arena with the temporaries, so the arena it shows is the one
+the executable allocates; the tiered first answer runs that pipeline before Numba is loaded.
+codegen/cpu/dot.py sizes the same space with the same functions when it generates the kernel.
+"""
+from __future__ import annotations
+
+from math import prod
+
+import numpy as np
+
+from ..ir.module import Instruction, Module
+from .options import CACHE_LINE
+
+# NR, a packed panel's width, is at most two 512-bit registers (codegen/gemm_ir.py's NV = 2
+# vectors); sized for the widest, the generated source is the same on every host.
+WIDEST_PANEL_BYTES = 2 * 64
+
+
+def whole_lines(nbytes: int) -> int:
+    """nbytes rounded up to whole cache lines."""
+    return -(-nbytes // CACHE_LINE) * CACHE_LINE
+
+
+def packed_b_size(k: int, n: int, dtype) -> int:
+    """Bytes that B (k x n) packed into panels takes at most, on any host: every panel NR wide
+    (the last one padded with zeros)."""
+    itemsize = np.dtype(dtype).itemsize
+    widest = WIDEST_PANEL_BYTES // itemsize
+    return -(-n // widest) * widest * k * itemsize
+
+
+def product_dims(inst: Instruction) -> tuple[int, int, int, int]:
+    """A dot as (batch, m, k, n): its batch, free and contracting dimensions multiplied out."""
+    a, b = inst.operands
+    lb, lc = inst.attr("lhs_batch_dims", ()), inst.attr("lhs_contracting_dims", ())
+    rb, rc = inst.attr("rhs_batch_dims", ()), inst.attr("rhs_contracting_dims", ())
+    lf = [d for d in range(len(a.dims)) if d not in lb and d not in lc]
+    rf = [d for d in range(len(b.dims)) if d not in rb and d not in rc]
+    return (prod(a.dims[d] for d in lb), prod(a.dims[d] for d in lf),
+            prod(a.dims[d] for d in lc), prod(b.dims[d] for d in rf))
+
+
+def tiled_product(inst: Instruction) -> bool:
+    """Whether codegen/gemm.py's packed product computes this dot (floats in and out of one
+    type); other dots are plain loop nests, which pack nothing."""
+    return (np.dtype(inst.dtype).kind == "f"
+            and np.dtype(inst.operands[0].dtype) == np.dtype(inst.dtype))
+
+
+def product_scratch(inst: Instruction) -> int:
+    """The scratch space a tiled product takes: its packed B, on whole cache lines."""
+    _, _, k, n = product_dims(inst)
+    return whole_lines(max(packed_b_size(k, n, inst.dtype), 1))
+
+
+def cpu_scratch_bytes(module: Module, inst: Instruction) -> int:
+    """The scratch space CPU kernel `inst` takes while it runs: the largest packed B of its
+    tiled products (they run one after another), 0 for a kernel without one. A while loop's
+    scratch, its body's arena, is known only once the body is compiled: placed then
+    (codegen/program.py), not here."""
+    body = (module.computation(inst.attr("calls")).instructions if inst.opcode == "fusion"
+            else (inst,))
+    return max((product_scratch(d) for d in body if d.opcode == "dot" and tiled_product(d)),
+               default=0)

@@ -117,8 +117,10 @@ for f in _xla.fusions:
 
 # %%
 bufs = _xla.buffers
+scratch = [x for x in bufs.allocations if x.values[0].category == "scratch"]
 print(f"compiled: arena {bufs.peak_bytes} bytes for {len(bufs.temporaries)} temporaries "
-      f"(lower bound {bufs.lower_bound_bytes}; with no reuse {bufs.temporary_bytes})")
+      f"and {len(scratch)} products' scratch space (lower bound {bufs.lower_bound_bytes}; "
+      f"with no reuse {bufs.temporary_bytes})")
 copies = [a.copy() if isinstance(a, np.ndarray) else a for a in _xla.args]
 tracemalloc.start()
 base = tracemalloc.get_traced_memory()[0]
@@ -126,13 +128,18 @@ _xla.function(*copies)
 eager_peak = tracemalloc.get_traced_memory()[1] - base
 tracemalloc.stop()
 print(f"eager: {eager_peak} bytes at the peak of one step")
+print(f"compiled holds {bufs.peak_bytes / eager_peak:.2f}x eager's peak in its arena")
 
 # %% [markdown]
-# Compare the two numbers above; which is smaller depends on the program. Eager NumPy frees
-# each intermediate the moment Python drops it; the arena must hold at once everything the
-# schedule keeps alive at one step (where the arena equals the temporaries laid end to end,
-# that is all of them). Fusion saves memory where it removes intermediates altogether (notebook
-# 05's block); a training step keeps its activations for the backward pass either way.
+# Which is smaller depends on the program. Eager NumPy frees each intermediate the moment
+# Python drops it; the arena must hold at once everything the schedule keeps alive at one
+# step. A training step keeps its activations for the backward pass either way; here two
+# decisions keep the arena small. The backward pass's mask `h > 0` reads `h`, instead of
+# computing relu again from `X @ W1` (the Decisions tab says why: the copy would keep
+# `X @ W1`'s 512 KiB alive until then), so `X @ W1 + b1` and relu are one kernel and
+# `X @ W1` is never stored. And each product's scratch space (it packs its second operand
+# into panels while it runs) is a slot of the arena live at that step alone, placed where
+# the activations that died before it were.
 
 # %% [markdown]
 # ## How fast

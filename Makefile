@@ -35,7 +35,8 @@ $(WARM): $(STAMP) xla_explorer/warm.py $(addprefix xla_explorer/codegen/,gemm.py
 EXT_NAME  := xla-explorer-extension
 EXT_BUILD := xla_explorer/labextension/package.json
 EXT_SRC   := $(wildcard extension/src/*.ts extension/style/*) extension/package.json \
-             extension/package-lock.json extension/tsconfig.json extension/webpack.config.js
+             extension/package-lock.json extension/tsconfig.json extension/webpack.config.js \
+             extension/standalone/build.mjs
 EXT_LINK  := $(VENV)/share/jupyter/labextensions/$(EXT_NAME)
 
 # A link, not the copy an editable install may leave there, so a rebuild is what JupyterLab loads.

@@ -135,7 +135,9 @@ class GraphPane {
   }
 }
 
-export class ExplorerWidget extends Widget implements IRenderMime.IRenderer {
+/** The explorer drawn into `node` from a bundle (its JSON): the same in JupyterLab's mime
+ * renderer, in the live widget, on a static page and in the documentation. */
+export class Explorer {
   private bundle!: Bundle;
   private tab: Tab = 'Stages';
   private panels = new Map<Tab, HTMLElement>();
@@ -148,16 +150,17 @@ export class ExplorerWidget extends Widget implements IRenderMime.IRenderer {
   private decisionPane!: GraphPane;
   private showAll = false;
 
-  constructor(_options?: IRenderMime.IRendererOptions) {
-    super();
-    this.addClass('xe-explorer');
-    this.node.tabIndex = 0;
-    this.node.addEventListener('keydown', e => this.onKey(e));
+  constructor(readonly node: HTMLElement) {
+    node.classList.add('xe-explorer');
+    node.tabIndex = 0;
+    node.addEventListener('keydown', e => this.onKey(e));
   }
 
-  async renderModel(model: IRenderMime.IMimeModel): Promise<void> {
+  /** Draw `data`, a bundle as JSON, once: checked first, a readable error in its place if it
+   * is not one. (Another bundle gets an Explorer of its own.) */
+  async render(data: unknown): Promise<void> {
     try {
-      this.bundle = checkBundle(model.data[MIME_TYPE]);
+      this.bundle = checkBundle(data);
     } catch (err) {
       this.node.replaceChildren(el('div', { class: 'xe-error' }, String((err as Error).message)));
       return;
@@ -485,4 +488,18 @@ function barChart(title: string, bars: Bar[], fmt: (v: number) => string, note: 
     svg.append(svgEl('text', { class: 'xe-value', x: left + Math.max(b.value, b.hi ?? 0) * sx + 6, y: y + 15 }, fmt(b.value)));
   });
   return el('div', { class: 'xe-chart-box' }, el('div', { class: 'xe-chart-title' }, title), svg, el('div', { class: 'xe-hint' }, note));
+}
+
+/** The explorer as JupyterLab's mime renderer. */
+export class ExplorerWidget extends Widget implements IRenderMime.IRenderer {
+  readonly explorer: Explorer;
+
+  constructor(_options?: IRenderMime.IRendererOptions) {
+    super();
+    this.explorer = new Explorer(this.node);
+  }
+
+  async renderModel(model: IRenderMime.IMimeModel): Promise<void> {
+    await this.explorer.render(model.data[MIME_TYPE]);
+  }
 }

@@ -95,7 +95,7 @@ def test_a_chain_of_a_thousand_fused_ops_compiles():
 
 
 def test_every_viewer_shows_the_loop_the_driver_rolled():
-    from xla_explorer.viz.html import page as exploration_html
+    from xla_explorer.viz.html import fragment
     from xla_explorer.viz.mime import payload
     from xla_explorer.viz.panel_views import DRIVER_TITLE
     from xla_explorer.viz.widgets import KernelsPanel
@@ -107,8 +107,7 @@ def test_every_viewer_shows_the_loop_the_driver_rolled():
     assert re.search(r"^    for _ in range\(\d+\):", ex.driver, re.M), ex.driver
     assert ex.driver in ex.executable.program.source
     assert payload(ex)["driver"] == ex.driver
-    page = exploration_html(ex)
-    assert html.escape(DRIVER_TITLE) in page
+    assert html.escape(DRIVER_TITLE) in fragment(ex)
     panel = KernelsPanel(ex)
     assert panel.driver_html is not None and "range" in panel.driver_html.value
     assert xe.explore(heat, u, backend="interpreter").driver == ""

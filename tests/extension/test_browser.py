@@ -101,6 +101,32 @@ class Lab:
     def notebook_text(self) -> str:
         return self.page.evaluate("document.querySelector('.jp-Notebook')?.innerText ?? ''")
 
+    def active_cell(self) -> int | None:
+        """The notebook's active cell: j and k on an explorer must not move it."""
+        return self.page.evaluate(
+            "window.jupyterapp.shell.currentWidget.content.activeCellIndex")
+
+
+class StaticPage:
+    """`ex.save_html`'s explorer, every bundle of `data` on one page opened from disk (each in
+    a `<section data-program=...>`): the checks below run on it as on JupyterLab's."""
+
+    def __init__(self, page, path: Path, data: dict, shots: Path):
+        self.page, self.data, self.shots = page, data, shots
+        self.errors: list[str] = []
+        page.on("console", lambda m: self.errors.append(m.text) if m.type == "error" else None)
+        page.on("pageerror", lambda e: self.errors.append(f"page error: {e}"))
+        page.goto(path.as_uri(), timeout=TIMEOUT)
+
+    def explorer(self, program: str):
+        return self.page.locator(f"section[data-program='{program}'] .xe-explorer")
+
+    def tab(self, ex, name: str) -> None:
+        Lab.tab(self, ex, name)
+
+    def active_cell(self) -> None:
+        return None
+
 
 @pytest.fixture(scope="module")
 def lab():
@@ -149,7 +175,12 @@ def check_saved_notebook_with_no_kernel_shows_the_whole_explorer(lab):
     assert page.locator(".jp-OutputArea-output .jupyter-widgets").count() == 0
     assert not MODEL_NOT_FOUND.search(lab.notebook_text())
     assert page.evaluate("window.jupyterapp.shell.currentWidget.sessionContext.session") is None
+    check_the_whole_explorer(lab)
 
+
+def check_the_whole_explorer(lab):
+    """The attention block's explorer, tab by tab: where it opens, the buffers, the kernels in
+    order, the performance numbers; then a screenshot."""
     payload = lab.data["issue"]["attention"]
     ex = lab.explorer("attention")
     # Stages: the first view is the fusion stage, its HLO with the changed lines marked.
@@ -197,7 +228,7 @@ def check_saved_notebook_with_no_kernel_shows_the_whole_explorer(lab):
 
     lab.tab(ex, "Stages")
     ex.locator(f".xe-panel[data-tab=Stages] g.node[data-name='{inner_node(payload, stage)[1]}']").click()
-    shoot(lab, ex, "renderer-light.png")
+    shoot(lab, ex, "renderer-light.png" if isinstance(lab, Lab) else "static-page.png")
     assert lab.errors == []
 
 
@@ -253,7 +284,7 @@ def check_stages_step_by_buttons_and_keys_and_redraw_time(lab):
         fusion = next(r for r in steps if payload["stages"][r["stage"]]["name"] == "fusion")
         assert fusion["moved"] > 0
         # Keys: k back, j forward; the notebook's own j/k (next cell) does not fire.
-        active = lab.page.evaluate("window.jupyterapp.shell.currentWidget.content.activeCellIndex")
+        active = lab.active_cell()
         back = stage_step(lab, ex, key="k")
         assert back["stage"] == shown[-2]
         again = stage_step(lab, ex, key="j")
@@ -265,8 +296,7 @@ def check_stages_step_by_buttons_and_keys_and_redraw_time(lab):
         ex.locator(f".xe-panel[data-tab=Stages] .xe-step-label[data-stage='{shown[-2]}']").wait_for()
         lab.page.keyboard.press("j")
         ex.locator(f".xe-panel[data-tab=Stages] .xe-step-label[data-stage='{shown[-1]}']").wait_for()
-        assert lab.page.evaluate(
-            "window.jupyterapp.shell.currentWidget.content.activeCellIndex") == active
+        assert lab.active_cell() == active
         # first visit: Graphviz lays the stage out; revisit: the layout is cached.
         report[name] = {"stages": [payload["stages"][r["stage"]]["name"] for r in steps],
                         "first_visit_ms": [round(r["ms"], 1) for r in steps],
@@ -580,6 +610,15 @@ def check_live_kernel_shows_the_widget_and_after_a_restart_the_renderer(lab):
 
 # One test, so that pytest-xdist (make test runs -n 2) never splits the module over two
 # JupyterLabs; every check runs, and the test fails listing each check that failed.
+# What any explorer must do, wherever it is drawn: in JupyterLab (after the saved notebook's
+# check opens it) and on the static page.
+SHARED = [check_stages_step_by_buttons_and_keys_and_redraw_time,
+          check_decisions_step_by_buttons_and_keys_with_producer_and_consumer_outlined,
+          check_clicking_a_node_names_its_shape_fusion_buffer_and_kernel,
+          check_the_svg_draws_every_fusion_the_bundle_names,
+          check_traffic_is_charted_as_computed,
+          check_a_large_graph_folds_its_fusion_and_a_click_unfolds_it]
+
 CHECKS = [check_saved_notebook_with_no_kernel_shows_the_whole_explorer,
           check_stages_step_by_buttons_and_keys_and_redraw_time,
           check_decisions_step_by_buttons_and_keys_with_producer_and_consumer_outlined,
@@ -593,15 +632,43 @@ CHECKS = [check_saved_notebook_with_no_kernel_shows_the_whole_explorer,
 
 
 def test_the_extension_in_a_real_jupyterlab(lab, tmp_path):
+    run_checks(lab, CHECKS, tmp_path)
+
+
+def test_the_same_explorer_on_a_static_page(lab, tmp_path):
+    """`ex.save_html`'s page: the extension's explorer built as one module, inlined, drawing
+    the bundles from their JSON; opened from disk in the same browser, with no server."""
+    from xla_explorer.viz.page import bundle_js, data_script
+
+    sections = "\n".join(f'<section data-program="{name}"><h2>{name}</h2>{data_script(p)}'
+                         "</section>" for name, p in {**lab.data["issue"],
+                                                      **lab.data["large"]}.items())
+    path = tmp_path / "static.html"
+    path.write_text(f'<!DOCTYPE html><html><head><meta charset="utf-8"><title>static</title>'
+                    f'</head><body>{sections}<script type="module">{bundle_js()}</script>'
+                    "</body></html>", encoding="utf-8")
+    page = lab.page.context.new_page()
+    page.set_default_timeout(TIMEOUT)
+    try:
+        static = StaticPage(page, path, lab.data, lab.shots)
+        for name in (*lab.data["issue"], *lab.data["large"]):
+            static.explorer(name).locator(".xe-graph svg g.node").first.wait_for()
+        run_checks(static, [check_the_whole_explorer, *SHARED], tmp_path)
+    finally:
+        page.close()
+
+
+def run_checks(view, checks, tmp_path) -> None:
+    """Every check, each run even when one before it failed; the failures together."""
     from playwright.sync_api import Error as PlaywrightError
 
     failures = []
-    for check in CHECKS:
+    for check in checks:
         try:
-            check(lab)
+            check(view)
         except (AssertionError, PlaywrightError) as e:
             shot = tmp_path / f"{check.__name__}.png"
-            lab.page.screenshot(path=str(shot))
+            view.page.screenshot(path=str(shot))
             failures.append(f"{check.__name__}: {type(e).__name__}: {str(e)[:1500]}\n"
                             f"(screenshot: {shot})")
     assert not failures, "\n\n".join(failures)

@@ -110,9 +110,9 @@ class Exploration:
         return explorer(self)
 
     def save_html(self, path) -> None:
-        """One self-contained HTML file of everything `show` shows (the last `bench` too): no
-        kernel, no network."""
-        from ..viz.html import save_html
+        """One self-contained HTML file: the explorer the notebook shows (the last `bench`
+        too), drawn by its own script from the bundle's JSON; no kernel, no network."""
+        from ..viz.page import save_html
 
         save_html(self, path, self.last_bench)
 

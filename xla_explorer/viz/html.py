@@ -1,65 +1,44 @@
-"""An Exploration as one self-contained HTML file: it opens with no kernel and no network.
+"""The explorer as static, script-free HTML: the mime bundle's `text/html` fallback, for the
+front ends that cannot run the explorer's script (an output viewed outside JupyterLab and its
+extension, a code host's notebook preview) and the `<noscript>` part of `ex.save_html`'s page.
 
-`page` is the whole export (`ex.save_html`): every stage's graph as inline SVG with what the
-pass changed outlined, its HLO text with the changed lines marked, the fusion decisions, the
-clusters, the kernels' source, the buffer timeline and allocation table, and the benchmark when
-one is given. A few lines of inline JavaScript step through the stages one at a time; without
-JavaScript every stage is shown, one after another.
+`fragment` is one `<div>` with its own scoped style: the stages as a table, the final module's
+graph (inline SVG) and HLO, the fusion decisions, the clusters, the kernels' source, the buffer
+assignment and the benchmark's numbers when one is given. The explorer itself, with every
+stage stepped through, is drawn by the browser from the bundle's JSON (viz/page.py).
 
-`fragment` is the compact form the mime bundle carries as its `text/html` fallback: the same
-builder, without the script (notebook front ends do not run it), with one graph (the final
-module) and without the charts, so a notebook does not grow by a page per display.
-
-Nothing in the output points outside the file: no `src=`, no `<link>`, no `@import`, no
-`url()` but `#fragment` references inside an SVG. Graphs need Graphviz's `dot`; without it
-each stage shows its DOT text and says how to install Graphviz.
+Nothing in the output points outside it: no `src=`, no `<link>`, no `@import`, no `url()` but
+`#fragment` references inside an SVG. The graph needs Graphviz's `dot`; without it the stage
+shows its DOT text and says how to install Graphviz.
 """
 from __future__ import annotations
 
 import html
 import re
 import secrets
-from pathlib import Path
 
-from .charts import bench_figure, figure_svg, traffic_or_nothing
+from .charts import traffic_or_nothing
 from .format import exact_bytes_text, seconds_text, verdict
 from .graphviz import GraphvizNotInstalled, graph, render_svg
 from .mime import stage_diffs
 from .panel_views import DRIVER_TITLE, arena_note_of
 
 
-def page(ex, bench=None) -> str:
-    """The whole report of `ex` (and `bench`, a BenchResult) as an HTML document."""
-    title = f"xla-explorer: {ex.module.name} ({ex.backend})"
-    body = _Builder(ex, bench, compact=False, prefix="xe-").build()
-    return (f'<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
-            f'<meta name="viewport" content="width=device-width, initial-scale=1">\n'
-            f"<title>{_e(title)}</title>\n<style>{CSS}</style>\n</head>\n<body>\n"
-            f"{body}\n<script>{SCRIPT}</script>\n</body>\n</html>\n")
-
-
-def save_html(ex, path, bench=None) -> Path:
-    """Write `page(ex, bench)` to `path` (UTF-8); returns the path."""
-    path = Path(path)
-    path.write_text(page(ex, bench), encoding="utf-8")
-    return path
-
-
 def fragment(ex, bench=None) -> str:
     """The compact report, a `<div>` with its own scoped style: the mime bundle's HTML."""
     # Several outputs share one notebook document: ids get a prefix of their own.
     prefix = f"xe-{secrets.token_hex(4)}-"
-    return _Builder(ex, bench, compact=True, prefix=prefix).build(style=CSS)
+    return _Builder(ex, bench, prefix=prefix).build(style=CSS)
 
 
 # -- building ----------------------------------------------------------------------------------
 
 
 class _Builder:
-    """The sections of the report; `compact` leaves out what only the file needs."""
+    """The sections of the report."""
 
-    def __init__(self, ex, bench, compact: bool, prefix: str):
-        self.ex, self.bench, self.compact, self.prefix = ex, bench, compact, prefix
+    def __init__(self, ex, bench, prefix: str):
+        self.ex, self.bench, self.prefix = ex, bench, prefix
         self.diffs = stage_diffs(ex)
 
     def build(self, style: str | None = None) -> str:
@@ -82,16 +61,7 @@ class _Builder:
                  f"the NumPy function traced into HLO and run through an XLA-style pass "
                  f"pipeline for the <b>{_e(ex.backend)}</b> backend{clustering} "
                  f"({len(ex.stages)} stages, {changed} of them changed the module), with the "
-                 f"fusion decisions, clusters, kernels and buffer assignment."
-                 + ("" if self.compact else " This file is self-contained: it needs no "
-                    "kernel and no network.") + "</p>"]
-        if not self.compact:
-            links = [("stages", "Stages"), ("decisions", "Fusion decisions"),
-                     ("clusters", "Clusters"), ("kernels", "Kernels"), ("buffers", "Buffers")]
-            if self.bench is not None:
-                links.append(("performance", "Performance"))
-            lines.append("<nav>" + " · ".join(f'<a href="#{self.id(k)}">{t}</a>'
-                                               for k, t in links) + "</nav>")
+                 f"fusion decisions, clusters, kernels and buffer assignment.</p>"]
         return "\n".join(lines) + "\n</header>"
 
     # -- stages ---------------------------------------------------------------------------
@@ -101,8 +71,6 @@ class _Builder:
         rows = []
         for i, (s, d) in enumerate(zip(ex.stages, self.diffs)):
             name = _e(s.name)
-            if not self.compact:  # the script shows the stage a link names
-                name = f'<a href="#{self.id(f"stage-{i}")}">{name}</a>'
             rows.append(f'<tr class="{"changed" if s.changed else "unchanged"}"><td>{i}</td>'
                         f"<td>{name}</td><td>{'yes' if s.changed else 'no'}</td>"
                         f"<td>{seconds_text(s.seconds)}</td><td>{_diff_summary(d)}</td></tr>")
@@ -110,36 +78,11 @@ class _Builder:
                  "<th>time</th><th>what changed</th></tr></thead><tbody>\n"
                  + "\n".join(rows) + "\n</tbody></table>")
         out = [f'<section id="{self.id("stages")}" class="xe-stages">', "<h2>Stages</h2>", table]
-        if self.compact:
-            last = len(ex.stages) - 1
-            out.append(f"<details open><summary>The final module ({_e(ex.stages[-1].name)})"
-                       f"</summary>\n{self.graph_svg(last, changed=frozenset())}\n"
-                       f"{self.hlo(last, None)}\n</details>")
-        else:
-            out.append(STEPPER)
-            out += [self.stage(i) for i in range(len(ex.stages))]
+        last = len(ex.stages) - 1
+        out.append(f"<details open><summary>The final module ({_e(ex.stages[-1].name)})"
+                   f"</summary>\n{self.graph_svg(last, changed=frozenset())}\n"
+                   f"{self.hlo(last, None)}\n</details>")
         return "\n".join(out) + "\n</section>"
-
-    def stage(self, i: int) -> str:
-        s, d = self.ex.stages[i], self.diffs[i]
-        changed = d.changed if d is not None else frozenset()
-        badge = ('<span class="badge changed">changed</span>' if s.changed
-                 else '<span class="badge">no change</span>')
-        notes = ""
-        if s.notes:
-            items = "\n".join(f"<li>{_e(str(n))}</li>" for n in s.notes)
-            notes = (f"<details{' open' if len(s.notes) <= 12 else ''}><summary>{len(s.notes)} "
-                     f"note{'s' * (len(s.notes) != 1)}</summary>\n<ul class=\"notes\">\n{items}"
-                     "\n</ul></details>")
-        # The page opens at the stage that fused, as the explorers do.
-        opens = ' data-opens="true"' if i == self.ex.compiled.opening_stage else ""
-        return (f'<section class="stage" id="{self.id(f"stage-{i}")}" data-index="{i}" '
-                f'data-name="{_e(s.name)}" data-changed="{str(bool(s.changed)).lower()}"'
-                f'{opens}>\n'
-                f"<h3>{i} · {_e(s.name)} {badge} <small>{seconds_text(s.seconds)}</small></h3>\n"
-                f'<p class="diff">{_diff_summary(d, long=True)}</p>\n{notes}\n'
-                f'<div class="stage-body">{self.graph_svg(i, changed)}\n{self.hlo(i, d)}</div>\n'
-                "</section>")
 
     def graph_svg(self, i: int, changed) -> str:
         module = self.ex.stages[i].module
@@ -229,14 +172,13 @@ class _Builder:
             out.append(f"<p>The {_e(ex.backend)} backend generates no kernel source: it "
                        "evaluates the HLO with the reference interpreter.</p>")
         if sources and ex.driver:
-            code = _e(ex.driver) if self.compact else _highlight(ex.driver)
+            code = _e(ex.driver)
             out.append(f"<details open><summary>{_e(DRIVER_TITLE)}</summary>\n"
                        f'<pre class="driver">{code}</pre></details>')
         for name, source in sources.items():
-            code = _e(source) if self.compact else _highlight(source)
-            block = (f'<pre class="kernel" data-kernel="{_e(name)}">{code}</pre>')
+            block = (f'<pre class="kernel" data-kernel="{_e(name)}">{_e(source)}</pre>')
             summary = f"<summary><code>{_e(name)}</code></summary>"
-            out.append(f"<details{'' if self.compact else ' open'}>{summary}\n{block}</details>")
+            out.append(f"<details>{summary}\n{block}</details>")
         return "\n".join(out) + "\n</section>"
 
     # -- buffers --------------------------------------------------------------------------
@@ -260,9 +202,6 @@ class _Builder:
         ])
         note = arena_note_of(self.ex)
         out = [head, summary] + ([f'<p class="arena-note">{_e(note)}.</p>'] if note else [])
-        if not self.compact:
-            out.append(f'<div class="chart">{_inline_svg(figure_svg(a.plot()), self.id("bt-"))}'
-                       "</div>")
         rows = "\n".join(
             f'<tr><td>{x.index}</td><td data-value="{x.offset}">{x.offset:,}</td>'
             f'<td data-value="{x.size}">{x.size:,}</td><td>[{x.start}, {x.end}]</td>'
@@ -273,9 +212,6 @@ class _Builder:
         if a.sharings:
             out.append('<ul class="sharings">' + "".join(f"<li>{_e(s.reason)}</li>"
                                                          for s in a.sharings) + "</ul>")
-        if not self.compact:
-            out.append(f"<details><summary>XLA-style report</summary><pre>{_e(a.report())}"
-                       "</pre></details>")
         return "\n".join(out) + "\n</section>"
 
     # -- performance ----------------------------------------------------------------------
@@ -291,9 +227,6 @@ class _Builder:
         out.append('<p class="speedup">compiled against eager NumPy: '
                    f'{verdict(b.speedup, _bold_ratio)} '
                    f"over {b.repeat} interleaved rounds (medians).</p>")
-        if not self.compact:
-            chart = figure_svg(bench_figure(b))  # "slower (0.82x)", memory in units that fit
-            out.append(f'<div class="chart">{_inline_svg(chart, self.id("bc-"))}</div>')
         rows = []
         for label, t, held, memory in zip(("eager NumPy", "compiled"), (b.eager, b.compiled),
                                           (b.eager.peak_bytes, b.compiled_held_bytes),
@@ -345,17 +278,12 @@ def _numbers(cls: str, items) -> str:
     return f'<dl class="{cls}">\n{rows}\n</dl>'
 
 
-def _diff_summary(d, long: bool = False) -> str:
+def _diff_summary(d) -> str:
     if d is None:
-        return "the traced module" if long else "traced"
-    if not d:
-        return "nothing changed" if long else ""
-    parts = []
-    for label, names in (("added", d.added), ("removed", d.removed), ("rewritten", d.rewritten)):
-        if names:
-            parts.append(f"{label} {_codes(sorted(names))}" if long
-                         else f"{len(names)} {label}")
-    return ("; " if long else ", ").join(parts)
+        return "traced"
+    return ", ".join(f"{len(names)} {label}" for label, names in
+                     (("added", d.added), ("removed", d.removed), ("rewritten", d.rewritten))
+                     if names)
 
 
 _SVG_ID = re.compile(r'\bid="([^"]+)"')
@@ -379,21 +307,9 @@ def _inline_svg(svg: str, prefix: str) -> str:
     return re.sub(r"(url\(#)([^)]+)(?=\))", ref, svg)
 
 
-def _highlight(source: str) -> str:
-    """Python source as HTML with inline colours (no stylesheet to ship), or escaped."""
-    try:
-        from pygments import highlight
-        from pygments.formatters import HtmlFormatter
-        from pygments.lexers import PythonLexer
-    except ImportError:
-        return _e(source)
-    lexer = PythonLexer(stripnl=False, ensurenl=False)
-    return highlight(source, lexer, HtmlFormatter(noclasses=True, nowrap=True))
-
-
 # -- style and script --------------------------------------------------------------------------
 
-# Every rule is under .xe-report, so the compact form can sit inside a notebook page.
+# Every rule is under .xe-report, so the fragment can sit inside a notebook page.
 CSS = """
 .xe-report { font-family: system-ui, -apple-system, "Segoe UI", Helvetica, Arial, sans-serif;
   color: #212121; line-height: 1.4; max-width: 1400px; margin: 0 auto; padding: 0 1em; }
@@ -401,7 +317,6 @@ CSS = """
 .xe-report h2 { font-size: 1.2em; border-bottom: 1px solid #ddd; margin-top: 1.6em; }
 .xe-report h3 { font-size: 1.05em; margin: .8em 0 .3em; }
 .xe-report .what { color: #424242; max-width: 60em; }
-.xe-report nav a { color: #1565c0; }
 .xe-report table { border-collapse: collapse; font-size: .9em; margin: .5em 0; }
 .xe-report th, .xe-report td { border: 1px solid #e0e0e0; padding: .2em .5em;
   vertical-align: top; }
@@ -424,7 +339,6 @@ CSS = """
   padding: .05em .6em; background: #eceff1; color: #546e7a; }
 .xe-report .badge.changed { background: #1565c0; color: white; }
 .xe-report small { color: #757575; font-weight: normal; }
-.xe-report .stage { border-top: 1px dashed #ccc; padding-top: .3em; }
 .xe-report .stage-body { display: flex; flex-wrap: wrap; gap: 1em; align-items: flex-start; }
 .xe-report .stage-body > .graph { flex: 0 1 auto; }
 .xe-report .stage-body > pre { flex: 1 1 30em; margin: 0; }
@@ -433,60 +347,5 @@ CSS = """
 .xe-report dl { display: grid; grid-template-columns: max-content auto; gap: .1em 1em; }
 .xe-report dt { color: #616161; }
 .xe-report dd { margin: 0; font-variant-numeric: tabular-nums; }
-.xe-report .stepper { position: sticky; top: 0; background: white; padding: .4em 0;
-  z-index: 1; border-bottom: 1px solid #eee; }
-.xe-report .stepper button { font-size: 1em; padding: .1em .8em; }
 .xe-report .speedup b { font-size: 1.3em; }
-"""
-
-# Controls for the script; hidden (and every stage shown) when scripts do not run.
-STEPPER = """<div class="stepper" hidden>
-<button type="button" data-step="-1" title="previous stage (←)">◀ prev</button>
-<button type="button" data-step="1" title="next stage (→)">next ▶</button>
-<span class="position"></span>
-<label><input type="checkbox" class="show-unchanged"> show passes that changed nothing</label>
-</div>"""
-
-SCRIPT = """
-(function () {
-  var root = document.querySelector('.xe-stages');
-  if (!root) return;
-  var bar = root.querySelector('.stepper');
-  var all = [].slice.call(root.querySelectorAll('section.stage'));
-  var box = bar.querySelector('.show-unchanged'), pos = bar.querySelector('.position');
-  var current = all[0];
-  function shown() {  // the stages stepping visits: those that changed, unless asked
-    return all.filter(function (s) {
-      return box.checked || s.dataset.changed === 'true' || s === current;
-    });
-  }
-  function show(s) {
-    current = s;
-    all.forEach(function (t) { t.hidden = t !== s; });
-    var list = shown();
-    pos.textContent = 'stage ' + s.dataset.index + ' of ' + (all.length - 1) + ': ' +
-      s.dataset.name + ' (' + (list.indexOf(s) + 1) + '/' + list.length + ' shown)';
-  }
-  function step(d) {
-    var list = shown(), i = list.indexOf(current) + d;
-    if (i >= 0 && i < list.length) show(list[i]);
-  }
-  bar.hidden = false;
-  bar.addEventListener('click', function (e) {
-    var b = e.target.closest('button');
-    if (b) step(+b.dataset.step);
-  });
-  box.addEventListener('change', function () { show(current); });
-  document.addEventListener('keydown', function (e) {
-    if (e.target.tagName === 'INPUT' || e.target.tagName === 'TEXTAREA') return;
-    if (e.key === 'ArrowLeft') step(-1); else if (e.key === 'ArrowRight') step(1);
-  });
-  function fromHash() {
-    var s = location.hash && document.getElementById(location.hash.slice(1));
-    if (s && all.indexOf(s) >= 0) show(s);
-  }
-  window.addEventListener('hashchange', fromHash);
-  show(root.querySelector('section.stage[data-opens]') || all[0]);
-  fromHash();
-})();
 """

@@ -417,3 +417,26 @@ def test_bench_counts_the_arena_the_compiled_program_holds():
     b = xe.explore(softmax, x, backend="cpu").bench(repeat=3)
     assert b.compiled_held_bytes < b.eager.peak_bytes
     assert b.memory_verdict.endswith("less memory than eager NumPy")
+
+
+def test_a_bench_whose_timings_spread_wide_says_so_everywhere():
+    from xla_explorer.runtime.bench import BenchResult, Timing
+    from xla_explorer.viz.html import fragment
+    from xla_explorer.viz.mime import bench_dict
+    from xla_explorer.viz.panel_views import bench_html
+
+    steady = Timing(1.0e-3, 0.95e-3, 1.05e-3, 1000)  # IQR 10% of the median
+    busy = Timing(1.0e-3, 0.8e-3, 1.4e-3, 1000)  # 60%
+    quiet = BenchResult("f", steady, steady, 20, 0, 0, None)
+    assert quiet.spread_note == "" and "warning" not in quiet.table()
+    noisy = BenchResult("f", steady, busy, 20, 0, 0, None)
+    assert noisy.spread_note.startswith("the timings spread wide (compiled's by 60% of its "
+                                        "median)")
+    assert f"warning: {noisy.spread_note}" in noisy.table()
+    assert bench_dict(noisy)["spread_note"] == noisy.spread_note
+    assert bench_dict(quiet)["spread_note"] == ""
+    assert "the timings spread wide" in bench_html(noisy)
+    both = BenchResult("f", busy, busy, 20, 0, 0, None)
+    assert "(eager NumPy's by 60% of its median and compiled's by 60%" in both.spread_note
+    ex = xe.explore(lambda x: x * 2, np.ones(4, np.float32), backend="cpu")
+    assert "Warning: the timings spread wide" in fragment(ex, noisy)

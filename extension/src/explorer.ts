@@ -424,6 +424,7 @@ export class Explorer {
     if (bench) {
       panel.append(el('div', { class: 'xe-what' },
         `compiled vs eager NumPy: ${speedWords(bench.speedup)} · measured, median of ${bench.repeat} interleaved rounds`));
+      if (bench.spread_note) panel.append(el('div', { class: 'xe-note xe-spread' }, `Warning: ${bench.spread_note}.`));
       panel.append(barChart('Time per call (measured)', [
         { label: 'eager NumPy', value: bench.eager.median, lo: bench.eager.q1, hi: bench.eager.q3, cls: 'eager' },
         { label: 'compiled', value: bench.compiled.median, lo: bench.compiled.q1, hi: bench.compiled.q3, cls: 'compiled' }

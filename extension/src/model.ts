@@ -78,6 +78,7 @@ export interface Bench {
   compile_seconds: number | null;
   compiled_held_bytes?: number; // arena + what a call allocates (bundles before it: computed)
   memory_verdict?: string;
+  spread_note?: string; // a warning when the timings spread wide (a busy machine)
 }
 
 export interface TrafficSide {

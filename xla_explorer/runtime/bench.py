@@ -23,6 +23,11 @@ import numpy as np
 from ..viz.format import bytes_text, memory_verdict, ratio_text, seconds_text
 
 
+# An interquartile range wider than this fraction of the median is called out: on a quiet
+# machine ours stay under a tenth (docs/benchmarks.md); a busy one scatters them.
+SPREAD_WARNING = 0.25
+
+
 @dataclass(frozen=True)
 class Timing:
     median: float  # seconds
@@ -65,6 +70,20 @@ class BenchResult:
         return self.arena_bytes + self.compiled_call_bytes
 
     @property
+    def spread_note(self) -> str:
+        """A warning when either side's timings spread wide (interquartile range over a
+        quarter of the median): the machine was busy, and the speed-up may not hold; "" if
+        they are steady."""
+        wide = [(label, (t.q3 - t.q1) / t.median) for label, t in
+                (("eager NumPy", self.eager), ("compiled", self.compiled))
+                if t.median > 0 and (t.q3 - t.q1) > SPREAD_WARNING * t.median]
+        if not wide:
+            return ""
+        said = " and ".join(f"{label}'s by {r:.0%} of its median" for label, r in wide)
+        return (f"the timings spread wide ({said}): something else was using the machine; "
+                "run the benchmark again, with more repeats, before trusting the ratio")
+
+    @property
     def memory_verdict(self) -> str:
         return memory_verdict(self.eager.peak_bytes, self.compiled_held_bytes)
 
@@ -84,6 +103,8 @@ class BenchResult:
         lines.append(f"speed-up {ratio_text(self.speedup)} over {self.repeat} interleaved rounds; "
                      f"{self.memory_verdict}; predicted {bytes_text(self.predicted_peak_bytes)} "
                      "(arena + outputs)")
+        if self.spread_note:
+            lines.append(f"warning: {self.spread_note}")
         return "\n".join(lines)
 
     def __str__(self) -> str:

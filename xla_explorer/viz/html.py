@@ -239,6 +239,8 @@ class _Builder:
                    "<th>IQR</th><th>memory during a call</th></tr></thead><tbody>\n"
                    + "\n".join(rows) + "\n</tbody></table>")
         out.append(f'<p class="memory">{_e(b.memory_verdict)}.</p>')
+        if b.spread_note:
+            out.append(f'<p class="warn spread">Warning: {_e(b.spread_note)}.</p>')
         compile_s = ([("compile_seconds", "compile time", b.compile_seconds,
                        seconds_text(b.compile_seconds))] if b.compile_seconds is not None else [])
         out.append(_numbers("bench-summary", [

@@ -133,7 +133,7 @@ def bench_dict(b) -> dict | None:
             "predicted_peak_bytes": int(b.predicted_peak_bytes),
             "compile_seconds": _finite(b.compile_seconds),
             "compiled_held_bytes": int(b.compiled_held_bytes),
-            "memory_verdict": b.memory_verdict}
+            "memory_verdict": b.memory_verdict, "spread_note": b.spread_note}
 
 
 def traffic(ex) -> dict | None:

@@ -291,9 +291,10 @@ def bench_html(bench, elements: int | None = None) -> str:
     the numbers in units that fit."""
     lines = [f"<p>compiled against eager NumPy: <b>{verdict(bench.speedup)}</b> (medians over "
              f"{bench.repeat} interleaved rounds)</p>"]
-    note = small_arrays_note(bench, elements)
-    if note:
-        lines.append(f"<p style='color:#8d6e00'>{html.escape(note)}</p>")
+    for note in (small_arrays_note(bench, elements), bench.spread_note and
+                 f"Warning: {bench.spread_note}."):
+        if note:
+            lines.append(f"<p style='color:#8d6e00'>{html.escape(note)}</p>")
     lines.append(figure_svg(bench_figure(bench)))
     rows = [(label, seconds_text(t.median), seconds_text(t.q3 - t.q1), memory)
             for label, t, memory in zip(("eager NumPy", "compiled"),

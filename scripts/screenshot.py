@@ -46,7 +46,9 @@ SETTINGS = {
     # Every cell in the DOM, so every cell's prompt and output can be checked.
     "@jupyterlab/notebook-extension/tracker": {"windowingMode": "none"},
 }
-WIDGET = ".jp-OutputArea-output .jupyter-widgets.widget-tab"
+# The live explorer: the kernel's widget (the extension's host says it shows the widget, not
+# its own renderer), drawing the extension's explorer.
+WIDGET = ".xe-host[data-shown=widget] .xe-explorer"
 
 
 class Missing(Exception):
@@ -162,8 +164,8 @@ def page_facts(page) -> dict:
         return {
             code_cells: prompts.length,
             prompts: prompts,
-            widgets: all('.jp-OutputArea-output .jupyter-widgets.widget-tab').length,
-            widget_svgs: all('.jp-OutputArea-output .jupyter-widgets svg').length,
+            widgets: all('.xe-host[data-shown=widget] .xe-explorer').length,
+            widget_svgs: all('.xe-host[data-shown=widget] .xe-explorer svg').length,
             error_outputs: all('.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]')
                 .map(e => e.innerText.slice(0, 500)),
             widget_errors: (text.match(/Error displaying widget[^\\n]*/g) || []),
@@ -188,8 +190,8 @@ def run_notebook(page, url: str, token: str, name: str, timeout_ms: int) -> None
     }""", timeout=timeout_ms)
     page.get_by_text(KERNEL_IDLE).first.wait_for(timeout=timeout_ms)
     page.wait_for_selector(WIDGET, timeout=timeout_ms)
-    # The Stages panel draws its graph as inline SVG inside the widget.
-    page.wait_for_selector(f"{WIDGET} svg", timeout=timeout_ms)
+    # The Stages panel draws its graph (Graphviz in the browser) inside the widget.
+    page.wait_for_selector(f"{WIDGET} .xe-graph svg g.node", timeout=timeout_ms)
 
 
 def frame_xla_cell(page) -> None:

@@ -14,7 +14,16 @@ import { hloLines, tokenizeHlo, tokenizePython, Token } from './syntax';
 import { layoutTimeline } from './timeline';
 
 const TABS = ['Stages', 'Decisions', 'Buffers', 'Kernels', 'Performance'] as const;
-type Tab = typeof TABS[number];
+export type Tab = typeof TABS[number];
+
+/** What a running kernel adds to the explorer (the live widget): a benchmark it can run, or
+ * why it cannot, and the tab to open on (where the reader was before a redraw). */
+export interface LiveOptions {
+  bench?: (repeat: number) => void;
+  benchUnavailable?: string;
+  tab?: Tab;
+  onTab?: (tab: Tab) => void; // the widget keeps it, so a redrawn output opens there too
+}
 
 function tokensInto(parent: HTMLElement, tokens: Token[]): void {
   for (const t of tokens) {
@@ -150,7 +159,10 @@ export class Explorer {
   private decisionPane!: GraphPane;
   private showAll = false;
 
-  constructor(readonly node: HTMLElement) {
+  private benchStatus = el('span', { class: 'xe-bench-status' });
+
+  constructor(readonly node: HTMLElement, private live: LiveOptions = {}) {
+    if (live.tab && (TABS as readonly string[]).includes(live.tab)) this.tab = live.tab;
     node.classList.add('xe-explorer');
     node.tabIndex = 0;
     node.addEventListener('keydown', e => this.onKey(e));
@@ -199,6 +211,7 @@ export class Explorer {
   }
 
   private async drawTab(t: Tab): Promise<void> {
+    if (t !== this.tab) this.live.onTab?.(t);
     this.tab = t;
     for (const [name, panel] of this.panels) panel.hidden = name !== t;
     for (const [name, b] of this.tabButtons) b.classList.toggle('xe-tab-on', name === t);
@@ -414,11 +427,40 @@ export class Explorer {
 
   // -- performance ----------------------------------------------------------------------------
 
+  /** The tab in view. */
+  get currentTab(): Tab {
+    return this.tab;
+  }
+
+  /** What the kernel says of a benchmark it was asked to run (its failure, say). */
+  setBenchStatus(text: string): void {
+    this.benchStatus.textContent = text;
+    this.node.querySelectorAll<HTMLButtonElement>('.xe-bench-run').forEach(b => { b.disabled = false; });
+  }
+
+  /** Live only: repeat, the button that runs ex.bench in the kernel, and what it is doing. */
+  private benchControls(): HTMLElement | null {
+    const { bench, benchUnavailable } = this.live;
+    if (benchUnavailable) return el('div', { class: 'xe-hint xe-bench-row' }, benchUnavailable);
+    if (!bench) return null;
+    const repeat = el('input', { class: 'xe-bench-repeat', type: 'number', min: '1', max: '10000', value: '20', title: 'interleaved rounds' });
+    const run = button('Run benchmark', 'Time eager NumPy against the compiled program, in the kernel', () => {
+      run.disabled = true;
+      this.benchStatus.textContent = 'warming up and timing…';
+      bench(Math.max(1, Math.round(Number(repeat.value) || 20)));
+    }, 'xe-btn xe-bench-run');
+    return el('div', { class: 'xe-bench-row' }, el('label', {}, 'repeat ', repeat), ' ', run, ' ', this.benchStatus);
+  }
+
   private drawPerformance(panel: HTMLElement): void {
     const bench = this.bundle.bench;
     const traffic = this.bundle.traffic ?? null;
+    const controls = this.benchControls();
+    if (controls) panel.append(controls);
     if (!bench && !traffic) {
-      panel.append(el('div', { class: 'xe-hint' }, 'No benchmark in this bundle: run ex.bench() (or %%xla with a live kernel) to measure.'));
+      if (!controls) {
+        panel.append(el('div', { class: 'xe-hint' }, 'No benchmark in this bundle: run ex.bench() (or %%xla with a live kernel) to measure.'));
+      }
       return;
     }
     if (bench) {

@@ -3,7 +3,7 @@
 // live widget's front end (anywidget loads it: `render` below), and the script of the static
 // HTML export and of the documentation's pages, which mount every bundle the page carries.
 
-import { Explorer } from './explorer';
+import { Explorer, Tab } from './explorer';
 import { MIME_TYPE } from './model';
 import css from '../style/index.css';
 
@@ -73,21 +73,44 @@ export async function mountAll(doc: Document = document): Promise<Explorer[]> {
 /** What anywidget hands `render`: the widget's model (its synced traits) and its element. */
 interface WidgetModel {
   get(name: string): unknown;
+  set(name: string, value: unknown): void;
+  save_changes(): void;
   on(event: string, callback: () => void): void;
   off(event: string, callback: () => void): void;
+  send(content: object): void;
 }
 
-/** anywidget's entry: the model's `bundle` trait drawn into `el`, again whenever it changes
- * (a benchmark run from the kernel adds its measurements). */
+/** anywidget's entry, the live explorer: the model's `bundle` drawn into `el`, again whenever
+ * the kernel changes it (a benchmark it ran adds its measurements), on the tab the reader was
+ * on (the model's `tab`: an output the kernel updates is drawn afresh, by a new view); "Run
+ * benchmark" asks the kernel (`{action: 'bench', repeat}`), whose `status` trait says what
+ * went wrong, if anything. */
 function render({ model, el }: { model: WidgetModel; el: HTMLElement }): () => void {
+  let current: Explorer | null = null;
   const draw = (): void => {
     const node = document.createElement('div');
     el.replaceChildren(node);
-    void mount(node, model.get('bundle'));
+    addStyle(node.ownerDocument);
+    const unavailable = String(model.get('bench_unavailable') ?? '');
+    current = new Explorer(node, {
+      tab: (String(model.get('tab') ?? '') || undefined) as Tab | undefined,
+      onTab: (tab: Tab) => {
+        model.set('tab', tab);
+        model.save_changes();
+      },
+      benchUnavailable: unavailable || undefined,
+      bench: unavailable ? undefined : (repeat: number) => model.send({ action: 'bench', repeat })
+    });
+    void current.render(model.get('bundle'));
   };
+  const status = (): void => current?.setBenchStatus(String(model.get('status') ?? ''));
   draw();
   model.on('change:bundle', draw);
-  return () => model.off('change:bundle', draw);
+  model.on('change:status', status);
+  return () => {
+    model.off('change:bundle', draw);
+    model.off('change:status', status);
+  };
 }
 
 export default { render };

@@ -61,3 +61,18 @@ def live_notebook(path: Path) -> Path:
                        "language": "python"}})
     nbformat.write(nb, path)
     return path
+
+
+def live_explorers_notebook(path: Path, root: Path, names: list[str]) -> Path:
+    """A running kernel shows each of the browser test's programs (`bundles.py`, the same
+    inputs), one `ex.show()` a cell, in `names`' order: the live explorers."""
+    setup = (f"import sys\nsys.path.insert(0, {str(root)!r})\n"
+             "from tests.extension.bundles import issue_programs, large_program\n"
+             "programs = {**issue_programs(), **large_program()}")
+    cells = [new_code_cell(setup)] + [new_code_cell(f"programs[{name!r}].show()")
+                                      for name in names]
+    nb = new_notebook(cells=cells, metadata={
+        "kernelspec": {"name": "python3", "display_name": "Python 3 (ipykernel)",
+                       "language": "python"}})
+    nbformat.write(nb, path)
+    return path

@@ -30,7 +30,7 @@ import pytest
 from xla_explorer.viz import mime
 
 from .bundles import corpus, issue_programs, large_program, payloads
-from .notebooks import live_notebook, saved_notebook
+from .notebooks import live_explorers_notebook, live_notebook, saved_notebook
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[2]
@@ -66,8 +66,9 @@ def needs_browser() -> str:
 
 
 class Lab:
-    def __init__(self, page, url, token, data, shots):
+    def __init__(self, page, url, token, data, shots, root):
         self.page, self.url, self.token, self.data, self.shots = page, url, token, data, shots
+        self.root = root  # the notebooks' folder JupyterLab serves
         self.errors: list[str] = []
         page.on("console", lambda m: self.errors.append(m.text) if m.type == "error" else None)
         page.on("pageerror", lambda e: self.errors.append(f"page error: {e}"))
@@ -105,6 +106,26 @@ class Lab:
         """The notebook's active cell: j and k on an explorer must not move it."""
         return self.page.evaluate(
             "window.jupyterapp.shell.currentWidget.content.activeCellIndex")
+
+
+class LiveNotebook:
+    """The same bundles' programs shown by a running kernel (`ex.show()`, one cell each, in
+    `data`'s order): the live widget, whose front end is the extension's explorer."""
+
+    def __init__(self, lab: "Lab", names: list[str]):
+        self.page, self.data, self.shots, self.lab = lab.page, lab.data, lab.shots, lab
+        self.errors = lab.errors
+        self.names = names
+
+    def explorer(self, program: str):
+        return self.page.locator(".jp-OutputArea-output .xe-explorer").nth(
+            self.names.index(program))
+
+    def tab(self, ex, name: str) -> None:
+        Lab.tab(self, ex, name)
+
+    def active_cell(self) -> int | None:
+        return Lab.active_cell(self)
 
 
 class StaticPage:
@@ -150,7 +171,7 @@ def lab():
         with S.jupyter_lab(root, tmp) as (url, token), \
                 S.chromium_page(tmp, chromium, width=1280, height=1500) as page:
             page.set_default_timeout(TIMEOUT)
-            yield Lab(page, url, token, data, shots)
+            yield Lab(page, url, token, data, shots, root)
 
 
 # -- a saved notebook, no kernel ---------------------------------------------------------------
@@ -574,8 +595,9 @@ def check_live_kernel_shows_the_widget_and_after_a_restart_the_renderer(lab):
     host = page.locator(".xe-host")
     host.wait_for()
     page.wait_for_function("document.querySelector('.xe-host').dataset.shown === 'widget'")
-    assert page.locator(".xe-host .jupyter-widgets.widget-tab").count() == 1
-    assert page.locator(".xe-explorer").count() == 0
+    # The live widget is the same explorer, drawn by the kernel's widget, not the renderer.
+    page.locator(".xe-host[data-shown=widget] .xe-explorer .xe-graph svg g.node").first.wait_for()
+    assert page.locator(".xe-explorer").count() == 1
     # Saved by JupyterLab (so trusted on reopening), then the kernel restarts: its widget
     # models are gone, as after a day away.
     page.evaluate("""async () => {
@@ -587,7 +609,7 @@ def check_live_kernel_shows_the_widget_and_after_a_restart_the_renderer(lab):
     page.get_by_text(S.KERNEL_IDLE).first.wait_for()
     page.locator(".xe-host[data-shown=renderer] .xe-explorer .xe-graph svg g.node").first.wait_for()
     assert page.evaluate("window.jupyterapp.shell.currentWidget.content.model.cells.get(0).trusted")
-    assert page.locator(".xe-host .jupyter-widgets").count() == 0
+    assert page.locator(".xe-host[data-shown=widget]").count() == 0
     assert not MODEL_NOT_FOUND.search(lab.notebook_text())
     # The same trusted notebook reopened with no kernel at all (its kernelspec removed, so
     # JupyterLab asks, and the reader answers "No Kernel").
@@ -602,7 +624,7 @@ def check_live_kernel_shows_the_widget_and_after_a_restart_the_renderer(lab):
     page.locator(".xe-host[data-shown=renderer] .xe-explorer .xe-graph svg g.node").first.wait_for()
     assert page.evaluate("window.jupyterapp.shell.currentWidget.sessionContext.session") is None
     assert page.evaluate("window.jupyterapp.shell.currentWidget.content.model.cells.get(0).trusted")
-    assert page.locator(".xe-host .jupyter-widgets").count() == 0
+    assert page.locator(".xe-host[data-shown=widget]").count() == 0
     assert not MODEL_NOT_FOUND.search(lab.notebook_text())
 
 
@@ -656,6 +678,48 @@ def test_the_same_explorer_on_a_static_page(lab, tmp_path):
         run_checks(static, [check_the_whole_explorer, *SHARED], tmp_path)
     finally:
         page.close()
+
+
+def test_the_same_explorer_live_in_a_running_kernel(lab, tmp_path):
+    """`ex.show()` in a running kernel: the extension's explorer as the widget's front end,
+    drawing the kernel's bundle; the same checks, then "Run benchmark" asks the kernel, and
+    the measurement is in the saved notebook."""
+    names = [*lab.data["issue"], *lab.data["large"]]
+    live_explorers_notebook(lab.root / "live_explorers.ipynb", ROOT, names)
+    S.run_notebook(lab.page, lab.url, lab.token, "live_explorers.ipynb", 120_000)
+    view = LiveNotebook(lab, names)
+    for name in names:
+        view.explorer(name).locator(".xe-graph svg g.node").first.wait_for()
+    assert lab.page.locator(".xe-host[data-shown=widget]").count() == len(names)
+    run_checks(view, [*[c for c in SHARED if c is not check_traffic_is_charted_as_computed],
+                      check_run_benchmark_asks_the_kernel_and_the_output_keeps_it], tmp_path)
+
+
+def check_run_benchmark_asks_the_kernel_and_the_output_keeps_it(view):
+    ex = view.explorer("attention")
+    view.tab(ex, "Performance")
+    ex.locator(".xe-bench-repeat").fill("5")
+    ex.locator(".xe-bench-run").click()
+    # The kernel sends the bundle back with the bench: the explorer redraws on the same tab.
+    view.page.locator(".xe-explorer .xe-panel[data-tab=Performance]:visible",
+                      has_text="interleaved rounds").first.wait_for(timeout=60_000)
+    ex = view.explorer("attention")
+    words = ex.locator(".xe-panel[data-tab=Performance]").inner_text()
+    assert "median of 5 interleaved rounds" in words and "Memory held during a call" in words
+    assert re.search(r"\d\.\d\dx faster|slower \(\d\.\d\dx\)", words), words
+    shoot(view, ex, "live-performance.png")
+    view.page.keyboard.press("Control+s")
+    bench = None
+    for _ in range(40):
+        view.page.wait_for_timeout(500)
+        cell = json.loads((view.lab.root / "live_explorers.ipynb").read_text())["cells"][1]
+        saved = [o["data"][mime.MIME_TYPE] for o in cell.get("outputs", [])
+                 if mime.MIME_TYPE in o.get("data", {})]
+        bench = saved[0]["bench"] if saved else None
+        if bench:
+            break
+    assert bench and bench["repeat"] == 5, bench
+    view.tab(ex, "Stages")
 
 
 def run_checks(view, checks, tmp_path) -> None:

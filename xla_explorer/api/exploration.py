@@ -101,11 +101,11 @@ class Exploration:
         return graph(self.stage(stage).module, **options)
 
     def show(self):
-        """The step-through explorer (an ipywidgets widget): stages, decisions, buffers,
-        kernels and performance. Displayed, it is one output that also carries the JSON the
-        JupyterLab extension renders without a kernel and a static HTML view
-        (docs/explorer.md)."""
-        from ..viz.widgets import explorer
+        """The explorer (an anywidget drawn by the JupyterLab extension's own code): stages,
+        decisions, buffers, kernels and performance, with a benchmark the kernel runs.
+        Displayed, it is one output that also carries the JSON the extension renders without
+        a kernel and a static HTML view (docs/explorer.md)."""
+        from ..viz.live import explorer
 
         return explorer(self)
 

@@ -1,45 +1,10 @@
-"""Charts as the viewers embed them: a matplotlib Figure as inline SVG text.
-
-The figures themselves are drawn where their numbers live: `BufferAssignment.plot()` (the
-arena over the schedule) and `BenchResult.plot()` (time and peak memory, eager against
-compiled). The widget, the HTML export and the mime bundle all embed them through here, so
-the three show the same picture of the same numbers.
-"""
+"""Tables and figures of numbers for the static HTML view and for code: bytes moved as a table
+(`traffic_html`), and `BenchResult.plot()`'s matplotlib figure of time and memory (the
+explorer draws its own charts from the same numbers in the bundle)."""
 from __future__ import annotations
 
-import io
 
-from .format import byte_unit, bytes_text, ratio_text, seconds_text, time_unit, verdict
-
-
-def figure_svg(figure) -> str:
-    """`figure` as an `<svg>` element (no XML prologue, no external references)."""
-    buffer = io.StringIO()
-    # No RDF metadata block: it names web addresses (as namespaces, never fetched), which
-    # would make a self-contained file look as though it had external references.
-    figure.savefig(buffer, format="svg", bbox_inches="tight",
-                   metadata={"Creator": None, "Date": None, "Format": None, "Type": None})
-    text = buffer.getvalue()
-    return text[text.index("<svg"):]
-
-
-# -- benchmarks, as the explorer's Performance tab states them ---------------------------------
-
-# Below this many seconds per eager call, a call's fixed costs (Python, dispatch, argument
-# checks) are most of what is timed: fusion has little memory traffic left to save.
-SMALL_CALL_SECONDS = 50e-6
-
-
-def small_arrays_note(bench, elements: int | None = None) -> str | None:
-    """Why compiling did not pay, when the arrays are too small for it to: the compiled program
-    was slower and an eager call took under SMALL_CALL_SECONDS. None otherwise."""
-    if bench.speedup >= 1 or bench.eager.median >= SMALL_CALL_SECONDS:
-        return None
-    size = f"The inputs hold {elements:,} elements in all and e" if elements else "E"
-    return (f"{size}ager NumPy takes only {seconds_text(bench.eager.median)} per call: at this "
-            "size the fixed cost of each call, not the arithmetic, is most of the time, so "
-            "there is little memory traffic for fusion to save. Compiling pays with larger "
-            "arrays (try 10^5 elements or more).")
+from .format import byte_unit, bytes_text, ratio_text, time_unit, verdict
 
 
 MONO = "font-family:monospace;font-size:12px;line-height:1.35"

@@ -1,0 +1,104 @@
+"""The explorer while a kernel runs: `ex.show()` and what `%%xla` displays.
+
+It is the explorer JupyterLab's extension draws for a saved notebook, the same code: an
+anywidget whose front end is the extension's explorer built as one ES module
+(viz/bundle/explorer.js, from extension/src/standalone.ts), drawing the bundle's JSON
+(viz/mime.py's `payload`, the `bundle` trait). So there is one layout, one set of keys, one
+opening stage and one buffer timeline wherever a student looks. The kernel is asked only for
+what needs it: "Run benchmark" sends `{"action": "bench", "repeat": n}`, the kernel runs
+`ex.bench` and sends the bundle back with the measurements in it.
+
+anywidget runs the module wherever ipywidgets run (JupyterLab, Notebook 7, VS Code, Colab),
+with no extension to install. Displayed, the explorer is one output carrying the widget, the
+same JSON for the extension (a saved notebook, no kernel) and the static HTML view
+(viz/html.py) for everything else; a benchmark run from it is written into that output.
+"""
+from __future__ import annotations
+
+import anywidget
+import traitlets
+
+from .page import bundle_js
+
+
+class Explorer(anywidget.AnyWidget):
+    """The live explorer of one Exploration (`ex.show()`)."""
+
+    bundle = traitlets.Dict().tag(sync=True)  # viz/mime.py's payload, the last bench in it
+    # Why this backend has nothing to benchmark, or "" when it has.
+    bench_unavailable = traitlets.Unicode("").tag(sync=True)
+    status = traitlets.Unicode("").tag(sync=True)  # a benchmark's failure, in words
+    # The tab in view, kept by the front end: an output updated with a benchmark is drawn
+    # afresh, on the tab the reader was on.
+    tab = traitlets.Unicode("").tag(sync=True)
+
+    @property
+    def _esm(self) -> str:  # read when the widget is made: a clear error if not built
+        return bundle_js()
+
+    def __init__(self, ex):
+        from .mime import payload
+
+        unavailable = "" if ex.compiled.backend.generates_code else (
+            f'Benchmarks need backend="cpu": the {ex.backend} backend runs the HLO op by op '
+            "in NumPy.")
+        super().__init__(bundle=payload(ex, ex.last_bench), bench_unavailable=unavailable)
+        self.exploration = ex
+        self._displays: list = []  # the outputs showing this explorer (IPython DisplayHandles)
+        self.on_msg(self._on_msg)
+
+    def _on_msg(self, _widget, content, _buffers) -> None:
+        if isinstance(content, dict) and content.get("action") == "bench":
+            self.run_benchmark(int(content.get("repeat", 20)))
+
+    def run_benchmark(self, repeat: int = 20):
+        """`ex.bench(repeat=repeat)`, drawn in the Performance tab and written into every
+        output showing this explorer; a failure is said there instead. Returns the result,
+        or None if it failed."""
+        from .mime import payload
+
+        self.status = ""
+        try:
+            result = self.exploration.bench(repeat=max(1, repeat))
+        except Exception as err:  # shown in the tab: a message handler's error goes nowhere
+            self.status = f"benchmark failed: {type(err).__name__}: {err}"
+            return None
+        self.bundle = payload(self.exploration, result)
+        self._update_displays()
+        return result
+
+    def __repr__(self) -> str:
+        # What a text-only front end prints instead of the widget.
+        ex = self.exploration
+        return (f"<Explorer of {ex.module.name}: {len(ex.stages)} stages, "
+                f"{len(ex.decisions)} fusion decisions; backend {ex.backend}>")
+
+    def _repr_mimebundle_(self, **kwargs):
+        """The live widget, and in the same output the JSON the JupyterLab extension renders
+        and the static HTML other viewers show: what is left when no kernel holds the
+        widget's model (a saved notebook reopened, nbviewer, a code host's preview)."""
+        from .display import bundle
+
+        data = super()._repr_mimebundle_(**kwargs)
+        if isinstance(data, tuple):  # (data, metadata)
+            data = data[0]
+        return {**bundle(self.exploration, self.exploration.last_bench), **(data or {})}
+
+    def _ipython_display_(self):
+        """Displayed with a display id, so that a benchmark run from the Performance tab is
+        written into the output's JSON (`update_display`): a saved notebook keeps it."""
+        from IPython.display import display
+
+        handle = display(self._repr_mimebundle_(), raw=True, display_id=True)
+        if handle is not None:
+            self._displays.append(handle)
+
+    def _update_displays(self) -> None:
+        data = self._repr_mimebundle_()
+        for handle in self._displays:
+            handle.update(data, raw=True)
+
+
+def explorer(ex) -> Explorer:
+    """The explorer widget for one Exploration (what `ex.show()` returns)."""
+    return Explorer(ex)

@@ -18,7 +18,7 @@ setup: $(STAMP) $(WARM) extension graphviz chromium
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[test,lint]'
+	$(PY) -m pip install -q -e '.[test,lint,docs]'
 	touch $(STAMP)
 
 # Numba compiles the package's own routines (codegen/gemm.py, fastmath.py, parallel.py) for
@@ -140,6 +140,18 @@ SCREENSHOT_ARGS ?=
 
 screenshot: setup
 	$(PY) scripts/screenshot.py $(SCREENSHOT_ARGS)
+
+# The documentation site, docs/_build/html (docs/contributing.md): docs/ and the notebooks, each
+# executed from the top on this environment's kernel, every explorer drawn with no kernel and
+# no network. Built afresh every time, so the pages show what the code does now; a warning
+# fails the build. DOCS_ARGS passes more options to sphinx-build (e.g. DOCS_ARGS=-q).
+DOCS_ARGS ?=
+
+.PHONY: docs
+docs: $(STAMP) $(WARM) extension graphviz
+	rm -rf docs/_build
+	$(PY) -m sphinx -b html -W --keep-going -d docs/_build/doctrees $(DOCS_ARGS) docs docs/_build/html
+	@echo "The site: $(abspath docs/_build/html)/index.html (it opens from disk: no server needed)"
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis .ruff_cache .mypy_cache

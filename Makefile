@@ -39,8 +39,12 @@ EXT_SRC   := $(wildcard extension/src/*.ts extension/style/*) extension/package.
              extension/standalone/build.mjs
 EXT_LINK  := $(VENV)/share/jupyter/labextensions/$(EXT_NAME)
 
+# The explorer as one ES module (the live widget's front end, ex.save_html's script), written by
+# the same `npm run build`; made again alone if only it is missing.
+EXT_BUNDLE := xla_explorer/viz/bundle/explorer.js
+
 # A link, not the copy an editable install may leave there, so a rebuild is what JupyterLab loads.
-extension: $(EXT_BUILD)
+extension: $(EXT_BUILD) $(EXT_BUNDLE)
 	@test -L $(EXT_LINK) || { rm -rf $(EXT_LINK) && mkdir -p $(dir $(EXT_LINK)) && \
 	  ln -s $(abspath xla_explorer/labextension) $(EXT_LINK); }
 
@@ -50,6 +54,10 @@ extension/node_modules/.package-lock.json: extension/package-lock.json extension
 $(EXT_BUILD): $(EXT_SRC) extension/node_modules/.package-lock.json | $(STAMP)
 	cd extension && PATH="$(abspath $(VENV))/bin:$$PATH" npm run --silent build
 	touch $(EXT_BUILD)
+
+$(EXT_BUNDLE): $(EXT_BUILD)
+	test -f $@ || (cd extension && npm run --silent build:standalone)
+	touch $@
 
 # The graph views need the real Graphviz `dot`, not a Python stand-in.
 graphviz:
@@ -156,3 +164,4 @@ docs: $(STAMP) $(WARM) extension graphviz
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis .ruff_cache .mypy_cache
 	rm -rf extension/node_modules extension/lib extension/tsconfig.tsbuildinfo xla_explorer/labextension
+	rm -rf xla_explorer/viz/bundle docs/_build docs/notebooks

@@ -62,6 +62,12 @@ export const FOLD_ABOVE_NODES = 60;
 export const FOLD_SIZE = 12;
 /** Screen pixels per Graphviz point at most, when fitting. */
 const MAX_SCALE = 1.3;
+/** Screen pixels per Graphviz point at least, when a graph opens: below it a node's label
+ * (11 pt) reads under 7 px, so a graph that fits only smaller opens on a readable
+ * neighbourhood (where the pass changed something, else the top), and `fit` shows it all.
+ * (At 0.6 the attention block's 30-node fusion stage still opens whole.) */
+export const MIN_SCALE = 0.6;
+const HINT = 'drag to pan, Ctrl+wheel or pinch to zoom, click a node';
 
 export class GraphView {
   readonly node: HTMLDivElement;
@@ -75,6 +81,7 @@ export class GraphView {
   private expanded = new Set<string>();   // cluster titles the reader unfolded
   private renders = 0;
   private token = 0;
+  private hint = el('span', { class: 'xe-hint' }, HINT);
 
   constructor(private events: GraphEvents) {
     this.canvas = el('div', { class: 'xe-graph-canvas' });
@@ -82,7 +89,7 @@ export class GraphView {
       button('fit', 'Fit the whole graph in view', () => this.fit()),
       button('+', 'Zoom in', () => this.zoom(0.8)),
       button('−', 'Zoom out', () => this.zoom(1.25)),
-      el('span', { class: 'xe-hint' }, 'drag to pan, Ctrl+wheel or pinch to zoom, click a node'));
+      this.hint);
     this.node = el('div', { class: 'xe-graph' }, bar, this.canvas);
     this.canvas.addEventListener('wheel', e => this.onWheel(e), { passive: false });
     this.canvas.addEventListener('pointerdown', e => this.onPointerDown(e));
@@ -113,7 +120,7 @@ export class GraphView {
     this.canvas.replaceChildren(svg);
     this.svg = svg;
     this.sizeCanvas();
-    this.fit();
+    this.openView();
     this.applyHighlight();
     this.renders++;
     this.node.dataset.renders = String(this.renders);
@@ -242,6 +249,46 @@ export class GraphView {
     if (this.canvasHeight && Math.abs(this.canvas.clientHeight - this.canvasHeight) > 2) this.userSized = true;
     this.view = this.around(this.full.x + this.full.w / 2, this.full.y + this.full.h / 2, this.full.w, this.full.h);
     this.applyView();
+    this.hint.textContent = HINT;
+    this.node.dataset.view = 'fit';
+  }
+
+  /** The whole graph where it fits at a readable size; else, at MIN_SCALE, the nodes the pass
+   * changed (or the selected one), or the graph's top: where a reader starts. */
+  private openView(): void {
+    this.fit();
+    const cw = this.canvas.clientWidth, ch = this.canvas.clientHeight;
+    if (!(cw > 0 && ch > 0) || Math.min(cw / this.full.w, ch / this.full.h) >= MIN_SCALE) return;
+    const h = this.highlight;
+    const box = this.nodeBox([...(h.changed ?? []), h.selected ?? ''].filter(n => n));
+    const w = cw / MIN_SCALE, vh = ch / MIN_SCALE;
+    const cx = box ? (box.x0 + box.x1) / 2 : this.full.x + this.full.w / 2;
+    const cy = box ? (box.y0 + box.y1) / 2 : this.full.y + vh / 2;
+    this.view = { x: cx - w / 2, y: cy - vh / 2, w, h: vh };
+    this.applyView();
+    const count = this.svg?.querySelectorAll('g.node').length ?? 0;
+    this.hint.textContent = `zoomed in to be readable (${box ? 'on what this pass changed' : 'at the top'}): ` +
+      `"fit" shows all ${count} nodes · ${HINT}`;
+    this.node.dataset.view = 'readable';
+  }
+
+  /** The bounding box, in the SVG's user units, of the drawn nodes named; null if none is. */
+  private nodeBox(names: string[]): { x0: number; y0: number; x1: number; y1: number } | null {
+    if (!this.svg || !names.length) return null;
+    const ctm = this.svg.getScreenCTM();
+    if (!ctm) return null;
+    const inv = ctm.inverse();
+    let box: { x0: number; y0: number; x1: number; y1: number } | null = null;
+    for (const e of Array.from(this.svg.querySelectorAll<SVGGElement>('g.node'))) {
+      const name = e.getAttribute('data-name') ?? '';
+      if (!names.some(n => n && (name === n || origin(name) === n))) continue;
+      const r = e.getBoundingClientRect();
+      const a = new DOMPoint(r.left, r.top).matrixTransform(inv);
+      const b = new DOMPoint(r.right, r.bottom).matrixTransform(inv);
+      box = box ? { x0: Math.min(box.x0, a.x), y0: Math.min(box.y0, a.y), x1: Math.max(box.x1, b.x), y1: Math.max(box.y1, b.y) }
+        : { x0: a.x, y0: a.y, x1: b.x, y1: b.y };
+    }
+    return box;
   }
 
   /** A view box centred on (cx, cy) showing at least w x h user units, never magnified past
@@ -259,20 +306,8 @@ export class GraphView {
   /** Centre the view on the instructions named (a decision's producer and consumer), with
    * room around them; nothing happens when none is drawn. */
   focus(names: string[]): void {
-    if (!this.svg || !this.graph) return;
-    const ctm = this.svg.getScreenCTM();
-    if (!ctm) return;
-    const inv = ctm.inverse();
-    let box: { x0: number; y0: number; x1: number; y1: number } | null = null;
-    for (const e of Array.from(this.svg.querySelectorAll<SVGGElement>('g.node'))) {
-      const name = e.getAttribute('data-name') ?? '';
-      if (!names.some(n => n && (name === n || origin(name) === n))) continue;
-      const r = e.getBoundingClientRect();
-      const a = new DOMPoint(r.left, r.top).matrixTransform(inv);
-      const b = new DOMPoint(r.right, r.bottom).matrixTransform(inv);
-      box = box ? { x0: Math.min(box.x0, a.x), y0: Math.min(box.y0, a.y), x1: Math.max(box.x1, b.x), y1: Math.max(box.y1, b.y) }
-        : { x0: a.x, y0: a.y, x1: b.x, y1: b.y };
-    }
+    if (!this.graph) return;
+    const box = this.nodeBox(names);
     if (!box) return;
     const w = Math.max((box.x1 - box.x0) * 2.5, this.full.w / 3);
     const h = Math.max((box.y1 - box.y0) * 2.5, this.full.h / 3);

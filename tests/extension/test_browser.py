@@ -459,6 +459,7 @@ def check_a_large_graph_folds_its_fusion_and_a_click_unfolds_it(lab):
     payload = lab.data["large"]["long_chain"]
     (fusion,) = payload["fusions"]
     ex = lab.explorer("long_chain")
+
     ex.locator(".xe-chip").last.click()
     ex.locator(f".xe-step-label[data-stage='{last_shown(payload)['index']}']").wait_for()
     canvas = ex.locator(".xe-panel[data-tab=Stages] .xe-graph-canvas")
@@ -489,6 +490,20 @@ def check_a_large_graph_folds_its_fusion_and_a_click_unfolds_it(lab):
     canvas.locator(f"g.cluster[data-name='{fusion['name']}']").wait_for()
     drawn = canvas.locator("g.node").count()
     assert drawn > 60, drawn
+    # Unfolded, the graph would fit only with unreadable labels: it is shown at a readable
+    # size, and the bar says that "fit" shows it all.
+    graph = ex.locator(".xe-panel[data-tab=Stages] .xe-graph")
+    print("\nlarge graph after unfolding:", graph.get_attribute("data-view"),
+          canvas.locator("svg").get_attribute("viewBox"), canvas.bounding_box())
+    assert graph.get_attribute("data-view") == "readable"
+    # Screen pixels per Graphviz point: 0.6, a node's 11-point label about 7 px tall (at fit,
+    # notebook 08's graph had labels 3 px tall).
+    box, view = canvas.bounding_box(), canvas.locator("svg").get_attribute("viewBox").split()
+    assert min(box["width"] / float(view[2]), box["height"] / float(view[3])) >= 0.59
+    names = sorted(canvas.locator("g.node").evaluate_all(  # each node's first line
+        "gs => gs.map(g => g.querySelector('text')?.getBoundingClientRect().height ?? 0)"))
+    assert names and names[len(names) // 2] >= 6.5, names  # the median one, screen pixels
+    assert "fit" in graph.locator(".xe-graph-bar .xe-hint").inner_text()
 
 
 def luminance(rgb: str) -> float:

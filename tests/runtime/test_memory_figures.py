@@ -11,6 +11,8 @@ import xla_explorer as xe
 from xla_explorer.viz.format import bytes_text
 from xla_explorer.viz.mime import payload
 
+from benchmarks.memory import train_step  # notebook 08's step, as the benchmark runs it
+
 F32 = np.float32
 
 
@@ -29,25 +31,6 @@ def attention(q, k, v):
     s = q @ k.T / F32(8)
     p = np.exp(s - s.max(axis=-1, keepdims=True))
     return (p / p.sum(axis=-1, keepdims=True)) @ v
-
-
-def train_step(W1, b1, W2, b2, X, Y, lr):  # notebook 08's
-    h = np.maximum(X @ W1 + b1, 0)
-    logits = h @ W2 + b2
-    z = logits - logits.max(axis=1, keepdims=True)
-    log_p = z - np.log(np.exp(z).sum(axis=1, keepdims=True))
-    loss = -(Y * log_p).sum() / X.shape[0]
-    dlogits = (np.exp(log_p) - Y) / X.shape[0]
-    dW2 = h.T @ dlogits
-    db2 = dlogits.sum(axis=0)
-    dh = (dlogits @ W2.T) * (h > 0)
-    dW1 = X.T @ dh
-    db1 = dh.sum(axis=0)
-    W1 -= lr * dW1
-    b1 -= lr * db1
-    W2 -= lr * dW2
-    b2 -= lr * db2
-    return loss
 
 
 def inputs(name, rng):

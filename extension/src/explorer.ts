@@ -7,10 +7,10 @@ import { el, svgEl } from './dom';
 import { DotNode } from './dot';
 import { formatBytes, formatSeconds, speedWords } from './format';
 import { GraphView } from './graphview';
-import { kernelsInOrder, nodeFacts } from './info';
+import { kernelHlo, kernelsInOrder, nodeFacts } from './info';
 import { Bundle, checkBundle, Decision, MIME_TYPE } from './model';
 import { Stepper, visibleStages } from './stepper';
-import { hloLines, tokenizeHlo, tokenizePython, Token } from './syntax';
+import { hloLines, stripMetadata, tokenizeHlo, tokenizePython, Token } from './syntax';
 import { layoutTimeline } from './timeline';
 
 const TABS = ['Stages', 'Decisions', 'Buffers', 'Kernels', 'Performance'] as const;
@@ -419,7 +419,15 @@ export class Explorer {
     names.forEach((name, k) => {
       const pre = el('pre', { class: 'xe-code xe-kernel' });
       tokensInto(pre, tokenizePython(this.bundle.kernels[name]));
-      const d = el('details', { class: 'xe-kernel-box' }, el('summary', {}, name), pre);
+      // Beside the kernel, the HLO it was generated from, when the final text has it.
+      const hlo = kernelHlo(this.bundle, name);
+      const from = el('pre', { class: 'xe-code xe-kernel-hlo' });
+      hlo.split('\n').forEach((line, i) => {
+        if (i) from.append('\n');
+        tokensInto(from, tokenizeHlo(stripMetadata(line)));
+      });
+      const body = hlo ? el('div', { class: 'xe-kernel-pair' }, pre, from) : pre;
+      const d = el('details', { class: 'xe-kernel-box' }, el('summary', {}, name), body);
       if (k === 0) d.open = true;
       panel.append(d);
     });

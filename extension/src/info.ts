@@ -85,3 +85,22 @@ export function nodeFacts(bundle: Bundle, name: string, info: { [key: string]: s
   else rows.push(['kernel', 'none']);
   return { name, rows };
 }
+
+/** The HLO kernel `key` came from, read from the final stage's text: its fusion's called
+ * computation, or the one instruction it runs; "" when the text does not have it (a
+ * cluster's own module, a loop body compiled apart). */
+export function kernelHlo(bundle: Bundle, key: string): string {
+  const stage = bundle.stages[bundle.stages.length - 1];
+  if (!stage) return '';
+  const fusion = bundle.fusions.find(f => kernelKey(bundle, f.name) === key);
+  if (!fusion) return '';
+  const lines = stage.hlo.split('\n');
+  const def = lines.find(l => l.trim().replace(/^ROOT\s+/, '').startsWith(fusion.name + ' = '));
+  if (!def) return '';
+  const calls = /\bcalls=([^\s,]+)/.exec(def);
+  if (!calls) return def.trim();
+  const start = lines.findIndex(l => l.startsWith(calls[1] + ' {'));
+  if (start < 0) return def.trim();
+  const end = lines.findIndex((l, k) => k > start && l.startsWith('}'));
+  return lines.slice(start, end < 0 ? undefined : end + 1).join('\n');
+}

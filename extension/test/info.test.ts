@@ -1,4 +1,4 @@
-import { kernelKey, kernelsInOrder, nodeFacts } from '../src/info';
+import { kernelHlo, kernelKey, kernelsInOrder, nodeFacts } from '../src/info';
 import type { Bundle } from '../src/model';
 
 const bundle = {
@@ -53,5 +53,28 @@ describe('kernelsInOrder', () => {
       kernels: { 'dot_28': '', 'dot_30': '', 'helper': '', 'row_fusion_31': '' }
     } as unknown as Bundle;
     expect(kernelsInOrder(b)).toEqual(['dot_30', 'row_fusion_31', 'dot_28', 'helper']);
+  });
+});
+
+describe('kernelHlo', () => {
+  const hlo = [
+    'HloModule f', '', 'fused_computation.10 {', '  p.11 = f32[4] parameter(0)',
+    '  ROOT e.12 = f32[4] exponential(p.11)', '}', '', 'ENTRY f {',
+    '  x.1 = f32[4] parameter(0)',
+    '  exponential_fusion.9 = f32[4] fusion(x.1), kind=kLoop, calls=fused_computation.10',
+    '  ROOT dot.3 = f32[] dot(exponential_fusion.9, x.1), lhs_contracting_dims={0}, rhs_contracting_dims={0}',
+    '}'].join('\n');
+  const b = {
+    ...bundle, stages: [{ hlo }],
+    fusions: [{ name: 'exponential_fusion.9' }, { name: 'dot.3' }],
+    kernels: { exponential_fusion_9: '', dot_3: '', helper: '' }
+  } as unknown as Bundle;
+  it("gives a fusion's called computation and a lone op's line", () => {
+    expect(kernelHlo(b, 'exponential_fusion_9')).toBe(
+      'fused_computation.10 {\n  p.11 = f32[4] parameter(0)\n  ROOT e.12 = f32[4] exponential(p.11)\n}');
+    expect(kernelHlo(b, 'dot_3')).toMatch(/^ROOT dot\.3 = f32\[\] dot\(/);
+  });
+  it('gives nothing for a kernel the final text does not define', () => {
+    expect(kernelHlo(b, 'helper')).toBe('');
   });
 });

@@ -235,6 +235,11 @@ def check_opening_stage_buffers_and_kernels(lab):
     assert sorted(in_order) == sorted(payload["kernels"])
     assert ex.locator(".xe-kernel-box summary").all_inner_texts() == in_order
     assert ex.locator(".xe-kernel .xe-tok-kw").count() > 0  # coloured, as text nodes
+    # Beside the first kernel, the HLO it came from: the lone op's line, or its fusion's
+    # computation, metadata left out.
+    first = payload["fusions"][0]
+    came_from = ex.locator(".xe-kernel-box[open] .xe-kernel-hlo").inner_text()
+    assert all(i in came_from for i in first["instructions"]) and "metadata" not in came_from
     # Above them, open, the driver that launches them in that order.
     assert payload["driver"] and ex.locator(".xe-driver-box[open] .xe-driver").inner_text() \
         .strip() == payload["driver"].strip()

@@ -37,7 +37,7 @@ settings.load_profile("ci" if os.environ.get("CI") else "dev")
 # them alone at the end. The notebook tests share one execution of the notebooks: one xdist
 # group (`--dist loadgroup` in the Makefile), so only one worker waits for it.
 LONG_FIRST = ("tests/test_binder.py", "tests/test_notebooks.py", "tests/test_notebook_gpu.py",
-              "tests/extension/test_browser.py", "tests/test_live_widget.py",
+              "tests/extension/test_browser.py", "tests/test_docs_site.py",
               "tests/cuda/test_records.py", "tests/test_screenshot.py",
               "tests/extension/test_typescript.py", "tests/test_make_lab.py")
 

@@ -1,7 +1,7 @@
 """The live explorer (`ex.show()`, what `%%xla` displays): an anywidget whose front end is the
 JupyterLab extension's explorer built as one module, drawing the bundle's JSON. Here, the
 kernel's side: what the widget sends (the module, the bundle), what one output carries, and
-the benchmark the front end asks for. tests/test_live_widget.py drives it in a browser.
+the benchmark the front end asks for. tests/extension/test_browser.py drives it in a browser.
 """
 import html
 

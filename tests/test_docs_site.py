@@ -210,7 +210,7 @@ def test_a_built_page_draws_its_explorer_from_disk_and_steps_through_stages(
     assert not outside, outside
 
 
-@pytest.mark.slow  # a notebook executed
+@pytest.mark.deep  # a notebook executed: a build's rule, not what a reader sees
 def test_a_cell_that_raises_stops_the_build_unless_it_is_tagged(tmp_path):
     src, nbs = tiny_site(tmp_path)
     nb = nbformat.read(nbs / "01_tiny.ipynb", as_version=4)

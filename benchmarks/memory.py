@@ -181,7 +181,8 @@ def measure(label, f, args, options) -> dict:
     def fresh():  # a call may update its inputs in place (the training step's weights)
         return [a.copy() if isinstance(a, np.ndarray) else a for a in args]
 
-    f(*fresh()), run(*fresh())  # warm-up: compile, fault pages in
+    f(*fresh())  # warm-up: compile, fault pages in
+    run(*fresh())
     # The copies are made before tracemalloc starts: neither side is charged for them.
     eager = peak_bytes(partial(f, *fresh()))
     per_call = peak_bytes(partial(run, *fresh()))

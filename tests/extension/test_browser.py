@@ -498,8 +498,6 @@ def check_a_large_graph_folds_its_fusion_and_a_click_unfolds_it(lab):
     # Unfolded, the graph would fit only with unreadable labels: it is shown at a readable
     # size, and the bar says that "fit" shows it all.
     graph = ex.locator(".xe-panel[data-tab=Stages] .xe-graph")
-    print("\nlarge graph after unfolding:", graph.get_attribute("data-view"),
-          canvas.locator("svg").get_attribute("viewBox"), canvas.bounding_box())
     assert graph.get_attribute("data-view") == "readable"
     # Screen pixels per Graphviz point: 0.6, a node's 11-point label about 7 px tall (at fit,
     # notebook 08's graph had labels 3 px tall).

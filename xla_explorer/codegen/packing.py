@@ -33,13 +33,20 @@ def packed_b_size(k: int, n: int, dtype) -> int:
     return -(-n // widest) * widest * k * itemsize
 
 
-def product_dims(inst: Instruction) -> tuple[int, int, int, int]:
-    """A dot as (batch, m, k, n): its batch, free and contracting dimensions multiplied out."""
+def dot_axes(inst: Instruction) -> tuple[tuple, tuple, list, tuple, tuple, list]:
+    """A dot's axes: the lhs's batch, contracting and free dimensions, then the rhs's."""
     a, b = inst.operands
     lb, lc = inst.attr("lhs_batch_dims", ()), inst.attr("lhs_contracting_dims", ())
     rb, rc = inst.attr("rhs_batch_dims", ()), inst.attr("rhs_contracting_dims", ())
     lf = [d for d in range(len(a.dims)) if d not in lb and d not in lc]
     rf = [d for d in range(len(b.dims)) if d not in rb and d not in rc]
+    return lb, lc, lf, rb, rc, rf
+
+
+def product_dims(inst: Instruction) -> tuple[int, int, int, int]:
+    """A dot as (batch, m, k, n): its batch, free and contracting dimensions multiplied out."""
+    a, b = inst.operands
+    lb, lc, lf, _, _, rf = dot_axes(inst)
     return (prod(a.dims[d] for d in lb), prod(a.dims[d] for d in lf),
             prod(a.dims[d] for d in lc), prod(b.dims[d] for d in rf))
 

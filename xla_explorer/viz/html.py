@@ -78,41 +78,21 @@ class _Builder:
                  "<th>time</th><th>what changed</th></tr></thead><tbody>\n"
                  + "\n".join(rows) + "\n</tbody></table>")
         out = [f'<section id="{self.id("stages")}" class="xe-stages">', "<h2>Stages</h2>", table]
-        last = len(ex.stages) - 1
-        out.append(f"<details open><summary>The final module ({_e(ex.stages[-1].name)})"
-                   f"</summary>\n{self.graph_svg(last, changed=frozenset())}\n"
-                   f"{self.hlo(last, None)}\n</details>")
+        final = ex.stages[-1]
+        out.append(f"<details open><summary>The final module ({_e(final.name)})</summary>\n"
+                   f"{self.final_graph()}\n"
+                   f'<pre class="hlo">{_e(final.module.to_text().rstrip())}</pre>\n</details>')
         return "\n".join(out) + "\n</section>"
 
-    def graph_svg(self, i: int, changed) -> str:
-        module = self.ex.stages[i].module
-        g = graph(module, changed=changed)
+    def final_graph(self) -> str:
+        """The final module's graph as inline SVG, or its DOT text without Graphviz."""
+        g = graph(self.ex.stages[-1].module)
         try:
             svg = render_svg(g)
         except GraphvizNotInstalled as err:
             return (f'<div class="graph missing"><p class="warn">{_e(str(err))}</p>'
                     f'<pre class="dot">{_e(g.source)}</pre></div>')
-        return f'<div class="graph">{_inline_svg(svg, self.id(f"s{i}-"))}</div>'
-
-    def hlo(self, i: int, d) -> str:
-        """The stage's HLO text, each line of an added or rewritten instruction marked."""
-        added = d.added if d is not None else frozenset()
-        rewritten = d.rewritten if d is not None else frozenset()
-        lines = []
-        for line in self.ex.stages[i].module.to_text().splitlines():
-            m = _HLO_NAME.match(line)
-            name = m.group(1) if m else None
-            kind = "added" if name in added else "rewritten" if name in rewritten else None
-            if kind:
-                lines.append(f'<span class="line {kind}" data-name="{_e(name)}" '
-                             f'title="{kind} by this pass">{_e(line)}</span>')
-            else:
-                lines.append(_e(line))
-        legend = ""
-        if added or rewritten:
-            legend = ('<p class="legend"><span class="line added">added</span> '
-                      '<span class="line rewritten">rewritten</span> by this pass</p>')
-        return f'{legend}<pre class="hlo">' + "\n".join(lines) + "</pre>"
+        return f'<div class="graph">{_inline_svg(svg, self.id("final-"))}</div>'
 
     # -- decisions and clusters -----------------------------------------------------------
 
@@ -256,8 +236,6 @@ class _Builder:
 
 # -- small pieces ------------------------------------------------------------------------------
 
-# `name = ...` or `ROOT name = ...`: the instruction an HLO line defines.
-_HLO_NAME = re.compile(r"^\s*(?:ROOT\s+)?([^\s=]+)\s*=\s")
 
 
 def _e(text) -> str:
@@ -332,11 +310,6 @@ CSS = """
 .xe-report code, .xe-report pre { font-family: ui-monospace, Menlo, Consolas, monospace; }
 .xe-report pre { background: #fafafa; border: 1px solid #eee; padding: .6em; overflow: auto;
   font-size: .82em; }
-.xe-report pre.hlo .line.added, .xe-report .legend .line.added { background: #e8f5e9; }
-.xe-report pre.hlo .line.rewritten, .xe-report .legend .line.rewritten { background: #fff8e1; }
-.xe-report pre.hlo .line { display: inline-block; width: 100%; font-weight: bold; }
-.xe-report .legend { font-size: .85em; }
-.xe-report .legend .line { padding: 0 .4em; }
 .xe-report .badge { font-size: .75em; font-weight: normal; border-radius: .6em;
   padding: .05em .6em; background: #eceff1; color: #546e7a; }
 .xe-report .badge.changed { background: #1565c0; color: white; }

@@ -13,7 +13,7 @@ from ...ir.module import Instruction
 from ...ir.ops import Group, in_group
 from .. import exprs
 from ..analysis import refuse_float16
-from ..packing import product_dims, product_scratch, tiled_product
+from ..packing import dot_axes, product_dims, product_scratch, tiled_product
 from ..writer import np_type, tuple_text
 from .loop import Loops
 
@@ -45,10 +45,7 @@ def emit_dot(loops: Loops, inst: Instruction, products: Products) -> None:
     else:
         out = core.storage(inst)
     core.stored[id(inst)] = out
-    lb, lc = inst.attr("lhs_batch_dims", ()), inst.attr("lhs_contracting_dims", ())
-    rb, rc = inst.attr("rhs_batch_dims", ()), inst.attr("rhs_contracting_dims", ())
-    lf = [d for d in range(len(a.dims)) if d not in lb and d not in lc]
-    rf = [d for d in range(len(b.dims)) if d not in rb and d not in rc]
+    lb, lc, lf, rb, rc, rf = dot_axes(inst)
     batch, m, k, n = product_dims(inst)
     pa, pb = f"p{a.parameter_number}", f"p{b.parameter_number}"
     float_dot = tiled_product(inst)

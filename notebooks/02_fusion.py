@@ -196,11 +196,11 @@ for d in _xla.decisions:
 # (144 bytes, rounded up to 192), live from the dot that writes them to the row kernel that
 # reads them. Before the transpose was folded into the dot, `k.T` was a second temporary.
 #
-# The rows whose names end in `scratch` are not values: each product copies its second
-# operand, while it runs, into panels two vector registers wide (32 float32 columns, so the
-# 4-column `val` takes 8 times its own size), and the CPU backend's assignment places that
-# space in the arena too, live at the product's step alone. The three products run one after
-# another, so their scratch shares the arena's first bytes; the largest, 768, is the arena.
+# Here the arena is that one temporary and nothing else. A larger product copies its second
+# operand, while it runs, into panels two vector registers wide, and the CPU backend places
+# that space in the arena too, as a row named `... scratch`, live at the product's step alone
+# (notebook 08's training step has them). These three are too small to pay for it: a product
+# of at most 4,096 multiply-adds is a plain loop nest that reads its operands where they are.
 
 # %%
 bufs = _xla.buffers

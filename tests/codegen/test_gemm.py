@@ -240,7 +240,8 @@ TRANSPOSED_DOTS = [
     (at_bt, [(13, 7), (5, 13)]),
     (qkt_bias_relu, [(7, 13), (5, 13), (5,)]),
     (qkt_bias_relu, [(300, 200), (100, 200), (100,)]),  # the epilogue on each thread's blocks
-    (batched_qkt, [(3, 7, 13), (3, 5, 13)]),
+    (batched_qkt, [(3, 7, 13), (3, 5, 13)]),  # small: a loop nest, B read in place too
+    (batched_qkt, [(3, 40, 64), (3, 48, 64)]),
 ]
 
 

@@ -62,7 +62,7 @@ PROGRAMS = [
     (sum_xyz, [(1000,)] * 3),
     (softmax_parallel, [(512, 1024)]),
     (sum_xyz_parallel, [(1 << 20,)] * 3),
-    (dense_relu, [(8, 4), (4, 6), (6,)]),
+    (dense_relu, [(32, 16), (16, 24), (24,)]),  # over packing.SMALL_PRODUCT_MACS: tiled
     (dense_relu_parallel, [(256, 128), (128, 192), (192,)]),
     (scaled_transpose, [(4, 3), (3, 4)]),
     (column_mean_and_centre, [(5, 3)]),

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import xla_explorer as xe
+from xla_explorer.codegen import packing
 from xla_explorer.codegen.analysis import elementwise_closure
 from xla_explorer.codegen.options import DEFAULT_OPTIONS
 
@@ -45,7 +46,12 @@ def test_a_dot_with_no_elements_to_sum_is_zero_and_empty_dots_run(rng):
         assert got.shape == (m, n) and np.array_equal(got, x @ w)
 
 
-def test_batched_transposed_and_strided_dots(rng):
+@pytest.mark.parametrize("tiled", [False, True], ids=["loop-nest", "tiled"])
+def test_batched_transposed_and_strided_dots(rng, monkeypatch, tiled):
+    # Products this small are loop nests (packing.SMALL_PRODUCT_MACS); made tiled too, so
+    # that both paths see every layout.
+    if tiled:
+        monkeypatch.setattr(packing, "SMALL_PRODUCT_MACS", 0)
     a, b = normal(rng, 4, 6, 5), normal(rng, 4, 5, 3)
     programs = [
         (lambda a, b: np.einsum("bij,bjk->bik", a, b), (a, b)),
@@ -56,8 +62,20 @@ def test_batched_transposed_and_strided_dots(rng):
     ]
     for f, args in programs:
         ex = xe.explore(f, *args, backend="cpu")
+        source = "\n".join(ex.kernels.values())
+        assert ("product_rows(" in source) == tiled, source
         got = ex.run(*args)
         np.testing.assert_allclose(got, f(*args), rtol=2e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_a_small_product_packs_nothing(rng, dtype):
+    # 6x4 @ 4x8, as notebook 02's attention: packed B would take a 32-column panel.
+    x, w, b = normal(rng, 6, 4, dtype=dtype), normal(rng, 4, 8, dtype=dtype), normal(rng, 8)
+    ex = xe.explore(lambda x, w, b: np.tanh(x @ w + b), x, w, b, backend="cpu")
+    assert not any(b.category == "scratch" for b in ex.buffers.buffers)
+    assert ex.executable.arena_bytes == ex.buffers.peak_bytes
+    np.testing.assert_allclose(ex.run(x, w, b), np.tanh(x @ w + b), rtol=1e-5, atol=1e-6)
 
 
 def test_a_batched_product_shared_by_the_threads_packs_each_b_anew(rng):

@@ -51,11 +51,21 @@ def product_dims(inst: Instruction) -> tuple[int, int, int, int]:
             prod(a.dims[d] for d in lc), prod(b.dims[d] for d in rf))
 
 
+# Float products of at most this many multiply-adds are plain loop nests that read B where
+# it is. Packed B's panels are 32 float32 columns wide whatever B's width, so a product this
+# small would hold several times its B in scratch (a 4-column B, 8 times), and it runs faster
+# without: 6x4 @ 4x8 in 5.9 us against 9.1, 16x16 @ 16x16 in 7.1 against 10.0; at 16K (32x16
+# @ 16x32) the tiled product wins, 9.4 us against 11.0 (docs/performance.md).
+SMALL_PRODUCT_MACS = 1 << 12
+
+
 def tiled_product(inst: Instruction) -> bool:
-    """Whether codegen/gemm.py's packed product computes this dot (floats in and out of one
-    type); other dots are plain loop nests, which pack nothing."""
+    """Whether codegen/gemm.py's packed product computes this dot: floats in and out of one
+    type, more than SMALL_PRODUCT_MACS multiply-adds. Other dots are plain loop nests, which
+    pack nothing."""
     return (np.dtype(inst.dtype).kind == "f"
-            and np.dtype(inst.operands[0].dtype) == np.dtype(inst.dtype))
+            and np.dtype(inst.operands[0].dtype) == np.dtype(inst.dtype)
+            and prod(product_dims(inst)) > SMALL_PRODUCT_MACS)
 
 
 def product_scratch(inst: Instruction) -> int:

@@ -59,23 +59,37 @@ def emit_dot(loops: Loops, inst: Instruction, products: Products) -> None:
     if float_dot:
         _emit_tiled_product(loops, inst, la, rb_, out, plain, batch, m, n, k, products)
         return
-    res = w.fresh("product")
-    t = w.fresh("t")
+    res, t = w.fresh("product"), w.fresh("t")
     i, j, q = w.fresh("i"), w.fresh("j"), w.fresh("k")
-    acc = w.fresh("acc")
-    lhs, rhs = (f"{la}[{i}, {q}]", f"{rb_}[{q}, {j}]") if plain else \
-        (f"{la}[{t}, {i}, {q}]", f"{rb_}[{t}, {q}, {j}]")
-    w.line(f"{res} = {out}.reshape(({batch}, {m}, {n}))")
-    w.line(f"for {t} in range({batch}):")
-    w.line(f"    for {i} in range({m}):")
-    w.line(f"        for {j} in range({n}):")
-    w.line(f"            {acc} = {exprs.literal(0, inst.dtype)}")
-    w.line(f"            for {q} in range({k}):")
-    if inst.dtype == np.bool_:
-        w.line(f"                {acc} = {acc} or ({lhs} and {rhs})")
+    at = (lambda *ix: ", ".join(ix)) if plain else (lambda *ix: ", ".join((t, *ix)))
+    lhs_iq, rhs_qj, out_ij = f"{la}[{at(i, q)}]", f"{rb_}[{at(q, j)}]", f"{res}[{at(i, j)}]"
+    w.line(f"{res} = {out}" + ("" if plain else f".reshape(({batch}, {m}, {n}))"))
+    if not plain:
+        w.line(f"for {t} in range({batch}):")
+        w.depth += 1
+    w.line(f"for {i} in range({m}):")
+    if np.dtype(inst.dtype).kind == "f":
+        # A small float product (packing.SMALL_PRODUCT_MACS): C's row accumulated over
+        # k, its inner loop along rows of B and C, so it runs in vectors.
+        a = w.fresh("a")
+        w.line(f"    for {j} in range({n}):")
+        w.line(f"        {out_ij} = {exprs.literal(0, inst.dtype)}")
+        w.line(f"    for {q} in range({k}):")
+        w.line(f"        {a} = {lhs_iq}")
+        w.line(f"        for {j} in range({n}):")
+        w.line(f"            {out_ij} = {out_ij} + {a} * {rhs_qj}")
     else:
-        w.line(f"                {acc} = {np_type(inst.dtype)}({acc} + {lhs} * {rhs})")
-    w.line(f"            {res}[{t}, {i}, {j}] = {acc}")
+        acc = w.fresh("acc")
+        w.line(f"    for {j} in range({n}):")
+        w.line(f"        {acc} = {exprs.literal(0, inst.dtype)}")
+        w.line(f"        for {q} in range({k}):")
+        if inst.dtype == np.bool_:
+            w.line(f"            {acc} = {acc} or ({lhs_iq} and {rhs_qj})")
+        else:
+            w.line(f"            {acc} = {np_type(inst.dtype)}({acc} + {lhs_iq} * {rhs_qj})")
+        w.line(f"        {out_ij} = {acc}")
+    if not plain:
+        w.depth -= 1
 
 
 def _emit_tiled_product(loops: Loops, inst, lhs, rhs, out, plain, batch, m, n, k,

@@ -1,5 +1,5 @@
 """xla-explorer: see how an XLA-style compiler turns NumPy into HLO, step by step."""
-from .api import CheckResult, Exploration, Kernel, explore, jit
+from .api import CheckResult, Exploration, Kernel, explore, explore_hlo, jit
 from .errors import (CompileError, HloParseError, MismatchError, TraceError, UnsupportedOpError,
                      VerifyError, XlaExplorerError)
 from .ir.module import Module
@@ -8,7 +8,8 @@ from .ir.verify import verify
 from .trace.loops import fori_loop
 
 __all__ = [
-    "explore", "jit", "fori_loop", "Exploration", "CheckResult", "Kernel", "parse_hlo", "verify", "Module",
+    "explore", "explore_hlo", "jit", "fori_loop", "Exploration", "CheckResult", "Kernel",
+    "parse_hlo", "verify", "Module",
     "XlaExplorerError", "CompileError", "UnsupportedOpError", "TraceError", "HloParseError",
     "VerifyError", "MismatchError",
 ]

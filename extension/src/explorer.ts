@@ -16,13 +16,21 @@ import { layoutTimeline } from './timeline';
 const TABS = ['Stages', 'Decisions', 'Buffers', 'Kernels', 'Performance'] as const;
 export type Tab = typeof TABS[number];
 
+/** Where the reader is: the tab, the stage (its index in the bundle's stages) and the
+ * benchmark's repeat count. */
+export interface View {
+  tab?: Tab;
+  stage?: number;
+  repeat?: number;
+}
+
 /** What a running kernel adds to the explorer (the live widget): a benchmark it can run, or
- * why it cannot, and the tab to open on (where the reader was before a redraw). */
+ * why it cannot, and where to open (where the reader was before a redraw). */
 export interface LiveOptions {
   bench?: (repeat: number) => void;
   benchUnavailable?: string;
-  tab?: Tab;
-  onTab?: (tab: Tab) => void; // the widget keeps it, so a redrawn output opens there too
+  view?: View;
+  onView?: (view: View) => void; // the widget keeps it, so a redrawn output opens there too
 }
 
 function tokensInto(parent: HTMLElement, tokens: Token[]): void {
@@ -161,8 +169,12 @@ export class Explorer {
 
   private benchStatus = el('span', { class: 'xe-bench-status' });
 
+  private view: View;
+
   constructor(readonly node: HTMLElement, private live: LiveOptions = {}) {
-    if (live.tab && (TABS as readonly string[]).includes(live.tab)) this.tab = live.tab;
+    this.view = { ...live.view };
+    const tab = this.view.tab;
+    if (tab && (TABS as readonly string[]).includes(tab)) this.tab = tab;
     node.classList.add('xe-explorer');
     node.tabIndex = 0;
     node.addEventListener('keydown', e => this.onKey(e));
@@ -184,9 +196,11 @@ export class Explorer {
   private build(): void {
     const b = this.bundle;
     this.stageOrder = visibleStages(b.stages, this.showAll);
-    // Start at the fusion stage when there is one: it is what a student came to see.
+    // Start where the reader was, else at the fusion stage when there is one: it is what a
+    // student came to see.
+    const was = this.stageOrder.indexOf(this.view.stage ?? -1);
     const fusionAt = this.stageOrder.findIndex(i => b.stages[i].name === 'fusion');
-    this.stages = new Stepper(this.stageOrder.length, fusionAt >= 0 ? fusionAt : 0);
+    this.stages = new Stepper(this.stageOrder.length, was >= 0 ? was : Math.max(fusionAt, 0));
     this.decisions = new Stepper(b.decisions.length);
     this.stagePane = new GraphPane(b);
     this.decisionPane = new GraphPane(b);
@@ -210,9 +224,17 @@ export class Explorer {
     this.node.replaceChildren(header, tabs, ...this.panels.values());
   }
 
+  /** Where the reader now is, told to the widget when it changed. */
+  private keep(change: View): void {
+    const next = { ...this.view, ...change };
+    if (next.tab === this.view.tab && next.stage === this.view.stage && next.repeat === this.view.repeat) return;
+    this.view = next;
+    this.live.onView?.({ ...next });
+  }
+
   private async drawTab(t: Tab): Promise<void> {
-    if (t !== this.tab) this.live.onTab?.(t);
     this.tab = t;
+    this.keep({ tab: t });
     for (const [name, panel] of this.panels) panel.hidden = name !== t;
     for (const [name, b] of this.tabButtons) b.classList.toggle('xe-tab-on', name === t);
     if (this.drawn.has(t)) return;
@@ -263,6 +285,7 @@ export class Explorer {
       notesList(s.notes));
     this.stagePane.setHlo(s.hlo, s.changed_nodes);
     this.node.dataset.stage = String(s.index);
+    this.keep({ stage: s.index });
     await this.stagePane.graph.show(s.dot, { changed: s.changed_nodes, selected: this.stagePane.selected }, animate);
   }
 
@@ -451,7 +474,8 @@ export class Explorer {
     const { bench, benchUnavailable } = this.live;
     if (benchUnavailable) return el('div', { class: 'xe-hint xe-bench-row' }, benchUnavailable);
     if (!bench) return null;
-    const repeat = el('input', { class: 'xe-bench-repeat', type: 'number', min: '1', max: '10000', value: '20', title: 'interleaved rounds' });
+    const repeat = el('input', { class: 'xe-bench-repeat', type: 'number', min: '1', max: '10000', value: String(this.view.repeat ?? 20), title: 'interleaved rounds' });
+    repeat.addEventListener('change', () => this.keep({ repeat: Math.max(1, Math.round(Number(repeat.value) || 20)) }));
     const run = button('Run benchmark', 'Time eager NumPy against the compiled program, in the kernel', () => {
       run.disabled = true;
       this.benchStatus.textContent = 'warming up and timing…';

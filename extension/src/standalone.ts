@@ -3,7 +3,7 @@
 // live widget's front end (anywidget loads it: `render` below), and the script of the static
 // HTML export and of the documentation's pages, which mount every bundle the page carries.
 
-import { Explorer, Tab } from './explorer';
+import { Explorer, View } from './explorer';
 import { MIME_TYPE } from './model';
 import css from '../style/index.css';
 
@@ -81,8 +81,9 @@ interface WidgetModel {
 }
 
 /** anywidget's entry, the live explorer: the model's `bundle` drawn into `el`, again whenever
- * the kernel changes it (a benchmark it ran adds its measurements), on the tab the reader was
- * on (the model's `tab`: an output the kernel updates is drawn afresh, by a new view); "Run
+ * the kernel changes it (a benchmark it ran adds its measurements), where the reader was (the
+ * model's `view`: tab, stage and repeat count; an output the kernel updates is drawn afresh,
+ * by a new view); "Run
  * benchmark" asks the kernel (`{action: 'bench', repeat}`), whose `status` trait says what
  * went wrong, if anything. */
 function render({ model, el }: { model: WidgetModel; el: HTMLElement }): () => void {
@@ -93,9 +94,9 @@ function render({ model, el }: { model: WidgetModel; el: HTMLElement }): () => v
     addStyle(node.ownerDocument);
     const unavailable = String(model.get('bench_unavailable') ?? '');
     current = new Explorer(node, {
-      tab: (String(model.get('tab') ?? '') || undefined) as Tab | undefined,
-      onTab: (tab: Tab) => {
-        model.set('tab', tab);
+      view: (model.get('view') ?? {}) as View,
+      onView: (view: View) => {
+        model.set('view', view);
         model.save_changes();
       },
       benchUnavailable: unavailable || undefined,

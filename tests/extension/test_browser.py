@@ -732,13 +732,20 @@ def test_the_same_explorer_live_in_a_running_kernel(lab, tmp_path):
 
 def check_run_benchmark_asks_the_kernel_and_the_output_keeps_it(view):
     ex = view.explorer("attention")
+    view.tab(ex, "Stages")
+    ex.locator(".xe-panel[data-tab=Stages] .xe-prev").click()  # before the one it opens on
+    view.page.wait_for_timeout(300)
+    stage = ex.get_attribute("data-stage")
     view.tab(ex, "Performance")
     ex.locator(".xe-bench-repeat").fill("5")
+    ex.locator(".xe-bench-repeat").dispatch_event("change")
     ex.locator(".xe-bench-run").click()
-    # The kernel sends the bundle back with the bench: the explorer redraws on the same tab.
+    # The kernel sends the bundle back with the bench: the explorer redraws where the reader
+    # was: the same tab, stage and repeat count.
     view.page.locator(".xe-explorer .xe-panel[data-tab=Performance]:visible",
                       has_text="interleaved rounds").first.wait_for(timeout=60_000)
     ex = view.explorer("attention")
+    assert ex.locator(".xe-bench-repeat").input_value() == "5"
     words = ex.locator(".xe-panel[data-tab=Performance]").inner_text()
     assert "median of 5 interleaved rounds" in words and "Memory held during a call" in words
     assert re.search(r"\d\.\d\dx faster|slower \(\d\.\d\dx\)", words), words
@@ -755,6 +762,7 @@ def check_run_benchmark_asks_the_kernel_and_the_output_keeps_it(view):
             break
     assert bench and bench["repeat"] == 5, bench
     view.tab(ex, "Stages")
+    assert ex.get_attribute("data-stage") == stage
 
 
 def run_checks(view, checks, tmp_path) -> None:

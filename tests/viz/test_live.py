@@ -34,10 +34,15 @@ def cpu():
     return xe.explore(exp_then_dot, x, w, backend="cpu")
 
 
-def test_show_is_the_extensions_explorer_drawing_the_bundle(cpu):
+def test_show_is_the_extensions_explorer_drawing_the_bundle(monkeypatch, cpu):
     w = cpu.show()
     assert isinstance(w, Explorer) and w.exploration is cpu
-    assert w._esm == bundle_js() and "mountAll" in w._esm  # the module pages load too
+    # The widget carries a loader; the module comes once a page, when the loader asks.
+    assert len(w._esm) < 4096 and "mountAll" not in w._esm
+    sent = []
+    monkeypatch.setattr(w, "send", lambda content, buffers=None: sent.append(content))
+    w._on_msg(w, {"action": "module"}, [])
+    assert sent == [{"module": bundle_js()}] and "mountAll" in bundle_js()
     assert w.bundle == mime.payload(cpu)
     mime.validate(w.bundle)
     assert w.bench_unavailable == "" and w.status == ""
@@ -115,6 +120,18 @@ def test_a_failing_benchmark_is_said_in_the_tab(monkeypatch, cpu):
     assert w.run_benchmark(3) is None
     assert w.status == "benchmark failed: RuntimeError: no timer"
     assert w.bundle["bench"] is None
+
+
+def test_the_loader_names_the_bundle_it_shares(monkeypatch, tmp_path, cpu):
+    # Explorers on one page share the module fetched first: a rebuilt bundle gets a new key.
+    from xla_explorer.viz import page
+
+    first = cpu.show()._esm
+    assert first == cpu.show()._esm
+    rebuilt = tmp_path / "explorer.js"
+    rebuilt.write_text(bundle_js() + "\n// rebuilt\n")
+    monkeypatch.setattr(page, "BUNDLE", rebuilt)
+    assert cpu.show()._esm != first
 
 
 def test_the_interpreter_has_nothing_to_benchmark_and_says_so():

@@ -9,16 +9,23 @@ what needs it: "Run benchmark" sends `{"action": "bench", "repeat": n}`, the ker
 `ex.bench` and sends the bundle back with the measurements in it.
 
 anywidget runs the module wherever ipywidgets run (JupyterLab, Notebook 7, VS Code, Colab),
-with no extension to install. Displayed, the explorer is one output carrying the widget, the
+with no extension to install. What each widget carries is a loader (viz/loader.js, 1 KB):
+the first explorer on a page asks the kernel for the 1 MB module (`{"action": "module"}`),
+and every explorer after it on that page uses the same copy. Displayed, the explorer is one output carrying the widget, the
 same JSON for the extension (a saved notebook, no kernel) and the static HTML view
 (viz/html.py) for everything else; a benchmark run from it is written into that output.
 """
 from __future__ import annotations
 
+import hashlib
+from pathlib import Path
+
 import anywidget
 import traitlets
 
 from .page import bundle_js
+
+LOADER = Path(__file__).with_name("loader.js")
 
 
 class Explorer(anywidget.AnyWidget):
@@ -28,13 +35,14 @@ class Explorer(anywidget.AnyWidget):
     # Why this backend has nothing to benchmark, or "" when it has.
     bench_unavailable = traitlets.Unicode("").tag(sync=True)
     status = traitlets.Unicode("").tag(sync=True)  # a benchmark's failure, in words
-    # The tab in view, kept by the front end: an output updated with a benchmark is drawn
-    # afresh, on the tab the reader was on.
-    tab = traitlets.Unicode("").tag(sync=True)
+    # Where the reader is ({tab, stage, repeat}), kept by the front end: an output updated
+    # with a benchmark is drawn afresh, where the reader was.
+    view = traitlets.Dict().tag(sync=True)
 
     @property
     def _esm(self) -> str:  # read when the widget is made: a clear error if not built
-        return bundle_js()
+        key = hashlib.sha256(bundle_js().encode()).hexdigest()[:16]
+        return LOADER.read_text(encoding="utf-8").replace("__KEY__", key)
 
     def __init__(self, ex):
         from .mime import payload
@@ -48,7 +56,11 @@ class Explorer(anywidget.AnyWidget):
         self.on_msg(self._on_msg)
 
     def _on_msg(self, _widget, content, _buffers) -> None:
-        if isinstance(content, dict) and content.get("action") == "bench":
+        if not isinstance(content, dict):
+            return
+        if content.get("action") == "module":  # the loader's first explorer on a page
+            self.send({"module": bundle_js()})
+        elif content.get("action") == "bench":
             self.run_benchmark(int(content.get("repeat", 20)))
 
     def run_benchmark(self, repeat: int = 20):

@@ -5,11 +5,12 @@ from .errors import (CompileError, HloParseError, MismatchError, TraceError, Uns
 from .ir.module import Module
 from .ir.parser import parse_hlo
 from .ir.verify import verify
+from .replay import replay
 from .trace.loops import fori_loop
 
 __all__ = [
     "explore", "explore_hlo", "jit", "fori_loop", "Exploration", "CheckResult", "Kernel",
-    "parse_hlo", "verify", "Module",
+    "parse_hlo", "verify", "Module", "replay",
     "XlaExplorerError", "CompileError", "UnsupportedOpError", "TraceError", "HloParseError",
     "VerifyError", "MismatchError",
 ]

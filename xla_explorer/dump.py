@@ -1,8 +1,8 @@
 """Compilations dumped to a directory, as XLA's `--xla_dump_to` dumps them.
 
-`XLA_EXPLORER_FLAGS="--dump_to=DIR [--dump_pass_re=REGEX]"` dumps every compilation, as
-`XLA_FLAGS="--xla_dump_to=DIR --xla_dump_hlo_pass_re=REGEX"` does; `Exploration.dump(DIR)`
-dumps one. For a module named <name>, compilation number NNNN (a process-wide counter from
+`XLA_EXPLORER_FLAGS="--dump_to=DIR [--dump_pass_re=REGEX] [--dump_snapshots]"` dumps every
+compilation, as `XLA_FLAGS="--xla_dump_to=DIR --xla_dump_hlo_pass_re=REGEX
+--xla_dump_hlo_snapshots"` does; `Exploration.dump(DIR)` dumps one. For a module named <name>, compilation number NNNN (a process-wide counter from
 0000) writes:
 
     module_NNNN.<name>.before_optimizations.txt             the traced HLO (stage 0)
@@ -15,6 +15,9 @@ dumps one. For a module named <name>, compilation number NNNN (a process-wide co
     module_NNNN.<name>.cluster_N.kernels.py                 (auto-clustered: one per cluster)
     module_NNNN.<name>.SSSS.cpu-pipeline.after_<pass>.txt   with pass_re: each matching stage
     module_NNNN.<name>.SSSS.cpu-pipeline.after_<pass>.dot
+    module_NNNN.<name>.manifest.json                        with snapshots: see snapshot.py
+    module_NNNN.<name>.arguments.npz
+    module_NNNN.<name>.results.npz
 
 The `cpu` is the backend's `dump_name`. For a backend without one (the interpreter, cuda) the
 after-optimization files drop the prefix (`after_optimizations.txt`, as XLA names them for a
@@ -47,7 +50,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ENV_VAR = "XLA_EXPLORER_FLAGS"
-KNOWN_FLAGS = ("--dump_to", "--dump_pass_re")
+KNOWN_FLAGS = ("--dump_to", "--dump_pass_re", "--dump_snapshots")
+# Flags that are true or false: given bare they are true, as XLA's booleans are.
+BOOLEAN_FLAGS = frozenset({"--dump_snapshots"})
 # Flags are separated by white space; a "quoted part" may hold spaces. Not shlex: it would eat
 # the backslashes of a regular expression (`fusion\.\d`).
 _TOKEN = re.compile(r'(?:"[^"]*"|[^\s"])+')
@@ -58,10 +63,12 @@ _QUOTED = re.compile(r'"([^"]*)"')
 class DumpOptions:
     directory: Path
     pass_re: str | None = None
+    snapshots: bool = False  # the manifest and the arguments too (snapshot.py)
 
 
 def options_from_flags(text: str) -> DumpOptions | None:
-    """DumpOptions from XLA_EXPLORER_FLAGS text (`--dump_to=DIR --dump_pass_re=REGEX`);
+    """DumpOptions from XLA_EXPLORER_FLAGS text (`--dump_to=DIR --dump_pass_re=REGEX
+    --dump_snapshots`);
     None when nothing asks for a dump. Unknown flags are a ValueError, as XLA rejects them."""
     values: dict[str, str] = {}
     for token in _TOKEN.findall(text or ""):
@@ -70,6 +77,11 @@ def options_from_flags(text: str) -> DumpOptions | None:
         if flag not in KNOWN_FLAGS:
             raise ValueError(f"unknown flag {flag!r} in {ENV_VAR}; known flags: "
                              f"{', '.join(f + '=...' for f in KNOWN_FLAGS)}")
+        if flag in BOOLEAN_FLAGS:
+            if value.lower() not in ("", "true", "false", "1", "0"):
+                raise ValueError(f"{flag} in {ENV_VAR} is true or false, not {value!r}")
+            values[flag] = "" if value.lower() in ("false", "0") else "true"
+            continue
         if not eq or not value:
             raise ValueError(f"{flag} in {ENV_VAR} needs a value: {flag}=...")
         values[flag] = value
@@ -80,11 +92,13 @@ def options_from_flags(text: str) -> DumpOptions | None:
         except re.error as err:
             raise ValueError(f"--dump_pass_re={pass_re!r} is not a regular expression: "
                              f"{err}") from None
+    snapshots = bool(values.get("--dump_snapshots"))
     if "--dump_to" not in values:
-        if pass_re is not None:  # XLA too dumps nothing without a directory
-            raise ValueError(f"--dump_pass_re in {ENV_VAR} needs --dump_to=DIR as well")
+        for flag in ("--dump_pass_re", "--dump_snapshots"):
+            if values.get(flag):  # XLA too dumps nothing without a directory
+                raise ValueError(f"{flag} in {ENV_VAR} needs --dump_to=DIR as well")
         return None
-    return DumpOptions(Path(values["--dump_to"]).expanduser(), pass_re)
+    return DumpOptions(Path(values["--dump_to"]).expanduser(), pass_re, snapshots)
 
 
 def options_from_env() -> DumpOptions | None:
@@ -113,9 +127,12 @@ def _write(path: Path, text: str, written: list[Path]) -> None:
     written.append(path)
 
 
-def dump_exploration(ex, directory, pass_re: str | None = None) -> list[Path]:
+def dump_exploration(ex, directory, pass_re: str | None = None, snapshots: bool = False,
+                     args=None, max_snapshot_bytes: int | None = None) -> list[Path]:
     """Write one compilation's files (see the module docstring) into `directory`, creating
-    it; return the paths written, in the order written."""
+    it; return the paths written, in the order written. With `snapshots`, also the manifest
+    and the arguments (`args`, default the exploration's own) that make the dump replayable
+    (`snapshot.py`), the arguments only up to `max_snapshot_bytes`."""
     from .viz.graphviz import to_dot
 
     directory = Path(directory)
@@ -139,6 +156,11 @@ def dump_exploration(ex, directory, pass_re: str | None = None) -> list[Path]:
     # Every compiling backend's generated source (the interpreter generates none).
     for part, source in ex.executable.sources.items():
         _write(directory / f"{prefix}.{part + '.' if part else ''}kernels.py", source, written)
+    if snapshots:
+        from .snapshot import DEFAULT_MAX_BYTES, write_snapshot
+
+        cap = DEFAULT_MAX_BYTES if max_snapshot_bytes is None else max_snapshot_bytes
+        written += write_snapshot(ex, directory, prefix, written[0].name, args, cap)
     if pass_re is not None:
         pipeline = f"{target}-pipeline" if target else "pipeline"
         pattern = re.compile(pass_re)

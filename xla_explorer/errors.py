@@ -125,3 +125,16 @@ class IndexOutOfRangeError(_Located, XlaExplorerError, IndexError):
 class MismatchError(XlaExplorerError):
     """A `%%xla` cell whose compiled results differ from eager NumPy's beyond the tolerance of
     their types: nothing is written, so a wrong answer never reaches the namespace."""
+
+
+class DumpError(XlaExplorerError, ValueError):
+    """A dump that cannot be replayed: a manifest that is not the JSON it should be, a file it
+    names that is missing or truncated, arrays that do not match the argument signature. Names
+    the file, and what to do."""
+
+    def __init__(self, path, message: str, hint: str | None = None):
+        text = f"{path}: {message}"
+        if hint:
+            text += f"\n  {hint}"
+        super().__init__(text)
+        self.path = str(path)

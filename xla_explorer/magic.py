@@ -92,6 +92,10 @@ class XlaMagics(Magics):
               help="time eager NumPy against the compiled program, on copies of the inputs")
     @argument("--dump", metavar="DIR", default=None,
               help="write HLO, kernels and buffer reports to DIR, like --xla_dump_to")
+    @argument("--dump-snapshots", action="store_true",
+              help="with --dump: also the inputs and a manifest, so that `python -m "
+                   "xla_explorer replay DIR` runs the cell's program in another process, "
+                   "like --xla_dump_hlo_snapshots")
     @argument("--quiet", action="store_true", help="print nothing")
     @argument("--debug", action="store_true", help="show the full traceback of an error")
     @cell_magic
@@ -106,12 +110,14 @@ class XlaMagics(Magics):
         args = parse_argstring(self.xla, line)
         if args.backend not in BACKENDS and args.backend not in DEVICE_BACKENDS:
             raise UsageError(f"--backend {args.backend}: {NOT_BUILT[args.backend]}")
+        if args.dump_snapshots and not args.dump:
+            raise UsageError("--dump-snapshots needs --dump DIR: the directory to write to")
         try:
             with compile_progress(self.shell, args.backend, args.quiet):
                 run = run_cell(cell, self.shell.user_ns, backend=args.backend,
                                autocluster=args.autocluster, cache=self.cache,
                                check=not args.quiet, bench=args.bench, dump=args.dump,
-                               first_line=FIRST_LINE)
+                               dump_snapshots=args.dump_snapshots, first_line=FIRST_LINE)
         except Exception as e:
             if args.debug:
                 raise

@@ -123,11 +123,16 @@ class Exploration:
 
         return bundle(self, self.last_bench)
 
-    def dump(self, directory, pass_re: str | None = None) -> list:
-        """Write this compilation's files as XLA's --xla_dump_to does; returns their paths."""
+    def dump(self, directory, pass_re: str | None = None, snapshots: bool = False,
+             args=None, max_snapshot_bytes: int | None = None) -> list:
+        """Write this compilation's files as XLA's --xla_dump_to does; returns their paths.
+        With `snapshots=True`, also a manifest and the arguments of the run (`args`, default
+        this exploration's; none over `max_snapshot_bytes`, 64 MiB by default), so that
+        `xe.replay(directory)` or `python -m xla_explorer replay` runs it in another process
+        (xla_explorer/snapshot.py)."""
         from ..dump import dump_exploration
 
-        return dump_exploration(self, directory, pass_re)
+        return dump_exploration(self, directory, pass_re, snapshots, args, max_snapshot_bytes)
 
     @property
     def decisions(self) -> list[Decision]:
@@ -441,4 +446,4 @@ def dump_as_flagged(ex: Exploration) -> None:
 
     dump = options_from_env()
     if dump is not None:
-        ex.dump(dump.directory, dump.pass_re)
+        ex.dump(dump.directory, dump.pass_re, snapshots=dump.snapshots)

@@ -45,7 +45,7 @@ class CellRun:
 
 def run_cell(cell: str, namespace: dict, *, backend: str = "cpu", autocluster: bool = False,
              cache: CellCache, check: bool = True, bench: bool = False, dump: str | None = None,
-             first_line: int = FIRST_LINE) -> CellRun:
+             dump_snapshots: bool = False, first_line: int = FIRST_LINE) -> CellRun:
     """Analyse, compile (or find compiled), run, check, bench and dump a cell, then write its
     results into `namespace`: only once all of that succeeded. The analysis is done on every
     run: it reads the inputs' current values, and decides whether the compiled cell is still
@@ -78,7 +78,7 @@ def run_cell(cell: str, namespace: dict, *, backend: str = "cpu", autocluster: b
         if bench:
             done.bench = ex.bench(*_copies(args))
     if dump:
-        done.dumped = _dump(ex, dump)
+        done.dumped = _dump(ex, dump, dump_snapshots, args)
     if facts.printed or facts.eager_value:
         eager_value = _run_eagerly(plan, args)
         if facts.eager_value:
@@ -169,6 +169,8 @@ def _leaf_names(result: dict) -> list[str]:
             for path, part in tree.walk(treedef) if part[0] == tree.LEAF]
 
 
-def _dump(ex, directory: str) -> tuple[str, ...]:
-    """ex.dump(directory): the paths of the files written."""
-    return tuple(str(p) for p in ex.dump(directory))
+def _dump(ex, directory: str, snapshots: bool, args) -> tuple[str, ...]:
+    """ex.dump(directory): the paths of the files written. A snapshot saves this run's
+    arguments (a cached exploration keeps those of the run that compiled it), as they were
+    before any in-place update."""
+    return tuple(str(p) for p in ex.dump(directory, snapshots=snapshots, args=args))

@@ -13,8 +13,11 @@ only (`{"process_local": key}`); anywhere else it is an error that names it.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
+import types
+import warnings
 from typing import Any, Callable
 
 import numpy as np
@@ -144,21 +147,53 @@ TOUCH_FILES = frozenset({"load", "save", "savez", "savez_compressed", "loadtxt",
 UFUNC_METHODS = frozenset({"reduce", "accumulate", "reduceat", "outer"})
 
 
+# Names in those namespaces that compute nothing from their arguments: they read or change
+# the process's state (print options, error handling, the global random state) or run other
+# code (NumPy's own test suite), which a stranger's HLO text must not reach.
+NOT_EAGER = frozenset({
+    "test", "info", "show_config", "show_runtime", "get_include", "set_printoptions",
+    "get_printoptions", "printoptions", "seterr", "geterr", "seterrcall", "geterrcall",
+    "setbufsize", "getbufsize", "random.seed", "random.set_state", "random.get_state",
+    "random.set_bit_generator", "random.get_bit_generator",
+})
+# What a registered function is: NumPy's Python and C functions, its ufuncs, the global
+# RandomState's methods. Not any callable (`np.test` is a callable object that runs pytest).
+FUNCTION_KINDS = (types.FunctionType, types.BuiltinFunctionType, types.MethodType, np.ufunc,
+                  type(np.concatenate), type(np.random.default_rng))
+
+
+@functools.cache
+def registered() -> dict[str, Callable]:
+    """Every function an eager op may run, by the `custom_call_target` that names it
+    (`numpy.unique`, `numpy.random.normal`, `numpy.add.reduce`): the public NumPy functions
+    of the main, random, linalg and fft namespaces and the ufuncs' methods, none that
+    touches files or the process's state. Made once, from NumPy's own namespaces; a target
+    is looked up here and never followed as a path, so HLO text from anywhere reaches
+    nothing else."""
+    table: dict[str, Callable] = {}
+    with warnings.catch_warnings():  # dir(np) lists names whose access is deprecated
+        warnings.simplefilter("ignore")
+        for space in sorted(NAMESPACES):
+            owner: Any = np
+            for part in space:
+                owner = getattr(owner, part)
+            for name in dir(owner):
+                key = ".".join((*space, name))
+                if name.startswith("_") or name in TOUCH_FILES or key in NOT_EAGER:
+                    continue
+                obj = getattr(owner, name, None)
+                if not isinstance(obj, FUNCTION_KINDS):
+                    continue
+                table[f"numpy.{key}"] = obj
+                if isinstance(obj, np.ufunc):
+                    for method in UFUNC_METHODS:
+                        table[f"numpy.{key}.{method}"] = getattr(obj, method)
+    return table
+
+
 def numpy_function(target: str) -> Callable | None:
-    """The public NumPy function `numpy.<path>` names (in NumPy's main, random, linalg or fft
-    namespace, or a ufunc's method; none that touches files), or None."""
-    path = target.split(".")
-    if path[0] != "numpy" or len(path) < 2 or any(not p or p.startswith("_") for p in path):
-        return None
-    *space, name = path[1:]
-    owner: Any = np
-    for part in space:
-        owner = getattr(owner, part, None)
-    ufunc_method = isinstance(owner, np.ufunc) and name in UFUNC_METHODS
-    if not (ufunc_method or tuple(space) in NAMESPACES) or name in TOUCH_FILES:
-        return None
-    obj = getattr(owner, name, None)
-    return obj if callable(obj) and not isinstance(obj, type) else None
+    """The registered NumPy function `target` names (`registered`), or None."""
+    return registered().get(target)
 
 
 def _sort(args, config: str):

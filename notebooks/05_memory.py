@@ -176,10 +176,12 @@ plt.show()
 # %% [markdown]
 # Is the assignment what the compiled program really uses? Compile the block for the CPU at
 # that batch size, run it, and measure: the outputs it allocates per call (`tracemalloc`)
-# plus the arena, allocated once per executable (`executable.arena_bytes`). The CPU's own
-# buffer assignment also places the matrix products' scratch space (each product packs an
-# operand into panels while it runs) in the arena, where no value lives at that step; the
-# interpreter's, used above, has no products to pack for.
+# plus the arena, allocated once per executable (`executable.arena_bytes`). A matrix product
+# packs its second operand into panels while it runs; the CPU's own buffer assignment places
+# that scratch space in the arena, where no value lives at that step, unless it is at most
+# 16 KiB, which goes on the kernel's stack (as the packed rows of the first operand always
+# do). This block's packed operands are small (a weight matrix, one sequence's keys or
+# values): its arena holds values only, as the interpreter's assignment, used above, does.
 
 # %%
 xc = rng.standard_normal((n_compiled * T, D)).astype(np.float32)
@@ -201,9 +203,8 @@ print(f"{len(ex.fusions)} kernels; measured {per_call + arena} bytes: per call {
 print(ex.check(xc, wqkv, wa, wb))
 
 # %% [markdown]
-# Counting what that scratch space adds to the arena (it does not grow with the batch here:
-# each product packs one operand, a weight matrix or one sequence's keys or values), the
-# largest compiled batch within the budget is:
+# Counting what scratch space adds to the arena (nothing here; a larger weight's packed copy
+# would not grow with the batch), the largest compiled batch within the budget is:
 
 # %%
 n_fit = largest_batch(lambda n: compiled_bytes(n) + extra, budget)

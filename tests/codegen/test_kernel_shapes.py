@@ -78,6 +78,17 @@ def test_a_small_product_packs_nothing(rng, dtype):
     np.testing.assert_allclose(ex.run(x, w, b), np.tanh(x @ w + b), rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize("batch", [(), (3,)], ids=["plain", "batched"])
+def test_a_small_b_is_packed_on_the_stack_not_in_the_arena(rng, batch):
+    # A 32x32 weight: 65K multiply-adds, tiled; its packed B (4 KiB) on the kernel's stack.
+    x, w = normal(rng, *batch, 64, 32), normal(rng, *batch, 32, 32)
+    ex = xe.explore(lambda x, w: np.tanh(x @ w), x, w, backend="cpu")
+    source = "\n".join(ex.kernels.values())
+    assert "local_array(" in source and "packed_b(" not in source, source
+    assert not any(b.category == "scratch" for b in ex.buffers.buffers)
+    np.testing.assert_allclose(ex.run(x, w), np.tanh(x @ w), rtol=1e-5, atol=1e-5)
+
+
 def test_a_batched_product_shared_by_the_threads_packs_each_b_anew(rng):
     # Big enough that each batch's product is shared: the threads pack that batch's B, each
     # its own columns.

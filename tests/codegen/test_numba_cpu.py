@@ -78,8 +78,9 @@ def test_outputs_are_fresh_arrays_not_views_of_the_arena(rng):
 def test_the_arena_starts_on_a_cache_line(rng):
     from xla_explorer.codegen.cpu import CACHE_LINE
 
-    # A product's arena holds packed B, split between the threads.
-    x, w = f32(rng, 64, 64), f32(rng, 64, 64)
+    # A product's arena holds packed B (64 KiB: over what goes on the stack), split between
+    # the threads.
+    x, w = f32(rng, 64, 128), f32(rng, 128, 128)
     product = xe.explore(lambda x, w: x @ w, x, w, backend="cpu")
     assert product.executable.arena.size > 0
     assert product.executable.arena.ctypes.data % CACHE_LINE == 0

@@ -68,8 +68,23 @@ def tiled_product(inst: Instruction) -> bool:
             and prod(product_dims(inst)) > SMALL_PRODUCT_MACS)
 
 
+# A packed B of at most this many bytes goes on the kernel's stack, as each thread's packed A
+# block (96 KiB) does, not in the arena: a 32x32 float32 weight (4 KiB) would otherwise be
+# the arena's largest slot after the two activations of a small layer, held between calls.
+STACK_PACKED_B_BYTES = 16 * 1024
+
+
+def packed_b_on_stack(inst: Instruction) -> bool:
+    """Whether a tiled product packs its B on the kernel's stack (a small B)."""
+    _, _, k, n = product_dims(inst)
+    return packed_b_size(k, n, inst.dtype) <= STACK_PACKED_B_BYTES
+
+
 def product_scratch(inst: Instruction) -> int:
-    """The scratch space a tiled product takes: its packed B, on whole cache lines."""
+    """The arena's scratch space a tiled product takes: its packed B, on whole cache lines;
+    none for a B small enough for the stack."""
+    if packed_b_on_stack(inst):
+        return 0
     _, _, k, n = product_dims(inst)
     return whole_lines(max(packed_b_size(k, n, inst.dtype), 1))
 

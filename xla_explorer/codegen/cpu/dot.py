@@ -13,7 +13,8 @@ from ...ir.module import Instruction
 from ...ir.ops import Group, in_group
 from .. import exprs
 from ..analysis import refuse_float16
-from ..packing import dot_axes, product_dims, product_scratch, tiled_product
+from ..packing import (dot_axes, packed_b_on_stack, packed_b_size, product_dims,
+                       product_scratch, tiled_product)
 from ..writer import np_type, tuple_text
 from .loop import Loops
 
@@ -107,17 +108,22 @@ def _emit_tiled_product(loops: Loops, inst, lhs, rhs, out, plain, batch, m, n, k
     products.line_outputs += [k for k, o in enumerate(core.outputs) if core.out_names[id(o)] == out]
     products.workspace = max(products.workspace, product_scratch(inst))
     packed = w.fresh("packed")
+    if packed_b_on_stack(inst):
+        elements = packed_b_size(k, n, inst.dtype) // np.dtype(inst.dtype).itemsize
+        place = f"local_array({rhs}{'' if plain else '[0]'}, {elements})"
+        w.line(f"{packed} = {place}  # a small B, packed on this kernel's stack")
+    else:
+        place = f"packed_b({rhs}{'' if plain else '[0]'}, work)"
+        w.line(f"{packed} = {place}")
     serial = options.serial_only
     pack = "pack_b_parallel" if k * n >= options.parallel_threshold and not serial else "pack_b"
     parallel = m * n * k >= options.gemm_parallel_macs and m > gemm.MR and not serial
     if plain:
-        w.line(f"{packed} = packed_b({rhs}, work)")
         _emit_product(loops, lhs, rhs, packed, out, m, parallel, pack, products,
                       epilogue=_epilogue_in_rows(core, inst) if parallel else None)
         return
     res, t = w.fresh("product"), w.fresh("t")
     w.line(f"{res} = {out}.reshape(({batch}, {m}, {n}))")
-    w.line(f"{packed} = packed_b({rhs}[0], work)")
     w.line(f"for {t} in range({batch}):")
     w.depth += 1
     _emit_product(loops, f"{lhs}[{t}]", f"{rhs}[{t}]", packed, f"{res}[{t}]", m, parallel,

@@ -36,7 +36,8 @@ PARALLEL_IMPORT = ("from xla_explorer.codegen.parallel import block_counter, nex
                    "nonnegative, threads\n")
 VIEW_IMPORT = "from xla_explorer.codegen.cpu.views import arena_view\n"
 GEMM_IMPORT = ("from xla_explorer.codegen.gemm import (pack_b, pack_b_parallel, packed_b, "
-               "claims,\n    next_product_block, product_block, product_rows)\n")
+               "claims,\n    next_product_block, product_block, product_rows)\n"
+               "from xla_explorer.codegen.gemm_ir import local_array\n")
 
 
 @dataclass

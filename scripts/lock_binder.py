@@ -7,7 +7,7 @@ Binder badge builds.
 
 The packages are what Binder needs and everything they need, read from the installed
 packages' metadata (markers evaluated for this Python): JupyterLab and ipykernel, which Binder
-runs, and xla-explorer's own dependencies (pyproject.toml), which postBuild's
+runs, jax (notebook 10's real XLA), and xla-explorer's own dependencies (pyproject.toml), which postBuild's
 `pip install .` then finds already there. The Binder rehearsal (tests/test_binder.py, in
 `make test-deep`) builds a fresh environment from the lock alone and runs every notebook in
 it: that is the test that the set is complete and works together.
@@ -26,8 +26,9 @@ from packaging.utils import canonicalize_name
 
 ROOT = Path(__file__).resolve().parent.parent
 LOCK = ROOT / "binder" / "requirements.txt"
-# What Binder runs besides the package: the notebook server and the kernel.
-BINDER_NEEDS = ["jupyterlab", "ipykernel"]
+# What Binder runs besides the package: the notebook server and the kernel, and jax, whose
+# XLA notebook 10 compares with (the package's `xla` extra).
+BINDER_NEEDS = ["jupyterlab", "ipykernel", "jax"]
 
 HEADER = """\
 # Binder (repo2docker) installs these first; postBuild then installs xla-explorer itself from

@@ -12,8 +12,9 @@ import { Bundle, checkBundle, Decision, MIME_TYPE } from './model';
 import { Stepper, visibleStages } from './stepper';
 import { hloLines, stripMetadata, tokenizeHlo, tokenizePython, Token } from './syntax';
 import { layoutTimeline } from './timeline';
+import { XlaTab } from './xla_tab';
 
-const TABS = ['Stages', 'Decisions', 'Buffers', 'Kernels', 'Performance'] as const;
+const TABS = ['Stages', 'Decisions', 'Buffers', 'Kernels', 'Performance', 'XLA'] as const;
 export type Tab = typeof TABS[number];
 
 /** Where the reader is: the tab, the stage (its index in the bundle's stages) and the
@@ -29,6 +30,7 @@ export interface View {
 export interface LiveOptions {
   bench?: (repeat: number) => void;
   benchUnavailable?: string;
+  compareXla?: (repeat: number) => void; // asks the kernel for ex.compare_xla (the XLA tab)
   view?: View;
   onView?: (view: View) => void; // the widget keeps it, so a redrawn output opens there too
 }
@@ -246,6 +248,7 @@ export class Explorer {
       case 'Buffers': return this.drawBuffers(panel);
       case 'Kernels': return this.drawKernels(panel);
       case 'Performance': return this.drawPerformance(panel);
+      case 'XLA': return this.drawXla(panel);
     }
   }
 
@@ -454,6 +457,18 @@ export class Explorer {
       if (k === 0) d.open = true;
       panel.append(d);
     });
+  }
+
+  private xlaTab: XlaTab | null = null; // the XLA tab (xla_tab.ts), once drawn
+
+  /** What the kernel says of a comparison it was asked for (its failure, say). */
+  setXlaStatus(text: string): void {
+    this.xlaTab?.setStatus(text);
+  }
+
+  private async drawXla(panel: HTMLElement): Promise<void> {
+    this.xlaTab = new XlaTab(this.bundle, { compare: this.live.compareXla });
+    await this.xlaTab.draw(panel);
   }
 
   // -- performance ----------------------------------------------------------------------------

@@ -94,6 +94,47 @@ export interface Traffic {
   fused: TrafficSide;
 }
 
+export interface XlaTiming {
+  median: number;
+  q1: number;
+  q3: number;
+}
+
+/** One kernel XLA:CPU launches, with ours that compute the same instructions. */
+export interface XlaKernel {
+  name: string;
+  kind: string; // kLoop | kInput | kOutput | kCustom, or the opcode of an op run alone
+  library: string; // what runs it where XLA generates no code (YNNPACK, dot); '' otherwise
+  instructions: string[];
+  opcodes: string[];
+  lines: number[];
+  ours: string[];
+  matched_by: string;
+}
+
+/** ex.compare_xla(): XLA:CPU's compilation of the stage-0 HLO beside ours. */
+export interface XlaComparison {
+  module: string;
+  jax_version: string;
+  backend: string;
+  hlo: string;
+  dot: string;
+  kernels: XlaKernel[];
+  ours: { name: string; kind: string; instructions: string[]; xla: string[] }[];
+  temp_bytes: number;
+  ours_temp_bytes: number | null;
+  memory: { [field: string]: number };
+  times: { xla: XlaTiming; ours: XlaTiming; xla_resident: XlaTiming; repeat: number; spread_note: string };
+  max_error: number | null;
+  sentences: string[];
+}
+
+export interface Xla {
+  jax: boolean; // whether the kernel that made the bundle could import jax
+  install: string;
+  comparison: XlaComparison | null;
+}
+
 export interface Bundle {
   version: number;
   module: string;
@@ -111,6 +152,7 @@ export interface Bundle {
   driver?: string;
   bench: Bench | null;
   traffic?: Traffic | null;
+  xla?: Xla; // bundles made before the XLA tab have none
 }
 
 /** A clear message when data is not a v1 bundle, instead of a blank or a stack trace. */

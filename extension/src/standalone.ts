@@ -85,7 +85,8 @@ interface WidgetModel {
  * model's `view`: tab, stage and repeat count; an output the kernel updates is drawn afresh,
  * by a new view); "Run
  * benchmark" asks the kernel (`{action: 'bench', repeat}`), whose `status` trait says what
- * went wrong, if anything. */
+ * went wrong, if anything; "Compare with XLA" likewise (`{action: 'compare_xla', repeat}`, its
+ * failure in `xla_status`, the comparison in the bundle's "xla" key). */
 function render({ model, el }: { model: WidgetModel; el: HTMLElement }): () => void {
   let current: Explorer | null = null;
   const draw = (): void => {
@@ -100,17 +101,21 @@ function render({ model, el }: { model: WidgetModel; el: HTMLElement }): () => v
         model.save_changes();
       },
       benchUnavailable: unavailable || undefined,
-      bench: unavailable ? undefined : (repeat: number) => model.send({ action: 'bench', repeat })
+      bench: unavailable ? undefined : (repeat: number) => model.send({ action: 'bench', repeat }),
+      compareXla: (repeat: number) => model.send({ action: 'compare_xla', repeat })
     });
     void current.render(model.get('bundle'));
   };
   const status = (): void => current?.setBenchStatus(String(model.get('status') ?? ''));
+  const xlaStatus = (): void => current?.setXlaStatus(String(model.get('xla_status') ?? ''));
   draw();
   model.on('change:bundle', draw);
   model.on('change:status', status);
+  model.on('change:xla_status', xlaStatus);
   return () => {
     model.off('change:bundle', draw);
     model.off('change:status', status);
+    model.off('change:xla_status', xlaStatus);
   };
 }
 

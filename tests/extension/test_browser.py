@@ -155,6 +155,7 @@ def lab():
     explorations = corpus()
     issue = issue_programs()
     bench = {name: ex.bench(repeat=3) for name, ex in issue.items()}
+    issue["adam_step"].compare_xla(repeat=3)  # the XLA tab's comparison, saved in its bundle
     data = {"corpus": payloads(explorations), "issue": payloads(issue, bench),
             "large": payloads(large_program())}
     # The contract's optional "traffic" key (bytes moved, computed), on one bundle: made-up
@@ -438,6 +439,25 @@ def drawn_fusions_missing(ex, payload) -> list[str]:
     return missing
 
 
+def check_the_xla_tab_draws_xla_beside_ours(lab):
+    """The saved comparison with real XLA: its kernels row by row, the sentences, and both
+    fused graphs drawn by Graphviz in the page."""
+    ex = lab.explorer("adam_step")
+    c = lab.data["issue"]["adam_step"]["xla"]["comparison"]
+    lab.tab(ex, "XLA")
+    panel = ex.locator(".xe-panel[data-tab=XLA]")
+    for side in ("xla", "ours"):
+        panel.locator(f".xe-xla-side[data-side={side}] svg g.node").first.wait_for()
+    rows = panel.locator(".xe-xla-kernels tr[data-kernel]").evaluate_all(
+        "rows => rows.map(r => r.dataset.kernel)")
+    assert rows == [k["name"] for k in c["kernels"]] and rows
+    drawn = set(panel.locator(".xe-xla-side[data-side=xla] g.node").evaluate_all(
+        "nodes => nodes.map(n => n.dataset.name)"))
+    assert {i for k in c["kernels"] for i in k["instructions"]} & drawn
+    assert panel.locator(".xe-xla-sentences li").all_inner_texts() == c["sentences"]
+    lab.tab(ex, "Stages")
+
+
 def check_the_svg_draws_every_fusion_the_bundle_names(lab):
     for name in ("attention", "adam_step"):
         ex = lab.explorer(name)
@@ -681,6 +701,7 @@ CHECKS = [check_saved_notebook_with_no_kernel_shows_the_whole_explorer,
           check_clicking_a_node_names_its_shape_fusion_buffer_and_kernel,
           check_the_svg_draws_every_fusion_the_bundle_names,
           check_traffic_is_charted_as_computed,
+          check_the_xla_tab_draws_xla_beside_ours,
           check_a_large_graph_folds_its_fusion_and_a_click_unfolds_it,
           check_dark_theme_is_readable_and_screenshotted,
           check_every_corpus_bundle_validates_and_renders_without_a_console_error,
@@ -709,7 +730,8 @@ def test_the_same_explorer_on_a_static_page(lab, tmp_path):
         static = StaticPage(page, path, lab.data, lab.shots)
         for name in (*lab.data["issue"], *lab.data["large"]):
             static.explorer(name).locator(".xe-graph svg g.node").first.wait_for()
-        run_checks(static, [check_the_whole_explorer, *SHARED], tmp_path)
+        run_checks(static, [check_the_whole_explorer, *SHARED,
+                            check_the_xla_tab_draws_xla_beside_ours], tmp_path)
     finally:
         page.close()
 
@@ -727,7 +749,8 @@ def test_the_same_explorer_live_in_a_running_kernel(lab, tmp_path):
     assert lab.page.locator(".xe-host[data-shown=widget]").count() == len(names)
     run_checks(view, [check_opening_stage_buffers_and_kernels,
                       *[c for c in SHARED if c is not check_traffic_is_charted_as_computed],
-                      check_run_benchmark_asks_the_kernel_and_the_output_keeps_it], tmp_path)
+                      check_run_benchmark_asks_the_kernel_and_the_output_keeps_it,
+                      check_compare_with_xla_asks_the_kernel_and_the_output_keeps_it], tmp_path)
 
 
 def check_run_benchmark_asks_the_kernel_and_the_output_keeps_it(view):
@@ -763,6 +786,33 @@ def check_run_benchmark_asks_the_kernel_and_the_output_keeps_it(view):
     assert bench and bench["repeat"] == 5, bench
     view.tab(ex, "Stages")
     assert ex.get_attribute("data-stage") == stage
+
+
+def check_compare_with_xla_asks_the_kernel_and_the_output_keeps_it(view):
+    """"Compare with XLA" in the live XLA tab: the kernel runs ex.compare_xla, the explorer
+    redraws on the XLA tab with XLA's kernels and graph, and the saved output keeps them."""
+    ex = view.explorer("adam_step")
+    view.tab(ex, "XLA")
+    ex.locator(".xe-xla-run").click()
+    view.page.locator(".xe-explorer .xe-panel[data-tab=XLA]:visible .xe-xla-kernels").first.wait_for(
+        timeout=60_000)
+    ex = view.explorer("adam_step")
+    panel = ex.locator(".xe-panel[data-tab=XLA]")
+    panel.locator(".xe-xla-side[data-side=xla] svg g.node").first.wait_for()
+    rows = panel.locator(".xe-xla-kernels tr[data-kernel]").count()
+    assert rows > 0 and panel.locator(".xe-xla-sentences li").count() > 0
+    view.page.keyboard.press("Control+s")
+    comparison = None
+    for _ in range(40):
+        view.page.wait_for_timeout(500)
+        cell = json.loads((view.lab.root / "live_explorers.ipynb").read_text())["cells"][2]
+        saved = [o["data"][mime.MIME_TYPE] for o in cell.get("outputs", [])
+                 if mime.MIME_TYPE in o.get("data", {})]
+        comparison = saved[0].get("xla", {}).get("comparison") if saved else None
+        if comparison:
+            break
+    assert comparison and len(comparison["kernels"]) == rows, comparison
+    view.tab(ex, "Stages")
 
 
 def run_checks(view, checks, tmp_path) -> None:

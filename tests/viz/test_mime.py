@@ -121,7 +121,7 @@ def test_the_schema_documents_every_key():
 
 
 # Keys added to v1 after bundles were first saved: optional, so those bundles stay valid.
-OPTIONAL_KEYS = {"traffic", "driver"}
+OPTIONAL_KEYS = {"traffic", "driver", "xla"}
 
 
 def test_top_level_keys_are_required_and_closed():

@@ -57,6 +57,7 @@ class Exploration:
         self.backend = compiled.backend.name
         self.autocluster = compiled.autocluster
         self.last_bench = None  # what `bench` measured last: the viewers show it
+        self.last_xla = None  # what `compare_xla` found last: the XLA tab shows it
         # Auto-clustered programs traced again for other value-dependent shapes (np.unique's
         # length): each compiles the clusters that shape changes, as XLA compiles per shape.
         # `retrace` makes one for new arguments.
@@ -355,6 +356,16 @@ class Exploration:
         self.last_bench = self.executable.bench(self.module.name, self._eager(), self.run,
                                                 args, repeat, outputs)
         return self.last_bench
+
+    def compare_xla(self, *args, repeat: int = 20):
+        """The same program compiled by real XLA (XLA:CPU, from jax): its optimised HLO read
+        by our parser, its kernels matched to ours, its temporary bytes, and both timed
+        interleaved in one process (an `XlaComparison`; `.table()`). Needs jax:
+        pip install 'xla-explorer[xla]'. The explorer's XLA tab shows the last one."""
+        from .xla_compare import compare_xla
+
+        self.last_xla = compare_xla(self, args or self.args, repeat)
+        return self.last_xla
 
     def _eager(self) -> Callable:
         """What the compiled program is measured and checked against: the function, or the

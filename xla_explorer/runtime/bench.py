@@ -132,24 +132,31 @@ def peak_bytes(call: Callable[[], object]) -> int:
     return peak
 
 
-def bench(name: str, eager: Callable, compiled: Callable, args: Sequence, repeat: int,
-          arena_bytes: int, predicted_peak_bytes: int, compile_seconds=None) -> BenchResult:
-    """Time eager(*args) against compiled(*args); each call gets its own copy of the inputs
-    (so in-place updates do not pile up), made outside the timed region."""
+def interleaved(calls: Sequence[Callable], args: Sequence, repeat: int) -> list[Timing]:
+    """Time each of `calls` on `args`: warmed up first, then one call of each per round, so a
+    slow moment of the machine hits them all; each call gets its own copy of the inputs (so
+    in-place updates do not pile up), made outside the timed region. Also what `compare_xla`
+    times XLA's executable and ours with (api/xla_compare.py)."""
     def fresh():
         return [copy.deepcopy(a) for a in args]
 
-    for fn in (eager, compiled):  # warm-up: compile, fault pages in, fill caches
+    for fn in calls:  # warm-up: compile, fault pages in, fill caches
         fn(*fresh())
-    times: dict[Callable, list[float]] = {eager: [], compiled: []}
+    times: list[list[float]] = [[] for _ in calls]
     with np.errstate(all="ignore"):
         for _ in range(repeat):
-            for fn in (eager, compiled):
+            for k, fn in enumerate(calls):
                 a = fresh()
                 start = time.perf_counter()
                 fn(*a)
-                times[fn].append(time.perf_counter() - start)
-        peaks = {fn: peak_bytes(partial(fn, *fresh())) for fn in (eager, compiled)}
-    return BenchResult(name, Timing.of(times[eager], peaks[eager]),
-                       Timing.of(times[compiled], peaks[compiled]), repeat, arena_bytes,
-                       predicted_peak_bytes, compile_seconds)
+                times[k].append(time.perf_counter() - start)
+        peaks = [peak_bytes(partial(fn, *fresh())) for fn in calls]
+    return [Timing.of(t, p) for t, p in zip(times, peaks)]
+
+
+def bench(name: str, eager: Callable, compiled: Callable, args: Sequence, repeat: int,
+          arena_bytes: int, predicted_peak_bytes: int, compile_seconds=None) -> BenchResult:
+    """Time eager(*args) against compiled(*args), interleaved."""
+    eager_t, compiled_t = interleaved((eager, compiled), args, repeat)
+    return BenchResult(name, eager_t, compiled_t, repeat, arena_bytes, predicted_peak_bytes,
+                       compile_seconds)

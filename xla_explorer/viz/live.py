@@ -6,7 +6,9 @@ anywidget whose front end is the extension's explorer built as one ES module
 (viz/mime.py's `payload`, the `bundle` trait). So there is one layout, one set of keys, one
 opening stage and one buffer timeline wherever a student looks. The kernel is asked only for
 what needs it: "Run benchmark" sends `{"action": "bench", "repeat": n}`, the kernel runs
-`ex.bench` and sends the bundle back with the measurements in it.
+`ex.bench` and sends the bundle back with the measurements in it; "Compare with XLA" sends
+`{"action": "compare_xla", "repeat": n}`, the kernel runs `ex.compare_xla` and the bundle comes
+back with XLA's side in it (the XLA tab).
 
 anywidget runs the module wherever ipywidgets run (JupyterLab, Notebook 7, VS Code, Colab),
 with no extension to install. What each widget carries is a loader (viz/loader.js, 1 KB):
@@ -35,6 +37,7 @@ class Explorer(anywidget.AnyWidget):
     # Why this backend has nothing to benchmark, or "" when it has.
     bench_unavailable = traitlets.Unicode("").tag(sync=True)
     status = traitlets.Unicode("").tag(sync=True)  # a benchmark's failure, in words
+    xla_status = traitlets.Unicode("").tag(sync=True)  # a comparison's failure, in words
     # Where the reader is ({tab, stage, repeat}), kept by the front end: an output updated
     # with a benchmark is drawn afresh, where the reader was.
     view = traitlets.Dict().tag(sync=True)
@@ -62,6 +65,8 @@ class Explorer(anywidget.AnyWidget):
             self.send({"module": bundle_js()})
         elif content.get("action") == "bench":
             self.run_benchmark(int(content.get("repeat", 20)))
+        elif content.get("action") == "compare_xla":
+            self.compare_xla(int(content.get("repeat", 20)))
 
     def run_benchmark(self, repeat: int = 20):
         """`ex.bench(repeat=repeat)`, drawn in the Performance tab and written into every
@@ -76,6 +81,22 @@ class Explorer(anywidget.AnyWidget):
             self.status = f"benchmark failed: {type(err).__name__}: {err}"
             return None
         self.bundle = payload(self.exploration, result)
+        self._update_displays()
+        return result
+
+    def compare_xla(self, repeat: int = 20):
+        """`ex.compare_xla(repeat=repeat)`, drawn in the XLA tab and written into every output
+        showing this explorer (a saved notebook keeps it); a failure (jax missing, a program
+        XLA cannot take) is said there instead. Returns the comparison, or None."""
+        from .mime import payload
+
+        self.xla_status = ""
+        try:
+            result = self.exploration.compare_xla(repeat=max(1, repeat))
+        except Exception as err:  # shown in the tab: a message handler's error goes nowhere
+            self.xla_status = f"comparison failed: {type(err).__name__}: {err}"
+            return None
+        self.bundle = payload(self.exploration, self.exploration.last_bench)
         self._update_displays()
         return result
 

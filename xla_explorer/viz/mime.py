@@ -13,6 +13,7 @@ import json
 import math
 from importlib import resources
 
+from ..runtime import jax_env
 from .diff import diff
 from .graphviz import to_dot
 from .panel_views import arena_note_of
@@ -52,6 +53,7 @@ def payload(ex, bench=None) -> dict:
         "driver": ex.driver,
         "bench": bench_dict(bench),
         "traffic": traffic(ex),
+        "xla": xla(ex),
     }
 
 
@@ -141,6 +143,14 @@ def traffic(ex) -> dict | None:
     not compute them."""
     t = getattr(ex, "traffic", None)
     return None if t is None else t.to_dict()
+
+
+def xla(ex) -> dict:
+    """The XLA tab: whether jax is here to compare with (and how to get it), and the last
+    `ex.compare_xla()`, or None before one."""
+    comparison = getattr(ex, "last_xla", None)
+    return {"jax": jax_env.jax_available(), "install": jax_env.INSTALL,
+            "comparison": None if comparison is None else comparison.to_dict()}
 
 
 def _finite(x) -> float | None:

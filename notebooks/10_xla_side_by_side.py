@@ -135,7 +135,29 @@ ex_small
 #
 # A comparison starts from HLO text, and so does a dump: the module XLA's
 # `--xla_dump_to` writes, with the inputs saved beside it, can be compiled and run again in
-# another process, on another backend, and compared.
+# another process, on another backend, and compared. `ex.dump(dir, snapshots=True)` writes
+# XLA's dump files and, beside them, a manifest (JSON) and the arguments and results of the
+# run (`.npz`). A fresh Python process, with nothing from this notebook, replays it:
+
+# %%
+import subprocess
+import sys
+import tempfile
+
+dump = tempfile.mkdtemp(prefix="softmax_dump_")
+ex_large.dump(dump, snapshots=True)
+replay = subprocess.run([sys.executable, "-m", "xla_explorer", "replay", dump,
+                         "--backend", "cpu"], capture_output=True, text=True)
+print(replay.stdout, replay.stderr)
+print("exit status:", replay.returncode)
+
+# %% [markdown]
+# The other process compiled the saved module on the cpu backend, ran it on the saved
+# arguments, and compared it with the reference interpreter running the module as traced, and
+# with the results saved in the dump; exit status 0 says every output agreed. This is XLA's
+# `run_hlo_module` workflow: a dump attached to a bug report is run again on another machine.
+# `--bisect` would name the first pass after which the answer changes, and `xla-explorer opt
+# FILE --until fusion` prints the HLO after our passes, as `hlo-opt` does (docs/replay.md).
 
 # %% [markdown]
 # ## What to try next

@@ -45,3 +45,6 @@ def test_10_xla_side_by_side(executed):
     (data,) = [o.data[EXPLORER] for o in shown.outputs if EXPLORER in o.get("data", {})]
     comparison = data["xla"]["comparison"]  # saved in the output: the tab draws it offline
     assert [k["name"] for k in comparison["kernels"]] == launched
+    replayed = text_of(find(nb, "import subprocess"))
+    assert "inputs: saved" in replayed and "all outputs agree" in replayed
+    assert replayed.rstrip().endswith("exit status: 0")

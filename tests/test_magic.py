@@ -434,6 +434,19 @@ def test_dump_writes_files_and_lists_them(shell, xy, tmp_path):
         assert str(p) in out
 
 
+@pytest.mark.slow  # Numba's ahead-of-time compiler and a C compiler build the module
+def test_export_writes_a_module_named_after_the_flag(shell, xy, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    x, y = xy
+    result, out = run(shell, "%%xla --export cellmod\nz = np.tanh(x) * y\n")
+    assert result.success, out
+    exported = magics(shell).last.exported
+    assert f"exported {exported.path}" in out and "needs only NumPy" in out
+    assert exported.path.parent == tmp_path and (tmp_path / "cellmod.pyi").exists()
+    assert [p.name for p in exported.parameters] == ["x", "y"]
+    np.testing.assert_allclose(exported.load().run(x, y), np.tanh(x) * y, rtol=1e-6)
+
+
 def test_xla_cache_lists_what_is_compiled(shell, xy, rng):
     result, out = run(shell, "%xla_cache")
     assert "nothing compiled yet" in out

@@ -96,6 +96,9 @@ class XlaMagics(Magics):
               help="with --dump: also the inputs and a manifest, so that `python -m "
                    "xla_explorer replay DIR` runs the cell's program in another process, "
                    "like --xla_dump_hlo_snapshots")
+    @argument("--export", metavar="NAME", default=None,
+              help="also write the compiled program as NAME.cpython-*.so in the working "
+                   "directory, a module whose run() needs only NumPy, and NAME.pyi")
     @argument("--quiet", action="store_true", help="print nothing")
     @argument("--debug", action="store_true", help="show the full traceback of an error")
     @cell_magic
@@ -117,7 +120,8 @@ class XlaMagics(Magics):
                 run = run_cell(cell, self.shell.user_ns, backend=args.backend,
                                autocluster=args.autocluster, cache=self.cache,
                                check=not args.quiet, bench=args.bench, dump=args.dump,
-                               dump_snapshots=args.dump_snapshots, first_line=FIRST_LINE)
+                               dump_snapshots=args.dump_snapshots, first_line=FIRST_LINE,
+                               export=args.export)
         except Exception as e:
             if args.debug:
                 raise

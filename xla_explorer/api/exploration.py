@@ -135,6 +135,15 @@ class Exploration:
 
         return dump_exploration(self, directory, pass_re, snapshots, args, max_snapshot_bytes)
 
+    def export(self, name: str, directory=".", names: list[str] | None = None,
+               target_cpu: str = "host"):
+        """This cpu program as `directory/NAME.cpython-*.so`, a module whose one function,
+        `run`, needs only NumPy, with `NAME.pyi` beside it (api/export.py); `names` are
+        run's parameters' names. Returns the `ExportedModule`."""
+        from .export import export_exploration
+
+        return export_exploration(self, name, directory, names, target_cpu)
+
     @property
     def decisions(self) -> list[Decision]:
         """Every fusion decision, taken or refused, each with its `.reason`, in pass order."""

@@ -1,5 +1,6 @@
-"""The ways in: `explore` (trace, compile, keep everything for inspection) and `jit` (compile
-once per argument signature, then call at the speed of the kernels), with jit's cache."""
+"""The ways in: `explore` (trace, compile, keep everything for inspection), `jit` (compile
+once per argument signature, then call at the speed of the kernels), with jit's cache, and
+`export` (compile once, ahead of time, into a module that needs only NumPy)."""
 from __future__ import annotations
 
 import inspect
@@ -28,6 +29,20 @@ def explore(f: Callable, *args, backend: str = "interpreter", passes=None,
     target = get_backend(backend)
     return _explore(f, args, target, passes, autocluster,
                     must_compile=not target.runs_eager_ops)
+
+
+def export(f: Callable, *example_args, name: str | None = None, directory=".",
+           target_cpu: str = "host"):
+    """Compile `f` for the shapes and dtypes of `example_args` into `directory/NAME.cpython-*.so`
+    with one function, `run`, that needs only NumPy, and `NAME.pyi` beside it (api/export.py).
+    `name` defaults to f's name; `target_cpu` is LLVM's name of the CPU to compile for
+    ("host": this one). Returns the `ExportedModule`; raises CompileError for what cannot be
+    exported (an eager op, float16, a while loop)."""
+    from .export import export_exploration
+
+    ex = explore(f, *example_args, backend="cpu")
+    return export_exploration(ex, name or getattr(f, "__name__", "exported"), directory,
+                              target_cpu=target_cpu)
 
 
 def _explore(f: Callable, args, backend, passes, autocluster: bool,

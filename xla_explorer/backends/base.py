@@ -46,6 +46,9 @@ class Backend:
     dump_name: str = ""
     # Whether it runs HLO while loops: the pipeline then rolls a long unrolled loop into one.
     runs_loops: bool = True
+    # Whether its programs export ahead of time into a module that needs only NumPy
+    # (api/export.py: the cpu backend's kernels, built by Numba's pycc).
+    exports: bool = False
 
     def passes(self, options: PassOptions) -> list[Pass]:
         """The pass pipeline for this target: by default the one every target runs

@@ -17,6 +17,7 @@ class CpuBackend(Backend):
     name = "cpu"
     needs_assignment = True
     dump_name = "cpu"
+    exports = True
 
     def __init__(self, options: CodegenOptions = DEFAULT_OPTIONS, loop_body: bool = False):
         self.options = options  # the code generator's tuning values, for every compile

@@ -41,11 +41,13 @@ class CellRun:
     check: object = None
     bench: object = None
     dumped: tuple = ()
+    exported: object = None  # the ExportedModule `--export NAME` wrote, if asked
 
 
 def run_cell(cell: str, namespace: dict, *, backend: str = "cpu", autocluster: bool = False,
              cache: CellCache, check: bool = True, bench: bool = False, dump: str | None = None,
-             dump_snapshots: bool = False, first_line: int = FIRST_LINE) -> CellRun:
+             dump_snapshots: bool = False, first_line: int = FIRST_LINE,
+             export: str | None = None) -> CellRun:
     """Analyse, compile (or find compiled), run, check, bench and dump a cell, then write its
     results into `namespace`: only once all of that succeeded. The analysis is done on every
     run: it reads the inputs' current values, and decides whether the compiled cell is still
@@ -79,6 +81,8 @@ def run_cell(cell: str, namespace: dict, *, backend: str = "cpu", autocluster: b
             done.bench = ex.bench(*_copies(args))
     if dump:
         done.dumped = _dump(ex, dump, dump_snapshots, args)
+    if export:
+        done.exported = _export(ex, export, plan)
     if facts.printed or facts.eager_value:
         eager_value = _run_eagerly(plan, args)
         if facts.eager_value:
@@ -167,6 +171,14 @@ def _leaf_names(result: dict) -> list[str]:
     return [("the last line" if path[0] == LAST else path[0])
             + "".join(f"[{key!r}]" for key in path[1:])
             for path, part in tree.walk(treedef) if part[0] == tree.LEAF]
+
+
+def _export(ex, name: str, plan: CellPlan):
+    """ex.export(name) into the working directory, `run`'s parameters named after the
+    cell's inputs (`params['w']` as params_w) where each input is one parameter."""
+    params = len(ex.module.entry.parameters)
+    names = list(plan.inputs) if len(plan.inputs) == params else None
+    return ex.export(name, ".", names)
 
 
 def _dump(ex, directory: str, snapshots: bool, args) -> tuple[str, ...]:

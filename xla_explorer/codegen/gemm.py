@@ -57,7 +57,8 @@ assert NV * VECTOR_BYTES <= WIDEST_PANEL_BYTES
 
 __all__ = ["MR", "NV", "KC", "VECTOR_BYTES", "panel_width", "packed_b_size", "packed_b",
            "pack_b", "pack_b_parallel", "claims", "next_rows", "group_columns",
-           "next_product_block", "product_block", "product_rows", "product"]
+           "next_product_block", "product_block", "product_rows", "product",
+           "aot_pack_b", "aot_product_block", "aot_product_rows"]
 
 
 # Rows of B per packed block: a micro-panel (KC x NR: 32 KiB of float32 at 512 bits) stays in
@@ -532,3 +533,32 @@ def product(a, b, c, work):
             if r0 == r1:
                 break
             product_block(a, bp, c, r0, r1, c0, c1)
+
+
+# -- for an ahead-of-time module -------------------------------------------------------------
+# An exported program (codegen/export/) has no symbols registered in this process to call
+# the entry points above by: its kernels import these under the plain names instead, which
+# call the same routines as Numba functions, so the product is compiled into the module.
+# Serial only, as an exported program is.
+
+@njit
+def aot_product_block(a, bp, c, r0, r1, c0, c1):
+    """`product_block`, the routine compiled into the caller."""
+    _product_block(a, bp, c, _I(r0), _I(r1), _I(c0), _I(c1))
+
+
+@njit
+def aot_product_rows(a, bp, c, r0, r1):
+    """`product_rows`, the routine compiled into the caller."""
+    _product_block(a, bp, c, _I(r0), _I(r1), _I(0), _I(c.shape[1]))
+
+
+@njit
+def aot_pack_b(b, bp):
+    """`pack_b`, the routine compiled into the caller."""
+    k = b.shape[0]
+    panels = _panels(b.shape[1], b.itemsize)
+    if _transposed(b):  # b.T is B^T, C-contiguous
+        _pack_bt_rows(b.T, bp, _I(0), _I(k), _I(0), _I(panels))
+    else:
+        _pack_b_rows(b, bp, _I(0), _I(k), _I(0), _I(panels))

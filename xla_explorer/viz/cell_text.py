@@ -123,6 +123,10 @@ def summary(run, cache_info, hlo: bool = True) -> str:
     if run.dumped:
         lines.append(f"dumped {_count(len(run.dumped), 'file')}:")
         lines += [f"  {p}" for p in run.dumped]
+    if run.exported is not None:
+        e = run.exported
+        lines.append(f"exported {e.path} ({e.nbytes / 1024:.0f} KiB; needs only NumPy: "
+                     f"import {e.name}; {e.name}.run(...)), stub {e.stub.name}")
     if hlo:
         # Without metadata: the source lines are in ex.hlo() and the explorer; here they would
         # double every line's length.

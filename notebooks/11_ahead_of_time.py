@@ -35,7 +35,6 @@ from pathlib import Path
 import numpy as np
 
 import xla_explorer as xe
-from xla_explorer.api import export
 from xla_explorer.api.export import numpy_only_python
 
 rng = np.random.default_rng(0)
@@ -96,7 +95,7 @@ def predict(batch):
 
 BATCH = 256
 where = Path(tempfile.mkdtemp(prefix="exported-"))
-exported = export(predict, X[:BATCH], name="classifier", directory=where)
+exported = xe.export(predict, X[:BATCH], name="classifier", directory=where)
 print(exported)
 print(f"{exported.path.name}: {exported.nbytes / 1024:.0f} KiB, built in "
       f"{exported.seconds:.1f} s")

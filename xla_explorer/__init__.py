@@ -1,5 +1,5 @@
 """xla-explorer: see how an XLA-style compiler turns NumPy into HLO, step by step."""
-from .api import CheckResult, Exploration, Kernel, explore, explore_hlo, jit
+from .api import CheckResult, Exploration, ExportedModule, Kernel, explore, explore_hlo, export, jit
 from .errors import (CompileError, HloParseError, MismatchError, TraceError, UnsupportedOpError,
                      VerifyError, XlaExplorerError)
 from .ir.module import Module
@@ -9,7 +9,7 @@ from .replay import replay
 from .trace.loops import fori_loop
 
 __all__ = [
-    "explore", "explore_hlo", "jit", "fori_loop", "Exploration", "CheckResult", "Kernel",
+    "explore", "explore_hlo", "export", "ExportedModule", "jit", "fori_loop", "Exploration", "CheckResult", "Kernel",
     "parse_hlo", "verify", "Module", "replay",
     "XlaExplorerError", "CompileError", "UnsupportedOpError", "TraceError", "HloParseError",
     "VerifyError", "MismatchError",

@@ -18,3 +18,9 @@ export function svgEl(tag: string, attrs: { [key: string]: string | number } = {
   for (const c of children) if (c !== null && c !== undefined && c !== false) e.append(c);
   return e;
 }
+
+export function button(label: string, title: string, onClick: () => void, cls = 'xe-btn'): HTMLButtonElement {
+  const b = el('button', { class: cls, title, type: 'button' }, label);
+  b.addEventListener('click', onClick);
+  return b;
+}

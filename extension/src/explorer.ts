@@ -3,7 +3,7 @@
 
 import { Widget } from '@lumino/widgets';
 import type { IRenderMime } from '@jupyterlab/rendermime-interfaces';
-import { el, svgEl } from './dom';
+import { button, el, svgEl } from './dom';
 import { DotNode } from './dot';
 import { formatBytes, formatSeconds, speedWords } from './format';
 import { GraphView } from './graphview';
@@ -12,6 +12,7 @@ import { Bundle, checkBundle, Decision, MIME_TYPE } from './model';
 import { Stepper, visibleStages } from './stepper';
 import { hloLines, stripMetadata, tokenizeHlo, tokenizePython, Token } from './syntax';
 import { layoutTimeline } from './timeline';
+import { ExportRow } from './export_row';
 import { XlaTab } from './xla_tab';
 
 const TABS = ['Stages', 'Decisions', 'Buffers', 'Kernels', 'Performance', 'XLA'] as const;
@@ -31,6 +32,7 @@ export interface LiveOptions {
   bench?: (repeat: number) => void;
   benchUnavailable?: string;
   compareXla?: (repeat: number) => void; // asks the kernel for ex.compare_xla (the XLA tab)
+  exportModule?: (name: string) => void; // asks the kernel for ex.export (the Kernels tab)
   view?: View;
   onView?: (view: View) => void; // the widget keeps it, so a redrawn output opens there too
 }
@@ -39,12 +41,6 @@ function tokensInto(parent: HTMLElement, tokens: Token[]): void {
   for (const t of tokens) {
     parent.append(t.cls ? el('span', { class: `xe-tok-${t.cls}` }, t.text) : t.text);
   }
-}
-
-function button(label: string, title: string, onClick: () => void, cls = 'xe-btn'): HTMLButtonElement {
-  const b = el('button', { class: cls, title, type: 'button' }, label);
-  b.addEventListener('click', onClick);
-  return b;
 }
 
 function pad(n: number): string {
@@ -434,6 +430,10 @@ export class Explorer {
         this.bundle.backend === 'interpreter' ? 'The interpreter backend evaluates HLO directly: no kernels are generated.' : 'No generated kernels.'));
       return;
     }
+    if (this.live.exportModule && this.bundle.backend === 'cpu') {
+      this.exportRow = new ExportRow(this.bundle.module, this.live.exportModule);
+      panel.append(this.exportRow.node);
+    }
     if (this.bundle.driver) {
       const pre = el('pre', { class: 'xe-code xe-driver' });
       tokensInto(pre, tokenizePython(this.bundle.driver));
@@ -458,6 +458,10 @@ export class Explorer {
       panel.append(d);
     });
   }
+
+  private exportRow: ExportRow | null = null; // the Kernels tab's, live
+  /** What the kernel says of an export it was asked for: the module it wrote, or why not. */
+  setExportStatus(text: string): void { this.exportRow?.setStatus(text); }
 
   private xlaTab: XlaTab | null = null; // the XLA tab (xla_tab.ts), once drawn
 

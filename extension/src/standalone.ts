@@ -86,7 +86,8 @@ interface WidgetModel {
  * by a new view); "Run
  * benchmark" asks the kernel (`{action: 'bench', repeat}`), whose `status` trait says what
  * went wrong, if anything; "Compare with XLA" likewise (`{action: 'compare_xla', repeat}`, its
- * failure in `xla_status`, the comparison in the bundle's "xla" key). */
+ * failure in `xla_status`, the comparison in the bundle's "xla" key); "Export" on the Kernels
+ * tab (`{action: 'export', name}`: what it wrote, or why not, in `export_status`). */
 function render({ model, el }: { model: WidgetModel; el: HTMLElement }): () => void {
   let current: Explorer | null = null;
   const draw = (): void => {
@@ -102,20 +103,23 @@ function render({ model, el }: { model: WidgetModel; el: HTMLElement }): () => v
       },
       benchUnavailable: unavailable || undefined,
       bench: unavailable ? undefined : (repeat: number) => model.send({ action: 'bench', repeat }),
-      compareXla: (repeat: number) => model.send({ action: 'compare_xla', repeat })
+      compareXla: (repeat: number) => model.send({ action: 'compare_xla', repeat }),
+      exportModule: (name: string) => model.send({ action: 'export', name })
     });
     void current.render(model.get('bundle'));
   };
-  const status = (): void => current?.setBenchStatus(String(model.get('status') ?? ''));
-  const xlaStatus = (): void => current?.setXlaStatus(String(model.get('xla_status') ?? ''));
+  // What the kernel says of what it was asked, each in its trait.
+  const statuses: [string, () => void][] = [
+    ['status', () => current?.setBenchStatus(String(model.get('status') ?? ''))],
+    ['xla_status', () => current?.setXlaStatus(String(model.get('xla_status') ?? ''))],
+    ['export_status', () => current?.setExportStatus(String(model.get('export_status') ?? ''))]
+  ];
   draw();
   model.on('change:bundle', draw);
-  model.on('change:status', status);
-  model.on('change:xla_status', xlaStatus);
+  for (const [trait, said] of statuses) model.on(`change:${trait}`, said);
   return () => {
     model.off('change:bundle', draw);
-    model.off('change:status', status);
-    model.off('change:xla_status', xlaStatus);
+    for (const [trait, said] of statuses) model.off(`change:${trait}`, said);
   };
 }
 

@@ -750,7 +750,8 @@ def test_the_same_explorer_live_in_a_running_kernel(lab, tmp_path):
     run_checks(view, [check_opening_stage_buffers_and_kernels,
                       *[c for c in SHARED if c is not check_traffic_is_charted_as_computed],
                       check_run_benchmark_asks_the_kernel_and_the_output_keeps_it,
-                      check_compare_with_xla_asks_the_kernel_and_the_output_keeps_it], tmp_path)
+                      check_compare_with_xla_asks_the_kernel_and_the_output_keeps_it,
+                      check_export_asks_the_kernel_and_says_what_it_wrote], tmp_path)
 
 
 def check_run_benchmark_asks_the_kernel_and_the_output_keeps_it(view):
@@ -812,6 +813,21 @@ def check_compare_with_xla_asks_the_kernel_and_the_output_keeps_it(view):
         if comparison:
             break
     assert comparison and len(comparison["kernels"]) == rows, comparison
+    view.tab(ex, "Stages")
+
+
+def check_export_asks_the_kernel_and_says_what_it_wrote(view):
+    ex = view.explorer("attention")
+    view.tab(ex, "Kernels")
+    ex.locator(".xe-export-name").fill("attention_aot")
+    ex.locator(".xe-export-run").click()
+    status = ex.locator(".xe-export-status")
+    view.page.wait_for_function(
+        "el => el.textContent.startsWith('wrote') || el.textContent.startsWith('export failed')",
+        arg=status.element_handle(), timeout=120_000)
+    words = status.inner_text()
+    assert words.startswith("wrote") and "attention_aot.pyi" in words, words
+    assert list(view.lab.root.glob("attention_aot.cpython-*.so"))
     view.tab(ex, "Stages")
 
 

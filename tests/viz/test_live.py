@@ -181,3 +181,30 @@ def test_the_buffers_tab_says_what_the_executable_allocates_for_the_arena():
         "body, a reduction's partials on a GPU)")
     interpreted = xe.explore(lambda x: np.tanh(x) * 2 + 1, x, backend="interpreter")
     assert arena_note_of(interpreted).startswith("the executable allocates this arena")
+
+
+@pytest.mark.slow  # a module compiled ahead of time (pycc)
+def test_export_asked_by_the_kernels_tab_writes_the_module(monkeypatch, tmp_path, cpu):
+    monkeypatch.chdir(tmp_path)
+    w = cpu.show()
+    w._on_msg(w, {"action": "export", "name": "my model"}, [])
+    (built,) = tmp_path.glob("my_model.cpython-*.so")
+    assert w.export_status.startswith(f"wrote {built} (") and "my_model.pyi" in w.export_status
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("my_model", built)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    x, wt = cpu.args
+    got = module.run(x, wt)
+    want = exp_then_dot(x, wt)
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-5)
+    np.testing.assert_allclose(got[1], want[1], rtol=1e-5)
+
+
+def test_an_export_that_cannot_be_made_says_why(monkeypatch, tmp_path):
+    monkeypatch.chdir(tmp_path)
+    w = xe.explore(softmax, np.ones((4, 8), np.float32)).show()  # the interpreter's
+    w._on_msg(w, {"action": "export", "name": "s"}, [])
+    assert w.export_status.startswith("export failed: CompileError: ") and "cpu" in w.export_status
+    assert not list(tmp_path.iterdir())

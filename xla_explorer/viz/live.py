@@ -20,6 +20,7 @@ same JSON for the extension (a saved notebook, no kernel) and the static HTML vi
 from __future__ import annotations
 
 import hashlib
+import re
 from pathlib import Path
 
 import anywidget
@@ -38,6 +39,7 @@ class Explorer(anywidget.AnyWidget):
     bench_unavailable = traitlets.Unicode("").tag(sync=True)
     status = traitlets.Unicode("").tag(sync=True)  # a benchmark's failure, in words
     xla_status = traitlets.Unicode("").tag(sync=True)  # a comparison's failure, in words
+    export_status = traitlets.Unicode("").tag(sync=True)  # what an export wrote, or why not
     # Where the reader is ({tab, stage, repeat}), kept by the front end: an output updated
     # with a benchmark is drawn afresh, where the reader was.
     view = traitlets.Dict().tag(sync=True)
@@ -67,6 +69,8 @@ class Explorer(anywidget.AnyWidget):
             self.run_benchmark(int(content.get("repeat", 20)))
         elif content.get("action") == "compare_xla":
             self.compare_xla(int(content.get("repeat", 20)))
+        elif content.get("action") == "export":
+            self.export(str(content.get("name", "")))
 
     def run_benchmark(self, repeat: int = 20):
         """`ex.bench(repeat=repeat)`, drawn in the Performance tab and written into every
@@ -99,6 +103,26 @@ class Explorer(anywidget.AnyWidget):
         self.bundle = payload(self.exploration, self.exploration.last_bench)
         self._update_displays()
         return result
+
+    def export(self, name: str, directory=".") -> Path | None:
+        """`ex.export(name, directory)` (the kernel's working directory by default), asked
+        from the Kernels tab; what it wrote, or why it could not, goes into `export_status`.
+        Returns the module's path, or None."""
+        from ..viz.format import bytes_text
+
+        name = re.sub(r"\W", "_", name.strip()) or "exported"
+        if name[0].isdigit():
+            name = "_" + name
+        self.export_status = ""
+        try:
+            made = self.exploration.export(name, directory)
+        except Exception as err:  # shown in the tab: a message handler's error goes nowhere
+            self.export_status = f"export failed: {type(err).__name__}: {err}"
+            return None
+        self.export_status = (f"wrote {made.path} ({bytes_text(made.nbytes)}, built in "
+                              f"{made.seconds:.1f} s) and {made.stub.name}: `import {name}; "
+                              f"{name}.run(...)` with NumPy alone")
+        return made.path
 
     def __repr__(self) -> str:
         # What a text-only front end prints instead of the widget.

@@ -108,3 +108,42 @@ def test_every_viewer_shows_the_loop_the_driver_rolled():
     assert payload(ex)["driver"] == ex.driver
     assert html.escape(DRIVER_TITLE) in fragment(ex)
     assert xe.explore(heat, u, backend="interpreter").driver == ""
+
+
+def transposed_steps(x, y, steps):
+    for i in range(steps):  # a constant per step: no two steps alike, nothing rolls
+        x = (x.T * y + np.float32(i * 1e-3)).T - y
+    return x
+
+
+@pytest.mark.slow  # a kernel of 600 or 2400 fused ops compiled by Numba
+@pytest.mark.parametrize("steps", [150, pytest.param(600, marks=pytest.mark.deep)])
+def test_a_chain_through_transposes_compiles_without_a_recursion_error(steps):
+    # Each step reads the last through a transpose, which the element-wise walk alone did
+    # not cross: one Python frame per op again, a RecursionError from 120 steps.
+    x = np.linspace(0, 1, 16, dtype=np.float32).reshape(4, 4)
+    y = x.T * np.float32(0.1)
+    ex = xe.explore(lambda x, y: transposed_steps(x, y, steps), x, y, backend="cpu")
+    assert len(ex.fusions) == 1
+    np.testing.assert_array_equal(ex.run(x, y), transposed_steps(x, y, steps))
+
+
+def scaled(x):
+    return np.tanh(x) * np.float32(2)
+
+
+def test_a_generator_too_deep_for_python_is_a_compile_error_at_the_users_line():
+    # The safety net: no RecursionError reaches a user, whatever recursion is left.
+    from xla_explorer.codegen.program import plan_program
+
+    x = np.linspace(0, 1, 8, dtype=np.float32)
+    ex = xe.explore(scaled, x, backend="cpu")
+
+    def too_deep(*_):
+        raise RecursionError("maximum recursion depth exceeded")
+
+    with pytest.raises(xe.CompileError, match=r"went deeper than Python's recursion limit") \
+            as info:
+        plan_program(ex.module, ex.buffers, too_deep)
+    assert info.value.source_line == scaled.__code__.co_firstlineno + 1
+    assert not isinstance(info.value, RecursionError)

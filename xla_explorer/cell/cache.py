@@ -8,10 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import numpy as np
-
 from ..api import jit
-from ..trace.captured import free_values
+from .frozen import state_read
 from .plan import CellPlan
 
 
@@ -46,36 +44,15 @@ class TraceFacts:
     eager_value: bool
 
 
-def helpers_read(objects, seen=None) -> tuple:
-    """What the functions a cell calls read from their globals and closures, which the trace
-    froze into the program: numbers by value, arrays by identity, shape and type, functions
-    by what they read in turn. A helper's global rebound (K = 3.0) compiles the cell again
-    instead of running it with the old value."""
-    seen = set() if seen is None else seen
-    out = []
-    for f in objects:
-        code = getattr(f, "__code__", None)
-        if code is None or id(f) in seen:
-            continue
-        seen.add(id(f))
-        for name, v in sorted(free_values(f).items()):
-            if isinstance(v, np.ndarray):
-                out.append((name, "array", id(v), v.shape, v.dtype.str))
-            elif isinstance(v, (bool, int, float, complex, np.generic)):
-                out.append((name, type(v).__name__, repr(v)))
-            elif callable(v) and hasattr(v, "__code__"):
-                out.append((name, "function", id(v), helpers_read((v,), seen)))
-    return tuple(out)
-
-
 class CellCache:
     """The session's compiled cells, keyed by (cell source, backend, autocluster).
 
     A cell's entry is replaced when what it was analysed against changed: its inputs (which
     names and paths hold arrays and numbers), the structure of the containers it uses whole,
     the constants it reads (by value) and the functions, classes and modules (by identity,
-    a helper function defined again): the compiled program was traced through them, so it
-    would be stale. The values of inputs are not in it: the executables are per shape and
+    a helper function defined again), and what those functions and methods read besides
+    their arguments (`frozen.py`: a rebound global, `self.w` rebound or changed in place):
+    the compiled program was traced through them, so it would be stale. The values of inputs are not in it: the executables are per shape and
     type."""
 
     def __init__(self):
@@ -84,7 +61,7 @@ class CellCache:
     def lookup(self, plan: CellPlan, namespace, backend: str, autocluster: bool) -> CachedCell:
         key = (plan.source, backend, autocluster)
         depends = (plan.first_line, plan.inputs, id(namespace), plan.key,
-                   helpers_read(plan.keep))
+                   state_read(plan.keep))
         entry = self.cells.get(key)
         if entry is None or entry.depends != depends:
             entry = CachedCell(plan, backend, autocluster,
@@ -98,6 +75,12 @@ class CellCache:
         is compiled."""
         key = (entry.plan.source, entry.backend, entry.autocluster)
         if self.cells.get(key) is entry and not entry.jit.cache_info().signatures:
+            del self.cells[key]
+
+    def drop(self, entry: CachedCell) -> None:
+        """Forget a cell whose program is stale: its next run compiles it anew."""
+        key = (entry.plan.source, entry.backend, entry.autocluster)
+        if self.cells.get(key) is entry:
             del self.cells[key]
 
     def clear(self) -> None:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import tree
-from ..api import CheckResult, compare, computed_precision, referee
+from ..api import CheckResult, compare, computed_precision, jit, referee
 from ..errors import MismatchError
 from ..trace.updates import refuse_updates
 from .cache import CachedCell, CellCache, TraceFacts
@@ -73,10 +73,8 @@ def run_cell(cell: str, namespace: dict, *, backend: str = "cpu", autocluster: b
             if not done.check.ok:
                 raise MismatchError(
                     "the compiled results differ from eager NumPy's, so no name was "
-                    f"changed:\n{done.check}\nA difference NumPy leaves unspecified (the order "
-                    "of equal keys in np.argsort without kind='stable', an index out of range) "
-                    "is listed in docs/numpy-coverage.md; --quiet skips the check and writes the "
-                    "compiled results.")
+                    f"changed:\n{done.check}\n"
+                    + (_FROZEN if hit and _stale(entry, cache, args) else _UNSPECIFIED))
         if bench:
             done.bench = ex.bench(*_copies(args))
     if dump:
@@ -95,6 +93,37 @@ def run_cell(cell: str, namespace: dict, *, backend: str = "cpu", autocluster: b
     # The cached plan came from the first run's analysis: it need not keep that run's arrays.
     plan.values, plan.objects = (), {}
     return done
+
+
+_UNSPECIFIED = (
+    "A difference NumPy leaves unspecified (the order of equal keys in np.argsort without "
+    "kind='stable', an index out of range) is listed in docs/numpy-coverage.md; --quiet skips "
+    "the check and writes the compiled results.")
+_FROZEN = (
+    "The program was compiled on an earlier run of this cell; traced again now, it agrees "
+    "with NumPy. So a function or method the cell calls reads something besides its "
+    "arguments that the trace froze into the program and that has changed since, where the "
+    "cell does not look for changes (an attribute reached through a module or a property). "
+    "The stale program is dropped: run the cell again to compile it anew, or read the value "
+    "in the cell itself (m.w, cfg.scale) and pass it on, so that each run reads it afresh.")
+
+
+def _stale(entry: CachedCell, cache: CellCache, args) -> bool:
+    """Whether the cell traced and compiled afresh agrees with NumPy where the cached program
+    did not: the difference is state frozen at the earlier trace. The stale entry is then
+    dropped."""
+    fresh = jit(entry.plan.function, backend=entry.backend, autocluster=entry.autocluster)
+    try:
+        with _silenced():
+            ex = fresh.explore(*_copies(args))
+            updated = {p for _, p in ex.traced.aliases}
+            run_args = [copy.deepcopy(a) if i in updated else a for i, a in enumerate(args)]
+            ok = _judge(ex, args, ex.run(*run_args), run_args).ok
+    except Exception:  # the original mismatch is the error to show
+        return False
+    if ok:
+        cache.drop(entry)
+    return ok
 
 
 def _explore(entry: CachedCell, cache: CellCache, args):

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 from math import prod
-from typing import Callable
+from typing import Callable, Generator
 
 import numpy as np
 
@@ -28,6 +28,10 @@ from . import exprs
 from .analysis import tuple_rooted
 from .reducers import combine
 from .writer import F16, Writer, affine, index_text, np_type
+
+# What computes one element: a generator that yields (operand, index) for each operand element
+# it needs, is sent that element's value, and returns its own (see Elemental.value).
+Values = Generator[tuple, str, str]
 
 
 class Elemental:
@@ -76,13 +80,37 @@ class Elemental:
     # -- scalar values at an index --------------------------------------------------------
 
     def value(self, inst: Instruction, idx: tuple[str, ...]) -> str:
+        """`inst`'s element at `idx`, as a name or a literal; the lines that compute it (and
+        the operands' elements it needs, first) go to the writer, each once.
+
+        The recursion over operands is played with a stack of our own (`_computed` is a
+        generator that yields the operand elements it needs): a kernel fusing thousands of
+        ops in a chain (an unrolled loop, with transposes or reshapes between its steps)
+        would take several Python frames per op and pass the recursion limit. The lines come
+        out in the order the plain recursion would write them."""
+        stack = [self._computed(inst, idx)]
+        sent: str | None = None
+        while stack:
+            try:
+                operand, at = stack[-1].send(sent)  # type: ignore[arg-type]
+            except StopIteration as done:
+                stack.pop()
+                sent = done.value
+                continue
+            sent = self.w.lookup((id(operand), at))
+            if sent is None:
+                stack.append(self._computed(operand, at))
+        assert sent is not None
+        return sent
+
+    def _computed(self, inst: Instruction, idx: tuple[str, ...]) -> Values:
+        """`value`'s body for one element: yields (operand, index) for each element it reads,
+        and is sent its value."""
         key = (id(inst), idx)
         found = self.w.lookup(key)
         if found is not None:
             return found
-        if self._from_operands(inst, idx):
-            self._operands_first(inst, idx)
-        expr = self._expr(inst, idx)
+        expr = yield from self._expr(inst, idx)
         if re.fullmatch(r"[\w.]+|-?\d+(\.\d*)?", expr):
             return expr  # a name or a number: nothing to keep
         var = self.w.fresh(inst.name)
@@ -94,40 +122,7 @@ class Elemental:
             self.stashed_now.add(id(inst))
         return var
 
-    def _from_operands(self, inst: Instruction, idx: tuple[str, ...]) -> bool:
-        """inst's element at idx is computed from its operands' at the same index (as
-        `_expr` does for an element-wise op it neither reads from memory nor was given)."""
-        return (elementwise_like(inst.opcode) and id(inst) not in self.row_scalars
-                and id(inst) not in self.stored
-                and not (id(inst) in self.stashed and idx == self.row_index))
-
-    def _operands_first(self, inst: Instruction, idx: tuple[str, ...]) -> None:
-        """The element-wise operands of inst, and theirs, computed before inst in the order
-        the recursion in `value` would compute them, but walked with a stack of our own: a
-        kernel fusing thousands of element-wise ops in a chain (an unrolled loop) would take
-        one Python frame per op, and pass the recursion limit."""
-        order, seen = [], set()
-        stack = [(inst, idx, False)]
-        while stack:
-            node, at, done = stack.pop()
-            key = (id(node), at)
-            if done:
-                order.append((node, at))
-                continue
-            if key in seen or self.w.lookup(key) is not None:
-                continue
-            seen.add(key)
-            # An operand computed otherwise (a load, a constant, a gather) is computed where
-            # the recursion would reach it, by `value` itself.
-            stack.append((node, at, True))
-            if not self._from_operands(node, at):
-                continue
-            for o in reversed(node.operands):  # popped in operand order, as recursed
-                stack.append((o, at if o.dims or not node.dims else (), False))
-        for node, at in order[:-1]:  # inst itself is the caller's to compute
-            self.value(node, at)
-
-    def _expr(self, inst: Instruction, idx: tuple[str, ...]) -> str:
+    def _expr(self, inst: Instruction, idx: tuple[str, ...]) -> Values:
         op = inst.opcode
         if id(inst) in self.stashed and idx == self.row_index:
             return index_text(self.stash[id(inst)], idx[len(idx) - len(self.row_tail):])
@@ -144,10 +139,12 @@ class Elemental:
             return f"f16_round({ramp})" if inst.dtype == F16 else ramp
         if elementwise_like(op):
             # clamp's bounds may be scalars (0-d) beside an array x
-            return exprs.scalar_expr(inst, [self.value(o, idx if o.dims or not inst.dims else ())
-                                            for o in inst.operands])
+            values = []
+            for o in inst.operands:
+                values.append((yield o, idx if o.dims or not inst.dims else ()))
+            return exprs.scalar_expr(inst, values)
         if in_group(op, Group.DATA_MOVEMENT):
-            return self._data_movement(inst, idx)
+            return (yield from self._data_movement(inst, idx))
         if op == "get-tuple-element":
             key = (id(inst.operands[0]), inst.attr("index"))
             if key in self.row_scalars:
@@ -246,40 +243,41 @@ class Elemental:
 
     # -- data movement as index arithmetic ----------------------------------------------------
 
-    def _data_movement(self, inst: Instruction, idx: tuple[str, ...]) -> str:
+    def _data_movement(self, inst: Instruction, idx: tuple[str, ...]) -> Values:
         op, x = inst.opcode, inst.operands[0]
         if op in ("copy",) or (op in ("reshape", "bitcast") and x.dims == inst.dims):
-            return self.value(x, idx)
+            return (yield x, idx)
         if op == "broadcast":
-            return self.value(x, tuple(idx[d] for d in inst.attr("dimensions")))
+            return (yield x, tuple(idx[d] for d in inst.attr("dimensions")))
         if op in ("reshape", "bitcast"):
-            return self.value(x, self._reindex(idx, inst.dims, x.dims))
+            return (yield x, self._reindex(idx, inst.dims, x.dims))
         if op == "transpose":
             perm = inst.attr("dimensions")
             src = [""] * len(perm)
             for k, d in enumerate(perm):
                 src[d] = idx[k]
-            return self.value(x, tuple(src))
+            return (yield x, tuple(src))
         if op == "slice":
-            return self.value(x, tuple(affine(i, a, c) for i, (a, _, c)
+            return (yield x, tuple(affine(i, a, c) for i, (a, _, c)
                                        in zip(idx, inst.attr("slice"))))
         if op == "reverse":
             rev = set(inst.attr("dimensions"))
-            return self.value(x, tuple(f"({n - 1} - {i})" if d in rev else i
+            return (yield x, tuple(f"({n - 1} - {i})" if d in rev else i
                                        for d, (i, n) in enumerate(zip(idx, x.dims))))
         if op == "concatenate":
-            return self._concatenate(inst, idx)
+            return (yield from self._concatenate(inst, idx))
         if op == "pad":
-            return self._pad(inst, idx)
+            return (yield from self._pad(inst, idx))
         if op == "dynamic-slice":
-            starts = self._starts(inst.operands[1:], x.dims, inst.dims)
-            return self.value(x, tuple(f"({s} + {i})" for s, i in zip(starts, idx)))
+            starts = yield from self._starts(inst.operands[1:], x.dims, inst.dims)
+            return (yield x, tuple(f"({s} + {i})" for s, i in zip(starts, idx)))
         if op == "dynamic-update-slice":
-            return self._dynamic_update_slice(inst, idx)
+            return (yield from self._dynamic_update_slice(inst, idx))
         if op == "gather":
-            return self._gather(inst, idx)
+            return (yield from self._gather(inst, idx))
         raise UnsupportedOpError(f"the {self.backend} backend has no index arithmetic for {op}",
                                  op=op)
+
 
     def index_vector_at(self, indices, ivd, batch_idx, k) -> str:
         """Element k of the index vector at batch position `batch_idx` of `indices`, as an
@@ -289,7 +287,7 @@ class Elemental:
             sub.insert(ivd, str(k))
         return f"np.int64({self.value(indices, tuple(sub))})"
 
-    def _gather(self, inst, idx):
+    def _gather(self, inst, idx) -> Values:
         """XLA's gather as index arithmetic: read the start indices at the output's batch
         position, clamp each into [0, dim - slice_size] (as XLA does), add the offset."""
         x, indices = inst.operands
@@ -304,14 +302,17 @@ class Elemental:
         for d, n in enumerate(x.dims):
             parts = []
             if d in start_map:
-                start = self.index_vector_at(indices, ivd, batch, start_map.index(d))
+                sub = list(batch)  # as index_vector_at reads it
+                if ivd < indices.shape.rank:
+                    sub.insert(ivd, str(start_map.index(d)))
+                start = f"np.int64({(yield indices, tuple(sub))})"
                 var = self.w.fresh("start")
                 self.w.line(f"{var} = min(max({start}, 0), {n - sizes[d]})")
                 parts.append(var)
             if d not in collapsed:
                 parts.append(next(offsets))
             src.append("(" + " + ".join(parts) + ")" if parts else "0")
-        return self.value(x, tuple(src))
+        return (yield x, tuple(src))
 
     def _reindex(self, idx, out_dims, in_dims) -> tuple[str, ...]:
         """The operand index of a row-major reshape: linearise, then split."""
@@ -329,7 +330,7 @@ class Elemental:
             out.append(f"(({lin} // {stride}) % {n})" if stride > 1 else f"({lin} % {n})")
         return tuple(out)
 
-    def _concatenate(self, inst, idx):
+    def _concatenate(self, inst, idx) -> Values:
         (axis,) = inst.attr("dimensions")
         pieces, offset = [], 0
         for o in inst.operands:
@@ -337,14 +338,14 @@ class Elemental:
             i = idx[axis]
             clamped = f"min(max({i} - {offset}, 0), {n - 1})"
             sub = tuple(clamped if d == axis else j for d, j in enumerate(idx))
-            pieces.append((offset + n, self.value(o, sub)))
+            pieces.append((offset + n, (yield o, sub)))
             offset += n
         expr = pieces[-1][1]
         for end, v in reversed(pieces[:-1]):
             expr = f"({v} if {idx[axis]} < {end} else {expr})"
         return expr
 
-    def _pad(self, inst, idx):
+    def _pad(self, inst, idx) -> Values:
         x, pad_value = inst.operands
         conds, src = [], []
         for i, n, (lo, _, interior) in zip(idx, x.dims, inst.attr("padding")):
@@ -352,21 +353,21 @@ class Elemental:
             rel = f"({i} - {lo})"
             conds.append(f"{rel} >= 0 and {rel} % {step} == 0 and {rel} // {step} < {n}")
             src.append(f"min(max({rel} // {step}, 0), {n - 1})")
-        inside = self.value(x, tuple(src))
-        fill = self.value(pad_value, ())
+        inside = yield x, tuple(src)
+        fill = yield pad_value, ()
         return f"({inside} if ({' and '.join(conds) or 'True'}) else {fill})"
 
-    def _starts(self, operands, full, window) -> list[str]:
+    def _starts(self, operands, full, window) -> Generator[tuple, str, list[str]]:
         """XLA clamps dynamic start indices so the window stays inside the operand."""
         out = []
         for s, n, k in zip(operands, full, window):
-            v = self.value(s, ())
+            v = yield s, ()
             out.append(f"min(max(np.int64({v}), 0), {n - k})")
         return out
 
-    def _dynamic_update_slice(self, inst, idx):
+    def _dynamic_update_slice(self, inst, idx) -> Values:
         x, update = inst.operands[:2]
-        starts = self._starts(inst.operands[2:], x.dims, update.dims)
+        starts = yield from self._starts(inst.operands[2:], x.dims, update.dims)
         names = []
         for s in starts:
             var = self.w.fresh("start")
@@ -374,6 +375,6 @@ class Elemental:
             names.append(var)
         conds = [f"{s} <= {i} < {s} + {k}" for s, i, k in zip(names, idx, update.dims)]
         sub = tuple(f"min(max({i} - {s}, 0), {k - 1})" for s, i, k in zip(names, idx, update.dims))
-        new = self.value(update, sub)
-        old = self.value(x, idx)
+        new = yield update, sub
+        old = yield x, idx
         return f"({new} if ({' and '.join(conds) or 'True'}) else {old})"

@@ -20,7 +20,7 @@ from typing import Callable
 
 import numpy as np
 
-from ..errors import not_compilable
+from ..errors import CompileError, not_compilable
 from ..ir.module import Computation, Instruction, Module
 from ..ir.printer import format_instruction
 from ..passes.buffer_assignment import CONSTANT, EAGER, OUTPUT, PARAMETER, buffer_name
@@ -136,6 +136,24 @@ def round_up(n: int, k: int) -> int:
     return -(-n // k) * k
 
 
+def _emit_kernel(emit: Emit, comp: Computation, fname: str, kind: str, row: bool,
+                 inst: Instruction):
+    """`emit(...)`, with a generator that still recursed too deep for Python (the elemental
+    core walks its chains with a stack of its own) answered as a CompileError at the line of
+    the kernel's last op, never as a RecursionError."""
+    try:
+        return emit(comp, fname, kind, row)
+    except RecursionError:
+        md = comp.root.metadata
+        raise CompileError(
+            f"generating {fname} ({len(comp.instructions)} fused ops) went deeper than "
+            "Python's recursion limit", op=inst.opcode, source_file=md.source_file or None,
+            source_line=md.source_line or None,
+            hint="Split the computation with xe.fori_loop (its body compiles once), or "
+                 "report the program: the code generator should not recurse this deep."
+        ) from None
+
+
 def plan_program(module: Module, assignment, emit: Emit | None = None,
                  scratch_align: int = 1, shared_scratch: bool = False) -> ProgramPlan:
     """The launches of `module`'s kernels over the arena `assignment` lays out. `emit`
@@ -193,7 +211,7 @@ def plan_program(module: Module, assignment, emit: Emit | None = None,
                 same_as = made[key][0]
                 code, shape = _same_kernel(fname, inst, *made[key])
             else:
-                code, shape = emit(comp, fname, kind, row)
+                code, shape = _emit_kernel(emit, comp, fname, kind, row, inst)
                 made[key] = (fname, inst, code, shape)
             if code.scratch and shared_scratch:
                 scratch = Scratch(scratch_at, code.scratch)

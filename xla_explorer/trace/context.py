@@ -8,9 +8,14 @@ array is: `tracer.py` builds on it, as do the lowerings.
 """
 from __future__ import annotations
 
+import ast
 import contextlib
+import inspect
+import linecache
 import os
+import re
 import sys
+import textwrap
 import threading
 from typing import Callable
 
@@ -63,6 +68,86 @@ def at_user_site(b: Builder, op_name: str):
         yield b.site
     finally:
         b.site = saved
+
+
+# Python builtins that read an array's elements as Python values (max(a) compares them with
+# `>`), and what computes the same inside the program.
+_BUILTIN_ALTERNATIVES = {
+    "max": "np.max(a) (or np.maximum(a, b) for two arrays)",
+    "min": "np.min(a) (or np.minimum(a, b) for two arrays)",
+    "sorted": "np.sort(a)", "any": "np.any(a)", "all": "np.all(a)"}
+
+
+def builtin_hint() -> str | None:
+    """A hint for a traced array's value asked for by a Python builtin the user's line calls
+    (`max(a)`, not `np.max(a)`), or None: the builtin runs no Python frame of its own, so
+    the line's text tells."""
+    file, line = user_site()
+    code = linecache.getline(file, line) if file and line else ""
+    for name in re.findall(r"(?<![\w.])(max|min|sorted|any|all)\s*\(", code):
+        return (f"Python's {name}() reads the elements as Python values, which a traced "
+                f"array does not have: {_BUILTIN_ALTERNATIVES[name]} computes it in the "
+                "program.")
+    return None
+
+
+def inside_numpy(kind: type) -> bool:
+    """Whether a method of a NumPy object of class `kind` (np.vectorize's __call__) runs
+    between here and the user's line."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        path = os.path.abspath(frame.f_code.co_filename)
+        if path.startswith(_NUMPY_DIR):
+            if isinstance(frame.f_locals.get("self"), kind):
+                return True
+        elif not path.startswith(_PACKAGE_DIR) and path not in _SKIP_FILES:
+            return False
+        frame = frame.f_back
+    return False
+
+
+def vectorize_error() -> UnsupportedOpError:
+    return located(UnsupportedOpError,
+                   "np.vectorize is not supported: it calls a Python function on each "
+                   "element's value, and a traced array's values are known only when the "
+                   "compiled program runs", "np.vectorize",
+                   "Write the function with NumPy's element-wise operations, which apply to "
+                   "whole arrays (np.where for a choice), and call it on the array itself.")
+
+
+def refuse_unreturnable(f, leaves) -> None:
+    """A function returning a string, a dtype or a type (`x.dtype.name`) is refused naming
+    what it returns and where: the program's outputs are arrays and numbers."""
+    for v in leaves:
+        kind = getattr(getattr(v, "dtype", None), "kind", "")
+        if isinstance(v, (str, bytes, np.dtype, type)) or (
+                isinstance(v, (np.ndarray, np.generic)) and kind in "USOV"):
+            what = type(v).__name__
+            file, line = _return_line(f)
+            raise UnsupportedOpError(
+                f"{getattr(f, '__name__', 'the function')} returns a {what} ({v!r:.40}): a "
+                "compiled function's outputs are arrays and numbers (and tuples, lists and "
+                "dicts of them)", op="return", source_file=file, source_line=line,
+                hint=f"Compute the {what} outside the compiled function (x.dtype.name of "
+                     "its argument or result), or return it from a plain Python function "
+                     "that calls the compiled one.")
+
+
+def _return_line(f) -> tuple[str | None, int | None]:
+    """The file and line of f's return statement, when its source has one (else its def)."""
+    code = getattr(f, "__code__", None)
+    if code is None:
+        return None, None
+    try:
+        lines, first = inspect.getsourcelines(f)
+        tree = ast.parse(textwrap.dedent("".join(lines)))
+    except (OSError, TypeError, SyntaxError):
+        return code.co_filename, code.co_firstlineno
+    returns = [n.lineno for n in ast.walk(tree) if isinstance(n, ast.Return)]
+    nested = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.Lambda))][1:]
+    if len(returns) == 1 and not nested:
+        return code.co_filename, first + returns[0] - 1
+    return code.co_filename, code.co_firstlineno
 
 
 def leaked_error() -> TraceError:

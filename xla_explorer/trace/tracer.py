@@ -26,8 +26,8 @@ from ..ir.module import Instruction, Metadata, Module
 from ..ir.shape import SUPPORTED_NAMES, Shape, is_supported_dtype
 from ..tree import flatten
 from .builder import Builder
-from .context import (active_builder, dtype_error, leaked_error, located, tracing,
-                      user_site)
+from .context import (active_builder, builtin_hint, dtype_error, inside_numpy, leaked_error,
+                      located, refuse_unreturnable, tracing, user_site, vectorize_error)
 from .scalars import ScalarProgram, check_argument
 
 
@@ -177,8 +177,8 @@ class Tracer:
             return self._static(what)
         raise located(TraceError, f"{what} of a traced array needs its value, which is only "
                                   "known when the compiled program runs", what,
-                      "Shapes are static but values are not: express the choice with "
-                      "np.where(condition, a, b) instead of Python if/int()/float().")
+                      builtin_hint() or "Shapes are static but values are not: express the "
+                      "choice with np.where(condition, a, b) instead of Python if/int()/float().")
 
     def _static(self, what: str):
         """A Python scalar argument read as a Python value: it decides the program (a shape,
@@ -236,6 +236,8 @@ class Tracer:
                                       "value, which is only known when the compiled program "
                                       "runs", f"np.{typename}()",
                           f"Change its type with {name}.astype(np.{typename}).")
+        if inside_numpy(np.vectorize):
+            raise vectorize_error()
         raise located(TraceError, "converting a traced array to a NumPy array (np.asarray, "
                                   "np.array, np.float32(x), or a list of traced arrays passed "
                                   "to NumPy) needs its value, which is only known when the "
@@ -560,6 +562,7 @@ def trace(f: Callable, args, *, name: str | None = None, autocluster: bool = Fal
     with tracing(b):
         out = f(*params)
         leaves, treedef = flatten(out)
+        refuse_unreturnable(f, leaves)
         b.site = Metadata(f"{name}/return", *_return_site(f))
         nodes = [node_of(leaf) for leaf in leaves]
         eager = [_snapshot(value_of(leaf)) for leaf in leaves]

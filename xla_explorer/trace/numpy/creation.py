@@ -263,9 +263,17 @@ def _refuse_random(name, original):
             return original(*args, **kwargs)
         if b.autocluster and name in _DRAWS_ARRAYS:  # run eagerly on every call, as NumPy
             return opaque_call(original, f"random.{name}", args, kwargs)
+        if name == "default_rng" and _fixed_seed(args, kwargs):
+            # A Generator seeded here draws the same numbers on every call, as NumPy's run of
+            # the function does: what it draws may be constants of the program.
+            return original(*args, **kwargs)
         hint = ("Draw the random numbers outside the function and pass them in as an argument"
                 + (", or let auto-clustering run the draw eagerly on every call: %%xla "
-                   "--autocluster (autocluster=True)." if name in _DRAWS_ARRAYS else "."))
+                   "--autocluster (autocluster=True)." if name in _DRAWS_ARRAYS else
+                   ", or seed the Generator with a number (np.random.default_rng(0)): its "
+                   "numbers are then the same on every call, in NumPy and in the program; "
+                   "with --autocluster, np.random's own functions (np.random.normal(...)) run "
+                   "eagerly on every call." if name == "default_rng" else "."))
         with at_user_site(b, f"np.random.{name}"):
             raise located(TraceError, f"np.random.{name} inside a compiled function would draw "
                                       "its numbers once, while tracing, and every call would "
@@ -275,6 +283,16 @@ def _refuse_random(name, original):
     draw.__wrapped__ = original
     draw.__name__ = name
     return draw
+
+
+def _fixed_seed(args, kwargs) -> bool:
+    """default_rng's seed is a number or numbers written in the function (not None, which
+    draws fresh entropy on every call; not a traced value; not a generator made outside,
+    whose state goes on from call to call)."""
+    seed = args[0] if args else kwargs.get("seed")
+    seeds = seed if isinstance(seed, (list, tuple)) else [seed]
+    return seed is not None and all(
+        isinstance(s, (int, np.integer)) and not isinstance(s, (bool, Tracer)) for s in seeds)
 
 
 @while_tracing

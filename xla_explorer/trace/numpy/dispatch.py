@@ -291,6 +291,29 @@ def _eager_or_refuse(error: UnsupportedOpError, func, name: str, args, kwargs):
     raise error
 
 
+# Functions whose argument is a shape: (its position, its keywords).
+_SHAPE_ARGUMENTS = {np.reshape: (1, ("shape", "newshape")), np.broadcast_to: (1, ("shape",))}
+
+
+def _refuse_traced_shape(func, args, kwargs) -> None:
+    """A shape holding a traced array (`a.reshape(s)`, s an argument) would give each run a
+    shape of its own; say so, rather than pass on NumPy's complaint about the eager value."""
+    if func not in _SHAPE_ARGUMENTS:
+        return
+    at, keywords = _SHAPE_ARGUMENTS[func]
+    given = [args[at]] if len(args) > at else [kwargs[k] for k in keywords if k in kwargs]
+    for shape in given:
+        parts = shape if isinstance(shape, (tuple, list)) else [shape]
+        if any(isinstance(p, Tracer) and not is_python_scalar(p) for p in parts):
+            name = _public_name(func)
+            raise located(TraceError, f"np.{name}'s shape is a traced array, whose values are "
+                                      "known only when the compiled program runs; a compiled "
+                                      "program's shapes are static", f"np.{name}",
+                          "Give the shape as Python ints (numbers from x.shape, or int "
+                          "arguments); for a shape held in an array, close over it as a tuple: "
+                          "xe.jit(lambda a: f(a, tuple(int(n) for n in s))).")
+
+
 def call_function(func, args, kwargs):
     """`func(*args, **kwargs)` with a traced argument: its row in FUNCTIONS (a view of the
     first argument where NumPy makes one), STATIC, an opaque call under autocluster, or an
@@ -305,6 +328,7 @@ def call_function(func, args, kwargs):
                                     args, kwargs)
         if kwargs.get("out") is not None:
             raise unsupported(name, " with out=")
+        _refuse_traced_shape(func, args, kwargs)
         eager_fn = EAGER.get(func, func)
         value = eager(eager_fn, f"np.{name}", *value_of(list(args)),
                       **{k: value_of(v) for k, v in kwargs.items()})

@@ -39,9 +39,14 @@ HEADER = """\
 """
 
 
+# Extras of the package that notebooks use: notebook 12 runs on a Dask LocalCluster.
+BINDER_EXTRAS = ["dask"]
+
+
 def roots() -> list[Requirement]:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    return [Requirement(r) for r in BINDER_NEEDS + project["dependencies"]]
+    extras = [r for e in BINDER_EXTRAS for r in project["optional-dependencies"][e]]
+    return [Requirement(r) for r in BINDER_NEEDS + project["dependencies"] + extras]
 
 
 def closure(wanted: list[Requirement]) -> dict[str, str]:

@@ -39,7 +39,8 @@ settings.load_profile("ci" if os.environ.get("CI") else "dev")
 LONG_FIRST = ("tests/test_binder.py", "tests/test_notebooks.py", "tests/test_notebook_gpu.py",
               "tests/extension/test_browser.py", "tests/test_docs_site.py",
               "tests/cuda/test_records.py", "tests/test_screenshot.py",
-              "tests/extension/test_typescript.py", "tests/test_make_lab.py")
+              "tests/extension/test_typescript.py", "tests/test_make_lab.py",
+              "tests/test_dask.py")
 
 
 def pytest_configure(config):

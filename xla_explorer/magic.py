@@ -16,7 +16,7 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 
-from .backends import BACKENDS, DEVICE_BACKENDS, get_backend
+from .backends import BACKENDS, DEVICE_BACKENDS, LAZY_BACKENDS, get_backend
 from .cell import NO_VALUE, CellCache, CellRun, cell_names, run_cell
 from .cell.run import FIRST_LINE
 from .viz.cell_text import cache_report, short_error, summary
@@ -82,9 +82,11 @@ class XlaMagics(Magics):
         self.last: CellRun | None = None
 
     @magic_arguments()
-    @argument("--backend", default="cpu", choices=sorted({*BACKENDS, *DEVICE_BACKENDS, *NOT_BUILT}),
+    @argument("--backend", default="cpu",
+              choices=sorted({*BACKENDS, *DEVICE_BACKENDS, *LAZY_BACKENDS, *NOT_BUILT}),
               help="what runs the compiled program: Numba CPU kernels (default), the HLO "
-                   "interpreter, or Numba CUDA kernels (a GPU, or NUMBA_ENABLE_CUDASIM=1)")
+                   "interpreter, Numba CUDA kernels (a GPU, or NUMBA_ENABLE_CUDASIM=1), or "
+                   "the CPU kernels per chunk of dask arrays (dask)")
     @argument("--autocluster", action="store_true",
               help="run what cannot be compiled (np.unique...) eagerly between compiled "
                    "clusters, as TensorFlow's auto-clustering does")
@@ -111,7 +113,7 @@ class XlaMagics(Magics):
         arrays). If anything fails, no name changes. The Exploration is bound to `_xla`, and
         the value of a last line that is an expression is shown as a plain cell shows it."""
         args = parse_argstring(self.xla, line)
-        if args.backend not in BACKENDS and args.backend not in DEVICE_BACKENDS:
+        if args.backend in NOT_BUILT:
             raise UsageError(f"--backend {args.backend}: {NOT_BUILT[args.backend]}")
         if args.dump_snapshots and not args.dump:
             raise UsageError("--dump-snapshots needs --dump DIR: the directory to write to")

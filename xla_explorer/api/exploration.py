@@ -28,7 +28,10 @@ from .kernels import Kernel, kernels_of
 
 
 def _restore(value: np.ndarray, like):
-    """Give an output NumPy's own form: a NumPy scalar where NumPy returned one."""
+    """Give an output NumPy's own form: a NumPy scalar where NumPy returned one. A lazy
+    result (a dask array) keeps its own: giving it NumPy's would compute it."""
+    if is_lazy(value):
+        return value
     if isinstance(like, (bool, int, float)) and not isinstance(like, np.generic):
         return type(like)(np.asarray(value)[()])  # a Python number, as Python computes it
     if isinstance(like, np.generic):
@@ -440,6 +443,8 @@ def signature(args) -> tuple:
             sig.append(((), type(a).__name__))  # one of PYTHON_NUMBERS
         elif isinstance(a, np.generic):
             sig.append(((), f"np.{a.dtype.name}"))  # a NumPy scalar: its type, as np. names it
+        elif is_lazy(a):  # a dask array: its chunks too, read without computing it
+            sig.append((tuple(a.shape), f"{np.dtype(a.dtype).str}{CHUNKED}{a.chunks}"))
         else:
             a = np.asarray(a)
             sig.append((a.shape, a.dtype.str))
@@ -447,6 +452,13 @@ def signature(args) -> tuple:
 
 
 PYTHON_NUMBERS = ("bool", "int", "float", "complex")  # a Python number's kind in a signature
+CHUNKED = " in chunks "  # a chunked array's kind: its dtype, this, its chunks
+
+
+def is_lazy(a) -> bool:
+    """Whether `a` is a lazy collection (Dask's protocol), never to be made a NumPy array
+    here: that would compute it."""
+    return hasattr(type(a), "__dask_graph__")
 
 
 def _describe(sig: tuple) -> str:
@@ -456,6 +468,9 @@ def _describe(sig: tuple) -> str:
         return f"a Python {kind}"
     if kind.startswith("np."):
         return f"a NumPy scalar ({kind})"
+    if CHUNKED in kind:
+        dtype, chunks = kind.split(CHUNKED)
+        return f"an array of shape {shape} and type {np.dtype(dtype)} in chunks {chunks}"
     return f"an array of shape {shape} and type {np.dtype(kind)}"
 
 

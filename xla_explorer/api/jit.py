@@ -20,13 +20,14 @@ from .exploration import Exploration, dump_as_flagged, signature
 
 
 def explore(f: Callable, *args, backend: str = "interpreter", passes=None,
-            autocluster: bool = False) -> Exploration:
+            autocluster: bool = False, **backend_options) -> Exploration:
     """Trace f on args, run the pass pipeline, and return everything for inspection.
 
     With `autocluster`, what cannot compile (np.unique, NumPy functions the op table lacks)
     runs eagerly between compiled clusters, as TensorFlow's auto-clustering does; without it
-    the cpu backend compiles the whole function or raises CompileError naming what cannot."""
-    target = get_backend(backend)
+    the cpu backend compiles the whole function or raises CompileError naming what cannot.
+    `backend_options` are the backend's own (`chunks=` for dask)."""
+    target = get_backend(backend, **backend_options)
     return _explore(f, args, target, passes, autocluster,
                     must_compile=not target.runs_eager_ops)
 
@@ -55,7 +56,9 @@ def _explore(f: Callable, args, backend, passes, autocluster: bool,
     nested: list[JitFunction] = []
     saved, _nested.autoclustered = getattr(_nested, "autoclustered", None), nested
     try:
-        traced = trace(f, args, autocluster=autocluster)
+        # A backend may trace on stand-ins of its arguments (dask arrays are never computed).
+        backend, traced_args = backend.prepare(args)
+        traced = trace(f, traced_args, autocluster=autocluster)
         compiled = compiler.compile(traced.module, backend, autocluster=autocluster,
                                     passes=passes, must_compile=must_compile, run_on=run_on)
     except CompileError as e:
@@ -133,8 +136,8 @@ class JitFunction:
     new shapes); NumPy in, NumPy out."""
 
     def __init__(self, f: Callable, backend: str, autocluster: bool = False,
-                 tiered: bool = False):
-        self._backend = get_backend(backend)
+                 tiered: bool = False, **backend_options):
+        self._backend = get_backend(backend, **backend_options)
         self.function = f
         self.backend = backend
         self.autocluster = autocluster
@@ -320,7 +323,7 @@ class _KeywordCall:
 
 
 def jit(f: Callable | None = None, *, backend: str = "cpu", autocluster: bool = False,
-        tiered: bool = False):
+        tiered: bool = False, **backend_options):
     """Compile the whole of `f` (must-compile: a part that cannot be compiled is a
     CompileError naming it), or with `autocluster` the parts that can, the rest running
     eagerly between them; usable as `@xe.jit` or `xe.jit(f, backend="cpu")`.
@@ -328,8 +331,9 @@ def jit(f: Callable | None = None, *, backend: str = "cpu", autocluster: bool = 
     With `tiered`, a call with a new signature is answered by the interpreter (the same
     optimized program, op by op in NumPy) while its kernels compile in the background;
     later calls run the kernels once they are ready (`last_ran` says which answered,
-    `wait()` waits for them)."""
+    `wait()` waits for them). `backend_options` are the backend's own (`chunks=` for
+    dask: how NumPy arguments are split)."""
     if f is None:
-        return lambda g: JitFunction(g, backend, autocluster, tiered)
-    return JitFunction(f, backend, autocluster, tiered)
+        return lambda g: JitFunction(g, backend, autocluster, tiered, **backend_options)
+    return JitFunction(f, backend, autocluster, tiered, **backend_options)
 

@@ -6,6 +6,7 @@ from ..runtime.base import Executable
 from .base import Backend, PassOptions
 from .cpu import CpuBackend
 from .cuda import CudaBackend
+from .dask import DaskBackend
 from .interpreter import InterpreterBackend
 
 BACKENDS: dict[str, Backend] = {b.name: b for b in (
@@ -22,12 +23,23 @@ DEVICE_BACKENDS: dict[str, Backend] = {b.name: b for b in (
 )}
 
 
-def get_backend(name: str) -> Backend:
+# Backends whose results are lazy collections of another library (dask arrays): taken by
+# `get_backend`, `xe.jit`, `xe.explore` and `%%xla --backend` like the others, but not by the
+# tests parametrised over BACKENDS, which compare NumPy results; tests/test_dask.py is theirs.
+LAZY_BACKENDS: dict[str, Backend] = {b.name: b for b in (
+    DaskBackend(),
+)}
+
+
+def get_backend(name: str, **options) -> Backend:
+    """The backend registered as `name`, with `options` of its own if any (`chunks=` for
+    dask)."""
     try:
-        return BACKENDS[name] if name in BACKENDS else DEVICE_BACKENDS[name]
+        backend = {**BACKENDS, **DEVICE_BACKENDS, **LAZY_BACKENDS}[name]
     except KeyError:
         raise ValueError(f"backend {name!r} is not available; choose one of "
-                         f"{(*BACKENDS, *DEVICE_BACKENDS)}") from None
+                         f"{(*BACKENDS, *DEVICE_BACKENDS, *LAZY_BACKENDS)}") from None
+    return backend.configured(**options) if options else backend
 
 
-__all__ = ["BACKENDS", "DEVICE_BACKENDS", "Backend", "Executable", "PassOptions", "get_backend"]
+__all__ = ["BACKENDS", "DEVICE_BACKENDS", "LAZY_BACKENDS", "Backend", "Executable", "PassOptions", "get_backend"]

@@ -11,6 +11,7 @@ the backend, so a new backend is this interface implemented in one file and one 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Sequence
 
 from ..errors import CompileError, not_compilable
 from ..ir.module import Instruction, Module
@@ -56,6 +57,21 @@ class Backend:
         partitioning pass for a distributed one) overrides this."""
         return default_passes(autocluster=options.autocluster, roll_loops=self.runs_loops,
                               scratch=self.scratch_bytes)
+
+    def configured(self, **options) -> Backend:
+        """This backend with options of its own (`xe.jit(f, backend="dask", chunks=...)`):
+        none by default."""
+        if options:
+            raise TypeError(f"the {self.name} backend takes no options (got "
+                            f"{', '.join(sorted(options))})")
+        return self
+
+    def prepare(self, args: Sequence) -> tuple[Backend, list]:
+        """The backend for a trace on `args`, and what the trace runs on: this backend and
+        `args` themselves by default. A target whose arguments are not NumPy arrays (dask
+        arrays) gives stand-ins of their shapes and dtypes, and itself bound to what it
+        reads of them (their chunks)."""
+        return self, list(args)
 
     def scratch_bytes(self, module: Module, inst: Instruction) -> int:
         """The scratch space kernel `inst` takes while it runs on this target, for the buffer

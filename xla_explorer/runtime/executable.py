@@ -8,6 +8,7 @@ dispatch into Numba: the driver `run` calls every kernel in schedule order.
 from __future__ import annotations
 
 import re
+import threading
 import time
 from math import prod
 from typing import Sequence
@@ -53,6 +54,8 @@ class CpuExecutable(GeneratedExecutable):
         super().__init__(module, assignment)
         # The buffer assignment's temporaries, then the kernels' scratch space (packed B).
         self.arena = _aligned_bytes(self.program.arena_bytes)
+        # Held by the call running on `arena`; a concurrent call allocates its own (`_call`).
+        self._arena_free = threading.Lock()
         # The generated Numba function: run(arena, *parameters, *constants, *outputs).
         self.entry = self._py.run
         # What each call allocates and returns, worked out once for the call path.
@@ -155,8 +158,16 @@ class CpuExecutable(GeneratedExecutable):
     def _call(self, arrays, outs) -> None:
         if self.compile_seconds is None:
             self._first_run(arrays, outs)
+        elif self._arena_free.acquire(blocking=False):
+            try:
+                self.entry(self.arena, *arrays, *self._kernel_constants, *outs)
+            finally:
+                self._arena_free.release()
         else:
-            self.entry(self.arena, *arrays, *self._kernel_constants, *outs)
+            # Another thread is running this program on its arena (two chunks of a Dask
+            # worker at once): this call gets an arena of its own rather than share it.
+            arena = _aligned_bytes(self.program.arena_bytes)
+            self.entry(arena, *arrays, *self._kernel_constants, *outs)
 
     def _first_run(self, arrays, outs) -> None:
         """Numba compiles the program (or loads it from its disk cache) on the first call:
@@ -164,7 +175,8 @@ class CpuExecutable(GeneratedExecutable):
         compiling and loading alone, not the run nor the first touch of its output."""
         compiling = event.TimingListener()
         try:
-            with event.install_listener("numba:compiler_lock", compiling):
+            # Held throughout: a second first call waits here, then runs on its own arena.
+            with self._arena_free, event.install_listener("numba:compiler_lock", compiling):
                 self.entry(self.arena, *arrays, *self._kernel_constants, *outs)
         except NumbaError as e:
             raise self._compile_error(e) from e

@@ -43,7 +43,14 @@ class FusionGroup:
         if id(inst) not in self._ids:
             self._ids.add(id(inst))
             self.members.append(inst)
-            self._externals = None
+            if self._externals is not None:  # kept up to date: a long chain grows by one
+                if id(inst) in self._external_ids:
+                    self._external_ids.discard(id(inst))
+                    self._externals.remove(inst)
+                for o in inst.operands:
+                    if id(o) not in self._ids and id(o) not in self._external_ids:
+                        self._external_ids.add(id(o))
+                        self._externals.append(o)
 
     def sort(self, order: dict[int, int]) -> None:
         """Members in program order (`order`: instruction id -> position)."""
@@ -67,12 +74,12 @@ class FusionGroup:
     def external_operands(self) -> list[Instruction]:
         """Values the group reads from outside, once each, in first-use order."""
         if self._externals is None:
-            seen: set[int] = set()
+            self._external_ids: set[int] = set()
             self._externals = []
             for m in self.members:
                 for o in m.operands:
-                    if id(o) not in self._ids and id(o) not in seen:
-                        seen.add(id(o))
+                    if id(o) not in self._ids and id(o) not in self._external_ids:
+                        self._external_ids.add(id(o))
                         self._externals.append(o)
         return list(self._externals)
 

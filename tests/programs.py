@@ -138,6 +138,57 @@ _GATHER_OPS, _GATHER_TEMPLATES = _table(u=GATHER)
 OPS += _GATHER_OPS
 TEMPLATES += _GATHER_TEMPLATES
 
+# Issue 39's functions, appended after the others (whose indices stay). Each keeps the
+# (m, n) family: np.partition's and np.argpartition's arrangements are NumPy's introselect's,
+# so only what they define is kept (the kth values, the sorted slice).
+ISSUE_39 = [
+    ("nancumsum1", lambda x: np.nancumsum(np.where(x > 2, np.nan, x), axis=1),
+     "np.nancumsum(np.where({x} > 2, np.nan, {x}), axis=1)"),
+    ("nancumprod0-tanh", lambda x: np.nancumprod(np.where(x < -2, np.nan, np.tanh(x)), axis=0),
+     "np.nancumprod(np.where({x} < -2, np.nan, np.tanh({x})), axis=0)"),
+    ("partition-kth1", lambda x: np.partition(x, x.shape[1] // 2, axis=1)[
+        :, x.shape[1] // 2:x.shape[1] // 2 + 1],
+     "np.partition({x}, {x}.shape[1] // 2, axis=1)[:, {x}.shape[1] // 2:{x}.shape[1] // 2 + 1]"),
+    ("argpartition-min0", lambda x: np.take_along_axis(x, np.argpartition(x, 0, axis=0), 0)[:1],
+     "np.take_along_axis({x}, np.argpartition({x}, 0, axis=0), 0)[:1]"),
+    ("partition-sorted1", lambda x: np.sort(np.partition(x, -1, axis=1), axis=1),
+     "np.sort(np.partition({x}, -1, axis=1), axis=1)"),
+    ("unwrap1", lambda x: np.unwrap(x * 3, axis=1), "np.unwrap({x} * 3, axis=1)"),
+    ("i0-tanh", lambda x: np.i0(np.tanh(x)), "np.i0(np.tanh({x}))"),
+    ("nextafter-up", lambda x: np.nextafter(x, np.inf), "np.nextafter({x}, np.inf)"),
+    ("angle", np.angle, "np.angle({x})"),
+    ("inf-to-zero", lambda x: np.where(np.isposinf(x) | np.isneginf(x), 0.0, x),
+     "np.where(np.isposinf({x}) | np.isneginf({x}), 0.0, {x})"),
+    ("allclose-where", lambda x: np.where(np.allclose(x, x.T.T), x, -x),
+     "np.where(np.allclose({x}, {x}.T.T), {x}, -{x})"),
+    ("array-equal-where", lambda x: np.where(np.array_equal(x, np.abs(x)), x, 0.5 * x),
+     "np.where(np.array_equal({x}, np.abs({x})), {x}, 0.5 * {x})"),
+    ("put-corners", lambda x: (lambda y: (np.put(y, [0, -1], [1.5, -2.5]), y)[1])(x.copy()),
+     "(lambda y: (np.put(y, [0, -1], [1.5, -2.5]), y)[1])({x}.copy())"),
+    ("ix-flip0", lambda x: x[np.ix_(np.arange(x.shape[0])[::-1], np.arange(x.shape[1]))],
+     "{x}[np.ix_(np.arange({x}.shape[0])[::-1], np.arange({x}.shape[1]))]"),
+    ("quantile-hazen1", lambda x: np.quantile(x, 0.3, axis=1, keepdims=True, method="hazen"),
+     "np.quantile({x}, 0.3, axis=1, keepdims=True, method='hazen')"),
+    ("percentile-nearest0", lambda x: np.percentile(x, 60, axis=0, keepdims=True,
+                                                    method="nearest"),
+     "np.percentile({x}, 60, axis=0, keepdims=True, method='nearest')"),
+    ("nanquantile1", lambda x: np.nanquantile(np.where(x > 1, np.nan, x), 0.4, axis=1,
+                                              keepdims=True),
+     "np.nanquantile(np.where({x} > 1, np.nan, {x}), 0.4, axis=1, keepdims=True)"),
+    ("pad-ramp-crop", lambda x: np.pad(x, 2, mode="linear_ramp", end_values=1)[2:-2, 1:-3],
+     "np.pad({x}, 2, mode='linear_ramp', end_values=1)[2:-2, 1:-3]"),
+    ("pad-odd-crop", lambda x: np.pad(x, 3, mode="reflect", reflect_type="odd")[:-6, 6:],
+     "np.pad({x}, 3, mode='reflect', reflect_type='odd')[:-6, 6:]"),
+    ("norm-inf", lambda x: np.full((1, 1), np.linalg.norm(x, np.inf), x.dtype),
+     "np.full((1, 1), np.linalg.norm({x}, np.inf), {x}.dtype)"),
+]
+ISSUE_39_BINARY = [
+    ("nextafter", np.nextafter, "np.nextafter({x}, {y})"),
+]
+_ISSUE_39_OPS, _ISSUE_39_TEMPLATES = _table(u=ISSUE_39, b=ISSUE_39_BINARY)
+OPS += _ISSUE_39_OPS
+TEMPLATES += _ISSUE_39_TEMPLATES
+
 
 # float16 now and then: NumPy computes it in float32 and rounds each function's result.
 FLOAT_DTYPES = [np.float32, np.float64, np.float32, np.float64, np.float16]
@@ -225,6 +276,14 @@ INT_BINARY = [
      "np.logical_xor({x} > 0, {y} > 0).astype({x}.dtype)"),
 ]
 INT_OPS, INT_TEMPLATES = _table(u=INT_UNARY, b=INT_BINARY)
+# Issue 39's integer functions, appended (the earlier indices stay).
+_INT_39, _INT_39_TEMPLATES = _table(
+    u=[("bitwise_count", lambda x: np.bitwise_count(x).astype(x.dtype),
+        "np.bitwise_count({x}).astype({x}.dtype)")],
+    b=[("gcd", np.gcd, "np.gcd({x}, {y})"),
+       ("lcm-small", lambda a, b: np.lcm(a % 16, b % 16), "np.lcm({x} % 16, {y} % 16)")])
+INT_OPS += _INT_39
+INT_TEMPLATES += _INT_39_TEMPLATES
 
 
 # The integer types one program's inputs are drawn from. NumPy promotes within each family to

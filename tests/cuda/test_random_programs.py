@@ -20,4 +20,6 @@ def test_random_program_on_cuda(case):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         outcome = run_case(case, ["cuda"], SEED)
-    assert not outcome.findings, "\n\n".join(f.snippet for f in outcome.findings)
+    # A refusal is the backend's stated limit (no while loops on cuda: np.gcd's loop).
+    bad = [f for f in outcome.findings if f.status != "refused"]
+    assert not bad, "\n\n".join(f.snippet for f in bad)

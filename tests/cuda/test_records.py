@@ -34,10 +34,11 @@ def _params():
                                 if all(0 not in np.shape(np.empty(s)) if isinstance(s, tuple)
                                        else True for s in sh)), cases[0])
         for dtype in dtypes:
-            if not sweeps.keep(dtype != chosen):
+            deep = dtype != chosen or r.meta.get("compiled_deep", False)
+            if not sweeps.keep(deep):
                 continue
             yield pytest.param(r, dtype, shapes, variant,
-                               marks=[] if dtype == chosen else [pytest.mark.deep],
+                               marks=[pytest.mark.deep] if deep else [],
                                id=f"{r.name}|{dtype.name}|{_id(shapes)}|{_id(variant)}")
 
 

@@ -156,7 +156,8 @@ def _fast_dtype(dtypes):
 
 def _record_params(records, dtype_filter=None):
     """Every record, type and case: `make test` runs every case of each record on its
-    `_fast_dtype`; every other type is `make test-deep`'s (the integer widths and float16
+    `_fast_dtype` (the first `meta["normal_cases"]` where a record says so); every other
+    type is `make test-deep`'s (the integer widths and float16
     have tests of their own in `make test`: test_integer_types.py, test_float16.py)."""
     for r in records:
         kept = [np.dtype(d) for d in r.dtypes if not dtype_filter or dtype_filter(d)]
@@ -166,8 +167,11 @@ def _record_params(records, dtype_filter=None):
         for dtype in kept:
             if not sweeps.keep(dtype != fast):
                 continue
-            marks = [] if dtype == fast else [pytest.mark.deep]
-            for shapes, variant in r.all_cases():
+            normal = r.meta.get("normal_cases", len(r.all_cases()))
+            for k, (shapes, variant) in enumerate(r.all_cases()):
+                if not sweeps.keep(dtype != fast or k >= normal):
+                    continue
+                marks = [] if dtype == fast and k < normal else [pytest.mark.deep]
                 yield pytest.param(r, dtype, shapes, variant, marks=marks,
                                    id=f"{r.name}|{dtype.name}|{_id(shapes)}|{_id(variant)}")
 
@@ -205,8 +209,8 @@ def test_record_matches_numpy(record, dtype, shapes, variant):
 
 def _cpu_params():
     """One case per record and type (the first with no empty argument), each compiled: a
-    record on its `_fast_dtype` in `make test`, on every other type in `make test-deep` (a
-    compile is about 0.3 s)."""
+    record on its `_fast_dtype` in `make test` (unless its `meta["compiled_deep"]`), on every
+    other type in `make test-deep` (a compile is about 0.3 s)."""
     for r in RECORDS:
         if r.group == "not-compilable":
             continue
@@ -217,10 +221,11 @@ def _cpu_params():
                                 if all(0 not in np.shape(np.empty(s)) if isinstance(s, tuple)
                                        else True for s in sh)), cases[0])
         for dtype in types:
-            if not sweeps.keep(dtype != fast):
+            deep = dtype != fast or r.meta.get("compiled_deep", False)
+            if not sweeps.keep(deep):
                 continue
             yield pytest.param(r, dtype, shapes, variant,
-                               marks=[] if dtype == fast else [pytest.mark.deep],
+                               marks=[pytest.mark.deep] if deep else [],
                                id=f"{r.name}|{dtype.name}|{_id(shapes)}|{_id(variant)}")
 
 

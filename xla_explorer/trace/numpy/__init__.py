@@ -15,8 +15,13 @@ splits its NumPy.
     creation       zeros_like & co.; np.zeros, np.arange, ... and np.array while tracing
     linalg         matmul, dot, einsum
     composed       convolve, correlate, polyval, cov, corrcoef, gradient, interp, trapezoid
-    scans          cumsum, cumprod, ufunc.accumulate: reduce-window over a growing window
-    sorting        sort, argsort, median, percentile, quantile, searchsorted
+    scans          cumsum, cumprod, nancumsum, nancumprod, ufunc.accumulate: reduce-window
+                   over a growing window
+    numeric        gcd, lcm, bitwise_count, nextafter, i0, angle; isposinf & co.; allclose,
+                   array_equal, array_equiv
+    flat_indexing  put, ix_
+    sorting        sort, argsort, partition, argpartition, median, searchsorted
+    quantiles      quantile, percentile (every method), nanquantile, nanpercentile
     opaque         custom calls: unique, nonzero, argwhere; autocluster's opaque calls
     eager_calls    what an eager op's HLO text names, and how the runtime runs it
     array_methods  the Tracer's protocols, indexing, astype and operators
@@ -26,5 +31,6 @@ Each lowering registers itself where it is defined (`@lowers(np.sum)`,
 table and sets the Tracer's NumPy methods. `xla_explorer.trace` imports it.
 """
 from . import (array_methods, composed, creation, dispatch, eager_calls,  # noqa: F401
-               elementwise, elementwise_functions, indexing, linalg, manipulation, opaque,
-               rearranging, reductions, registry, scans, sorting, types, util)
+               elementwise, elementwise_functions, flat_indexing, indexing, linalg,
+               manipulation, numeric, opaque, quantiles, rearranging, reductions, registry,
+               scans, sorting, types, util)

@@ -1,6 +1,7 @@
 """NumPy functions with no HLO op of their own, composed at trace time of slices, pads,
 products and reductions: np.convolve and np.correlate (unrolled over the shorter operand),
-np.polyval (Horner's rule), np.cov and np.corrcoef, np.gradient, np.interp and np.trapezoid.
+np.polyval (Horner's rule), np.cov and np.corrcoef, np.gradient, np.interp, np.trapezoid and
+np.unwrap.
 """
 from __future__ import annotations
 
@@ -346,3 +347,35 @@ def _interp(value, x, xp, fp, left=None, right=None, period=None):
     res = b.select(b.compare(xs, last, "GT"), rval, res)
     res = b.select(b.compare(xs, first, "LT"), lval, res)
     return b.select(b.compare(xs, xs, "NE"), xs, res)
+
+
+@lowers(np.unwrap)
+def _unwrap(value, p, discont=None, axis=-1, *, period=2 * np.pi):
+    # NumPy's steps: each jump (np.diff) taken into [-period/2, period/2) by a modulo, a jump
+    # of exactly +period/2 kept (and, for integers, the halves as NumPy's divmod gives them),
+    # jumps under `discont` left alone, and the running sum of the corrections added from the
+    # second element on.
+    for name, v in (("discont", discont), ("period", period)):
+        if isinstance(v, Tracer) or np.ndim(v) != 0:
+            raise unsupported("unwrap", f" with a traced or array {name}=")
+    arr = np.asarray(value_of(p))
+    axis = int(axis) % max(arr.ndim, 1)
+    dd = np.diff(p, axis=axis)
+    if discont is None:
+        discont = period / 2
+    dtype = np.result_type(np.asarray(value_of(dd)).dtype, period)
+    if dtype.kind in "iu":
+        high, rem = divmod(period, 2)
+        ambiguous = rem == 0
+    else:
+        high, ambiguous = period / 2, True
+    low = -high
+    ddmod = np.mod(dd - low, period) + low
+    if ambiguous:
+        ddmod = np.where((ddmod == low) & (dd > 0), high, ddmod)
+    correction = np.where(np.abs(dd) < discont, 0, ddmod - dd)
+    first = tuple(slice(0, 1) if d == axis else slice(None) for d in range(arr.ndim))
+    rest = tuple(slice(1, None) if d == axis else slice(None) for d in range(arr.ndim))
+    head = p[first].astype(value.dtype)
+    tail = (p[rest] + np.cumsum(correction, axis=axis)).astype(value.dtype)
+    return node_of(np.concatenate([head, tail], axis=axis))

@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...errors import TraceError
+from ...ir.module import Instruction
 from ...ir.shape import is_supported_dtype
 from ..context import active_builder, dtype_error, located
 from ..tracer import node_of, value_of
@@ -265,8 +266,11 @@ def _norm(value, x, ord=None, axis=None, keepdims=False):
     matrix = len(axes) == 2
     if len(axes) not in (1, 2) and not (ord is None and axis is None):
         raise unsupported("linalg.norm", f" of {len(axes)} axes")
+    if matrix and ord in (1, -1, np.inf, -np.inf):
+        return b.reshape(_matrix_norm(b, a, axis, ord), np.shape(value))
     if matrix and ord not in (None, "fro"):
-        raise unsupported("linalg.norm", f" with ord={ord!r} of a matrix (only 'fro')")
+        raise unsupported("linalg.norm", f" with ord={ord!r} of a matrix (only 'fro', 1, -1, "
+                                         "inf and -inf)")
     if not matrix and ord not in (None, 2, 1, np.inf, -np.inf):
         raise unsupported("linalg.norm", f" with ord={ord!r} (only 2, 1, inf and -inf)")
     if ord in (None, 2, "fro"):
@@ -275,3 +279,15 @@ def _norm(value, x, ord=None, axis=None, keepdims=False):
         which = {1: "add", np.inf: "maximum", -np.inf: "minimum"}[ord]
         node = b.reduce(b.ew("abs", a), axes, which)
     return b.reshape(node, np.shape(value))
+
+
+def _matrix_norm(b, a: Instruction, axis, ord) -> Instruction:
+    """NumPy's matrix norms of order 1 and -1 (the largest or smallest column sum of |a|) and
+    inf and -inf (the same of the row sums): a sum over one axis, then a max or min over
+    the other, as NumPy reduces them."""
+    rank = a.shape.rank
+    row, col = (0, 1) if axis is None else (int(axis[0]) % rank, int(axis[1]) % rank)
+    summed, kept = (row, col) if ord in (1, -1) else (col, row)
+    sums = b.reduce(b.ew("abs", a), (summed,), "add")
+    kept -= kept > summed
+    return b.reduce(sums, (kept,), "maximum" if ord > 0 else "minimum")

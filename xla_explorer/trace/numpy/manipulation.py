@@ -11,6 +11,7 @@ import numpy as np
 
 from ..context import active_builder
 from ..tracer import Tracer, node_of, read_shape, value_of
+from .padding import pad_linear_ramp, pad_reflect_odd
 from .registry import lowers, static
 from .util import axis_slice, canonical_axes, concat_nodes, unsupported
 
@@ -145,14 +146,13 @@ def _pad(value, array, pad_width, mode="constant", **kw):
     """np.pad axis by axis, as NumPy pads (a later axis pads the corners an earlier one
     made): with constants, HLO's pad; edge, reflect, symmetric and wrap, slices of the axis
     (reversed where the pad runs backwards) concatenated in the order NumPy reads them;
-    maximum, minimum and mean, NumPy's statistic of the first and last stat_length
-    elements, broadcast. NumPy has already refused keywords that do not fit the mode."""
+    maximum, minimum, mean and median, NumPy's statistic of the first and last stat_length
+    elements, broadcast; linear_ramp and reflect_type='odd' as NumPy builds them
+    (`padding`). NumPy has already refused keywords that do not fit the mode."""
     modes = ("constant", "edge", "reflect", "symmetric", "wrap", "maximum", "minimum", "mean",
-             "empty")
+             "median", "linear_ramp", "empty")
     if callable(mode) or mode not in modes:
         raise unsupported("pad", f" with mode={mode!r} (only {', '.join(map(repr, modes))})")
-    if kw.get("reflect_type", "even") != "even":
-        raise unsupported("pad", " with reflect_type='odd' (only reflect_type='even')")
     fill = kw.get("constant_values", 0)
     mode = "constant" if mode == "empty" else mode  # NumPy leaves the pad arbitrary: zeros
     b = active_builder()
@@ -168,8 +168,12 @@ def _pad(value, array, pad_width, mode="constant", **kw):
         pad_width = pairs
     widths = np.broadcast_to(np.asarray(_static_ints_shaped(pad_width, "pad"), np.int64),
                              (rank, 2))
-    if mode in ("maximum", "minimum", "mean"):
+    if mode in ("maximum", "minimum", "mean", "median"):
         return node_of(_stat_pad(array, widths, kw.get("stat_length"), mode, dt))
+    if mode == "linear_ramp":
+        return node_of(pad_linear_ramp(array, widths, kw.get("end_values", 0), dt))
+    if mode in ("reflect", "symmetric") and kw.get("reflect_type", "even") == "odd":
+        return node_of(pad_reflect_odd(array, widths, mode == "symmetric", dt))
     if mode == "constant":
         fills = _pad_fills(b, fill, x.dtype, rank)
     for ax in range(rank):
@@ -193,7 +197,7 @@ def _stat_pad(array, widths, stat_length, mode, dt):
     """NumPy's statistic pads (_get_stats): per axis, the statistic of the first and of the
     last stat_length elements (all of them when None or longer), rounded for integer
     arrays, broadcast over the pad; computed on traced arrays, as NumPy does."""
-    func = {"maximum": np.max, "minimum": np.min, "mean": np.mean}[mode]
+    func = {"maximum": np.max, "minimum": np.min, "mean": np.mean, "median": np.median}[mode]
     x = array if isinstance(array, Tracer) else np.asarray(array)
     rank = len(widths)
     lengths = ([(None, None)] * rank if stat_length is None else np.broadcast_to(

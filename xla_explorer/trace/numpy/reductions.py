@@ -2,7 +2,8 @@
 np.argmax, np.argmin, np.all, np.any, and the ufunc.reduce calls that are one of them
 (np.add.reduce is np.sum); compositions of them: np.nansum, np.nanmax, np.nanmin, np.nanmean,
 np.count_nonzero, np.ptp, np.average, np.nanprod, np.nanvar, np.nanstd, np.nanargmax,
-np.nanargmin; and np.histogram, counts by comparisons against its edges.
+np.nanargmin; and np.histogram (weights= too) and np.histogram2d, counts by comparisons
+against their edges.
 
 NumPy's `where=` masks elements out (they count as the reduction's identity) and `initial=`
 joins the result once; both are lowered rather than ignored.
@@ -380,14 +381,36 @@ def _linspace_edges(first, last, num: int, dt):
     return np.concatenate((y[:-1], np.reshape(last, (1,))))
 
 
+def outer_edges(a, n: int, dt):
+    """NumPy's n + 1 equal bins from a.min() to a.max() (widened by 0.5 each way where the
+    two are equal), of type dt, traced."""
+    lo, hi = np.min(a).astype(dt), np.max(a).astype(dt)
+    same = lo == hi
+    lo, hi = np.where(same, lo - 0.5, lo), np.where(same, hi + 0.5, hi)
+    return _linspace_edges(lo, hi, n + 1, dt)
+
+
+def in_bins(x, edges, n: int):
+    """(x.size, n) bools: x in bin i, edges[i] <= x < edges[i + 1], the last bin closed on
+    the right (NumPy's rule for histogram and histogramdd)."""
+    xs = np.expand_dims(np.ravel(x), -1)
+    below_next = np.concatenate((np.less(xs, edges[1:n]), np.less_equal(xs, edges[n:])),
+                                axis=-1)
+    return np.greater_equal(xs, edges[:n]) & below_next
+
+
+def _weights_between(x, weights, edges, n: int, dt):
+    """The weights summed per bin (NumPy's histogram(weights=)), in their type."""
+    w = np.expand_dims(np.ravel(weights), -1).astype(dt)
+    return np.sum(np.where(in_bins(x, edges, n), w, np.zeros((), dt)), axis=0, dtype=dt)
+
+
 @lowers(np.histogram)
 def _histogram(value, a, bins=10, range=None, density=None, weights=None):
     # Edges as NumPy makes them; counts by comparisons against them (NumPy's rule: the last bin
     # is closed on the right; values outside the edges, and NaN, are dropped). Without range
     # the edges come from a.min() and a.max() in the program: NumPy's ValueError for a NaN or
     # inf there is raised while tracing, and a later run given one gets NaN edges.
-    if weights is not None:
-        raise unsupported("histogram", " with weights=")
     if isinstance(bins, (Tracer, str)):
         raise unsupported("histogram", " with traced or named bins (give a number of bins "
                                        "or a constant array of edges)")
@@ -396,20 +419,63 @@ def _histogram(value, a, bins=10, range=None, density=None, weights=None):
         raise unsupported("histogram", " with a traced range (give it as Python numbers)")
     edges = np.asarray(value[1])
     n = edges.size - 1
+    wdt = np.asarray(value[0]).dtype
+
+    def count(xa, edges):
+        if weights is None:
+            return _counts_between(xa, edges, n)
+        return _weights_between(xa, weights, edges, n, wdt)
     if np.ndim(bins) == 1:  # the edges themselves, compared in NumPy's common type
-        counts = _counts_between(a, edges, n)
+        counts = count(a, edges)
     else:
-        dt = edges.dtype
-        xa = a.astype(dt)
-        if range is not None or a.size == 0:  # edges known now: a constant
-            counts = _counts_between(xa, edges, n)
-        else:
-            lo, hi = np.min(a).astype(dt), np.max(a).astype(dt)
-            same = lo == hi  # NumPy widens an empty range by 0.5 each way
-            lo, hi = np.where(same, lo - 0.5, lo), np.where(same, hi + 0.5, hi)
-            edges = _linspace_edges(lo, hi, n + 1, dt)
-            counts = _counts_between(xa, edges, n)
+        xa = a.astype(edges.dtype)
+        if range is None and a.size:
+            edges = outer_edges(a, n, edges.dtype)
+        counts = count(xa, edges)
     if density:  # NumPy's formula: counts / bin widths / total count, in float64
         counts = counts / np.diff(edges).astype(np.float64) / counts.sum()
     b = active_builder()
     return node_of(counts), (node_of(edges) if isinstance(edges, Tracer) else b.literal(edges))
+
+
+def _has_tracer(v) -> bool:
+    if isinstance(v, (list, tuple)):
+        return any(_has_tracer(e) for e in v)
+    return isinstance(v, Tracer)
+
+
+@lowers(np.histogram2d)
+def _histogram2d(value, x, y, bins=10, range=None, density=None, weights=None):
+    # NumPy's histogramdd for two samples: edges per sample as histogram makes them, each
+    # point in the bin its comparisons say, the counts (float64, as NumPy casts them) a
+    # product of the two one-hot tables, weighted where weights are given.
+    if isinstance(bins, str) or _has_tracer(bins):
+        raise unsupported("histogram2d", " with traced or named bins")
+    if _has_tracer(range):
+        raise unsupported("histogram2d", " with a traced range (give it as Python numbers)")
+    dt = np.asarray([np.ravel(value_of(x))[:1], np.ravel(value_of(y))[:1]]).dtype
+    # NumPy's reading: a number, or one array of edges, for both samples; else one each.
+    per_axis = bins if not isinstance(bins, (list, tuple, np.ndarray)) or len(bins) != 2 \
+        else None
+    tables, out_edges = [], []
+    for k, (v, eager_edges) in enumerate(((x, value[1]), (y, value[2]))):
+        b_k = per_axis if per_axis is not None else bins[k]
+        edges = np.asarray(eager_edges)
+        n = edges.size - 1
+        s = np.ravel(v).astype(dt)
+        if np.ndim(b_k) == 0 and (range is None or range[k] is None) and s.size:
+            edges = outer_edges(s, n, edges.dtype)
+        tables.append(in_bins(s, edges, n).astype(np.float64))
+        out_edges.append(edges)
+    right = tables[1]
+    if weights is not None:
+        right = right * np.expand_dims(np.ravel(weights).astype(np.float64), -1)
+    hist = np.einsum("ki,kj->ij", tables[0], right)
+    if density:
+        total = hist.sum()
+        hist = hist / np.reshape(np.diff(out_edges[0]), (-1, 1))
+        hist = hist / np.reshape(np.diff(out_edges[1]), (1, -1))
+        hist = hist / total
+    b = active_builder()
+    return (node_of(hist),) + tuple(node_of(e) if isinstance(e, Tracer) else b.literal(e)
+                                    for e in out_edges)

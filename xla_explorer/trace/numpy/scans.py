@@ -1,4 +1,4 @@
-"""Scans: np.cumsum, np.cumprod and ufunc.accumulate (add, multiply, maximum, minimum,
+"""Scans: np.cumsum, np.cumprod, np.nancumsum, np.nancumprod and ufunc.accumulate (add, multiply, maximum, minimum,
 logical_and, logical_or), lowered as XLA lowers them: a reduce-window over a growing window.
 
 Output element i along the axis is the reduction of elements 0..i: a window as long as the
@@ -75,6 +75,22 @@ def _cumulative(ufunc_name: str):
 
 lowers(np.cumsum)(_cumulative("add"))
 lowers(np.cumprod)(_cumulative("multiply"))
+
+
+def _nan_cumulative(func, fill):
+    # NumPy's own definition: NaN replaced by the identity (0 for a sum, 1 for a product),
+    # then the plain scan; integers and bools have no NaN and go straight through.
+    def lower(value, a, axis=None, dtype=None, out=None):
+        if out is not None:
+            raise unsupported(func.__name__, " with out=")
+        if np.asarray(value_of(a)).dtype.kind == "f":
+            a = np.where(np.isnan(a), fill, a)
+        return node_of(func(a, axis=axis, dtype=dtype))
+    return lower
+
+
+lowers(np.nancumsum)(_nan_cumulative(np.cumsum, 0))
+lowers(np.nancumprod)(_nan_cumulative(np.cumprod, 1))
 
 
 def accumulate(ufunc: np.ufunc, inputs, kwargs):

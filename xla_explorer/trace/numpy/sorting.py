@@ -1,5 +1,6 @@
 """Sorting: np.sort, np.argsort (and ndarray.sort, in place, and .argsort), lowered to XLA's
-`sort` op; compositions of it: np.median, np.nanmedian, np.percentile, np.quantile; and
+`sort` op, and np.partition and np.argpartition as the same sort; compositions of it:
+np.median and np.nanmedian (np.quantile and np.percentile are in `quantiles`); and
 np.searchsorted as a count of comparisons.
 
 The order is NumPy's: ascending, NaN after everything else, and stable, so that -0.0 and 0.0
@@ -110,6 +111,51 @@ Tracer.sort = _sort_in_place
 Tracer.argsort = _argsort_method
 
 
+# -- partition: a full sort ---------------------------------------------------------------
+
+
+def _kth(name: str, kth) -> None:
+    """np.partition's kth known while tracing (NumPy has checked its range)."""
+    if isinstance(kth, Tracer) or np.asarray(kth).dtype.kind not in "iu":
+        raise unsupported(name, " with kth computed in the traced function; kth must be an "
+                                "int or a list of ints known when tracing")
+
+
+@lowers(np.partition)
+def _partition(value, a, kth, axis=-1, kind="introselect", order=None):
+    # A sorted slice is one of the arrangements np.partition may return: the kth element in
+    # its sorted place, none larger before it, none smaller after. Which of the others
+    # NumPy's introselect returns is unspecified, and differs from the sort's.
+    _check_order("partition", order)
+    _kth("partition", kth)
+    b = active_builder()
+    x, ax = _axis(node_of(a), axis, "partition")
+    return sort_nodes(b, [x], ax)[0]
+
+
+@lowers(np.argpartition)
+def _argpartition(value, a, kth, axis=-1, kind="introselect", order=None):
+    _check_order("argpartition", order)
+    _kth("argpartition", kth)
+    b = active_builder()
+    x, ax = _axis(node_of(a), axis, "argpartition")
+    return sort_nodes(b, [x, b.iota(np.int64, x.dims, ax)], ax)[1]
+
+
+def _partition_method(self: Tracer, kth, axis=-1, kind="introselect", order=None):
+    """ndarray.partition(): the partitioned (here sorted) array written back into self."""
+    assign_inplace(self, np.partition(self, kth, axis=axis, kind=kind, order=order),
+                   "ndarray.partition")
+
+
+def _argpartition_method(self: Tracer, kth, axis=-1, kind="introselect", order=None):
+    return np.argpartition(self, kth, axis=axis, kind=kind, order=order)
+
+
+Tracer.partition = _partition_method
+Tracer.argpartition = _argpartition_method
+
+
 # -- compositions: median, percentile, quantile --------------------------------------------------
 
 
@@ -138,7 +184,7 @@ def _tracer(node: Instruction, value) -> Tracer:
     return Tracer(active_builder(), node, value)
 
 
-def _sorted_rows(a, axis):
+def sorted_rows(a, axis):
     """The sorted rows as a Tracer (with its eager value), so that NumPy's own arithmetic on
     them (dtype rules included) can be traced."""
     b = active_builder()
@@ -152,7 +198,7 @@ def _sorted_rows(a, axis):
     return _tracer(s, eager), lead
 
 
-def _column(s: Tracer, k: int) -> Tracer:
+def column(s: Tracer, k: int) -> Tracer:
     node = _at(active_builder(), s.node, k)
     return _tracer(node, s.value[..., k % s.shape[-1]])
 
@@ -163,16 +209,16 @@ def _median(value, a, axis=None, out=None, overwrite_input=False, keepdims=False
     # where the slice holds a NaN (it sorts last).
     b = active_builder()
     dt = np.asarray(value).dtype
-    s, lead = _sorted_rows(a, axis)
+    s, lead = sorted_rows(a, axis)
     n = s.shape[-1]
     if n == 0:
         return b.full(np.nan, dt, np.shape(value))
     if n % 2:
-        m = _column(s, n // 2).astype(dt)
+        m = column(s, n // 2).astype(dt)
     else:
-        m = (_column(s, n // 2 - 1).astype(dt) + _column(s, n // 2).astype(dt)) / 2
+        m = (column(s, n // 2 - 1).astype(dt) + column(s, n // 2).astype(dt)) / 2
     if s.dtype.kind == "f":
-        last = _column(s, -1)
+        last = column(s, -1)
         m = np.where(np.isnan(last), last, m)
     return b.reshape(b.convert(node_of(m), dt), np.shape(value))
 
@@ -185,7 +231,7 @@ def _nanmedian(value, a, axis=None, out=None, overwrite_input=False, keepdims=np
     dt = np.asarray(value).dtype
     if np.asarray(value_of(a)).dtype.kind != "f":
         return node_of(np.median(a, axis=axis, keepdims=keepdims is True))
-    s, lead = _sorted_rows(a, axis)
+    s, lead = sorted_rows(a, axis)
     n = s.shape[-1]
     if n == 0:
         return b.full(np.nan, dt, np.shape(value))
@@ -198,72 +244,6 @@ def _nanmedian(value, a, axis=None, out=None, overwrite_input=False, keepdims=np
     m = np.where(lo_i == hi_i, lo, (lo + hi) / 2).astype(dt)
     m = np.where(count == 0, np.asarray(np.nan, dt), m)
     return b.reshape(b.convert(node_of(m), dt), np.shape(value))
-
-
-_METHODS = ("linear",)
-
-
-def _quantiles(name, value, a, q, axis, method, keepdims, interpolation, scale):
-    if interpolation is not None:
-        raise unsupported(name, " with interpolation= (use method=)")
-    if method not in _METHODS:
-        raise unsupported(name, f" with method={method!r}; only method='linear' (the default) "
-                                "is compiled")
-    if isinstance(q, Tracer):
-        raise unsupported(name, " with q computed in the traced function; q must be known "
-                                "when tracing (a number or a list)")
-    b = active_builder()
-    weak = type(q) in (int, float)
-    qs = np.asanyarray(q)
-    if scale:
-        qs = np.true_divide(qs, 100)
-    s, lead = _sorted_rows(a, axis)
-    n = s.shape[-1]
-    dt = np.asarray(value).dtype
-    if n == 0 or qs.dtype.kind not in "f":
-        raise unsupported(name, " of an empty slice, or with integer q (NumPy takes elements "
-                                "there, not interpolations)")
-    virtual = np.asanyarray((n - 1) * qs)
-    results = []
-    for v in virtual.reshape(-1):
-        # NumPy's _get_indexes and _get_gamma, for this one quantile.
-        prev = np.floor(v)
-        nxt = prev + 1
-        if v >= n - 1:
-            prev = nxt = -1
-        elif v < 0:
-            prev = nxt = 0
-        prev, nxt = int(prev), int(nxt)
-        gamma = np.asanyarray(v - prev, dtype=virtual.dtype)
-        t = float(gamma) if weak else gamma
-        lo, hi = _column(s, prev), _column(s, nxt)
-        diff = hi - lo
-        r = hi - diff * (1 - t) if gamma >= 0.5 else lo + diff * t
-        if s.dtype.kind == "f":
-            last = _column(s, -1)
-            r = np.where(np.isnan(last), last, r)
-        results.append(node_of(r.astype(dt) if isinstance(r, Tracer) else r))
-    if qs.ndim == 0:
-        out = results[0]
-    else:
-        out = b.concatenate([b.reshape(r, (1,) + r.dims) for r in results], 0)
-    return b.reshape(b.convert(out, dt), np.shape(value))
-
-
-@lowers(np.percentile)
-def _percentile(value, a, q, axis=None, out=None, overwrite_input=False, method="linear",
-                keepdims=False, *, weights=None, interpolation=None):
-    if weights is not None:
-        raise unsupported("percentile", " with weights=")
-    return _quantiles("percentile", value, a, q, axis, method, keepdims, interpolation, True)
-
-
-@lowers(np.quantile)
-def _quantile(value, a, q, axis=None, out=None, overwrite_input=False, method="linear",
-              keepdims=False, *, weights=None, interpolation=None):
-    if weights is not None:
-        raise unsupported("quantile", " with weights=")
-    return _quantiles("quantile", value, a, q, axis, method, keepdims, interpolation, False)
 
 
 # -- searchsorted: a count of comparisons ------------------------------------------------------

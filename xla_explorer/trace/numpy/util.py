@@ -77,8 +77,6 @@ def canonical_axes(axis, ndim: int) -> tuple[int, ...]:
 ALTERNATIVES = {
     "amax": "np.max",
     "bincount": "np.sum(x[..., None] == np.arange(m), axis=0) for a length m you know",
-    "partition": "np.sort(x, axis) (a sorted array is one of the arrangements np.partition "
-                 "may return)",
     "flatnonzero": "np.where(x != 0, np.arange(x.size), -1) keeps the shape",
     "extract": "np.where(condition, x, fill) keeps the shape",
     "compress": "np.where(condition, x, fill) keeps the shape",
@@ -100,7 +98,6 @@ WHY_REFUSED = {
                                       "irfft", "rfft2", "irfft2", "rfftn", "irfftn")},
     "polyfit": "it solves a least-squares problem, which XLA hands to LAPACK, a library the "
                "explorer's backends do not call",
-    "partition": "NumPy's partial sort (introselect) has no XLA op",
     "lexsort": "a sort on several keys is not lowered yet (np.argsort sorts by one key)",
     "apply_along_axis": "it calls a Python function once per slice, which tracing cannot see "
                         "through; write the function on whole arrays",

@@ -72,36 +72,41 @@ class Explorer(anywidget.AnyWidget):
         elif content.get("action") == "export":
             self.export(str(content.get("name", "")))
 
+    def _ask(self, status: str, failed: str, action):
+        """Run `action()` for the front end: its result, or None with the failure said in
+        the trait `status` (shown in the tab: a message handler's error goes nowhere)."""
+        setattr(self, status, "")
+        try:
+            return action()
+        except Exception as err:
+            setattr(self, status, f"{failed} failed: {type(err).__name__}: {err}")
+            return None
+
+    def _redraw(self) -> None:
+        """The bundle again, with what the exploration measured last, in every output."""
+        from .mime import payload
+
+        self.bundle = payload(self.exploration, self.exploration.last_bench)
+        self._update_displays()
+
     def run_benchmark(self, repeat: int = 20):
         """`ex.bench(repeat=repeat)`, drawn in the Performance tab and written into every
         output showing this explorer; a failure is said there instead. Returns the result,
         or None if it failed."""
-        from .mime import payload
-
-        self.status = ""
-        try:
-            result = self.exploration.bench(repeat=max(1, repeat))
-        except Exception as err:  # shown in the tab: a message handler's error goes nowhere
-            self.status = f"benchmark failed: {type(err).__name__}: {err}"
-            return None
-        self.bundle = payload(self.exploration, result)
-        self._update_displays()
+        result = self._ask("status", "benchmark",
+                           lambda: self.exploration.bench(repeat=max(1, repeat)))
+        if result is not None:
+            self._redraw()
         return result
 
     def compare_xla(self, repeat: int = 20):
         """`ex.compare_xla(repeat=repeat)`, drawn in the XLA tab and written into every output
         showing this explorer (a saved notebook keeps it); a failure (jax missing, a program
         XLA cannot take) is said there instead. Returns the comparison, or None."""
-        from .mime import payload
-
-        self.xla_status = ""
-        try:
-            result = self.exploration.compare_xla(repeat=max(1, repeat))
-        except Exception as err:  # shown in the tab: a message handler's error goes nowhere
-            self.xla_status = f"comparison failed: {type(err).__name__}: {err}"
-            return None
-        self.bundle = payload(self.exploration, self.exploration.last_bench)
-        self._update_displays()
+        result = self._ask("xla_status", "comparison",
+                           lambda: self.exploration.compare_xla(repeat=max(1, repeat)))
+        if result is not None:
+            self._redraw()
         return result
 
     def export(self, name: str, directory=".") -> Path | None:
@@ -113,11 +118,9 @@ class Explorer(anywidget.AnyWidget):
         name = re.sub(r"\W", "_", name.strip()) or "exported"
         if name[0].isdigit():
             name = "_" + name
-        self.export_status = ""
-        try:
-            made = self.exploration.export(name, directory)
-        except Exception as err:  # shown in the tab: a message handler's error goes nowhere
-            self.export_status = f"export failed: {type(err).__name__}: {err}"
+        made = self._ask("export_status", "export",
+                         lambda: self.exploration.export(name, directory))
+        if made is None:
             return None
         self.export_status = (f"wrote {made.path} ({bytes_text(made.nbytes)}, built in "
                               f"{made.seconds:.1f} s) and {made.stub.name}: `import {name}; "

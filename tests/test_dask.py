@@ -236,7 +236,8 @@ def _on_cluster(client, name: str):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", ["sum_xyz", "mean_var", "softmax"])
+@pytest.mark.parametrize("name", ["sum_xyz", pytest.param("mean_var", marks=pytest.mark.deep),
+                                  pytest.param("softmax", marks=pytest.mark.deep)])
 def test_on_a_local_cluster(client, name):
     _on_cluster(client, name)
 

@@ -435,6 +435,7 @@ def test_dump_writes_files_and_lists_them(shell, xy, tmp_path):
 
 
 @pytest.mark.slow  # Numba's ahead-of-time compiler and a C compiler build the module
+@pytest.mark.deep  # make test exports through the API and the explorer's button
 def test_export_writes_a_module_named_after_the_flag(shell, xy, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     x, y = xy

@@ -183,7 +183,10 @@ def test_the_buffers_tab_says_what_the_executable_allocates_for_the_arena():
     assert arena_note_of(interpreted).startswith("the executable allocates this arena")
 
 
-@pytest.mark.slow  # a module compiled ahead of time (pycc)
+# A module compiled ahead of time (pycc): the deep sweeps; the live browser test clicks the
+# same button in make test.
+@pytest.mark.slow
+@pytest.mark.deep
 def test_export_asked_by_the_kernels_tab_writes_the_module(monkeypatch, tmp_path, cpu):
     monkeypatch.chdir(tmp_path)
     w = cpu.show()

@@ -31,6 +31,20 @@ def _strip_comments(line: str) -> str:
     return _COMMENT_OR_STRING.sub(lambda m: "" if m.group(0).startswith("/*") else m.group(0), line)
 
 
+_SPACES = re.compile(r"\s+")
+_WORD = re.compile(r"[%\w.\-]+")
+_ARRAY_SHAPE = re.compile(r"([a-z]+\d*)\[([^\]]*)\]")
+_STOPS: dict[str, re.Pattern] = {}
+
+
+def _stops(stop: str) -> re.Pattern:
+    """The characters `_Cursor.balanced` must look at: brackets, quotes, escapes and `stop`."""
+    pattern = _STOPS.get(stop)
+    if pattern is None:
+        pattern = _STOPS[stop] = re.compile("[" + re.escape('{}[]()"\\' + stop) + "]")
+    return pattern
+
+
 class _Cursor:
     """A position in one line, with the few token readers HLO needs."""
 
@@ -41,8 +55,9 @@ class _Cursor:
         return HloParseError(f"{message} (at column {self.i + 1})", self.line_no, self.s)
 
     def ws(self):
-        while self.i < len(self.s) and self.s[self.i].isspace():
-            self.i += 1
+        s, i = self.s, self.i
+        if i < len(s) and s[i].isspace():
+            self.i = _SPACES.match(s, i).end()
 
     def peek(self) -> str:
         self.ws()
@@ -55,7 +70,7 @@ class _Cursor:
 
     def word(self) -> str:
         self.ws()
-        m = re.compile(r"[%\w.\-]+").match(self.s, self.i)
+        m = _WORD.match(self.s, self.i)
         if not m:
             raise self.error("expected a name")
         self.i = m.end()
@@ -64,12 +79,15 @@ class _Cursor:
     def balanced(self, stop: str = ",") -> str:
         """Text up to `stop` at nesting depth 0, minding brackets and quoted strings."""
         self.ws()
-        start, depth, quote = self.i, 0, False
-        while self.i < len(self.s):
-            c = self.s[self.i]
+        s, start, depth, quote = self.s, self.i, 0, False
+        find = _stops(stop).search  # jumps over the plain text between the characters that count
+        i = start
+        while (m := find(s, i)) is not None:
+            i = m.start()
+            c = s[i]
             if quote:
                 if c == "\\":
-                    self.i += 1
+                    i += 1
                 elif c == '"':
                     quote = False
             elif c == '"':
@@ -82,8 +100,11 @@ class _Cursor:
                 depth -= 1
             elif depth == 0 and c in stop:
                 break
-            self.i += 1
-        return self.s[start:self.i].strip()
+            i += 1
+        else:
+            i = len(s)
+        self.i = i
+        return s[start:i].strip()
 
     def shape(self):
         if self.peek() == "(":
@@ -96,7 +117,7 @@ class _Cursor:
             self.i += 1
             return TupleShape(tuple(elements))
         self.ws()
-        m = re.compile(r"([a-z]+\d*)\[([^\]]*)\]").match(self.s, self.i)
+        m = _ARRAY_SHAPE.match(self.s, self.i)
         if not m:
             raise self.error("expected a shape like f32[3,4]")
         self.i = m.end()

@@ -134,7 +134,7 @@ fig
 # simulator the times are Python's, and the table says so.
 
 # %%
-print(on_gpu.bench(repeat=3 if not GPU else 50).table())
+print(on_gpu.bench(repeat=1 if not GPU else 50).table())
 
 # %% [markdown]
 # ## `%%xla --backend cuda`

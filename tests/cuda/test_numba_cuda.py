@@ -350,3 +350,55 @@ def test_the_threads_of_a_simulated_block_share_one_shared_array():
             assert got[0].shape == (16, 17) and got[0].dtype == np.float64
     finally:
         sys.setswitchinterval(interval)
+
+
+_BARRIER_KERNELS = """
+import numpy as np
+from numba import cuda
+
+
+@cuda.jit
+def rotate_twice(x, out):
+    buf = cuda.shared.array(64, np.float64)
+    t = cuda.threadIdx.x
+    buf[t] = x[t]
+    cuda.syncthreads()  # every write before any read of a neighbour's slot
+    v = buf[(t + 1) % 64]
+    cuda.syncthreads()  # every read before the slot is written again
+    buf[t] = v
+    cuda.syncthreads()
+    out[t] = buf[(t + 1) % 64]
+
+
+@cuda.jit
+def fails_after_a_barrier(out):
+    t = cuda.threadIdx.x
+    cuda.syncthreads()
+    if t == 5:
+        raise ValueError("thread five")
+    cuda.syncthreads()
+    out[t] = t
+"""
+
+
+def test_a_simulated_block_meets_at_each_barrier_and_a_thread_s_error_reaches_the_caller():
+    # runtime/cuda_simulator.py replaces the simulator's polling of a block's threads with a
+    # condition they signal: every barrier must still hold them all, and an exception in one
+    # thread must still abort the rest and reach the launch, not hang it. (The simulator
+    # swaps in its own `cuda` for a kernel's module-level name, hence the namespace.)
+    from xla_explorer.runtime import cuda_device
+
+    cuda_device.helpers()
+    if not cuda_device.simulated():
+        pytest.skip("a real GPU: no simulator here")
+    from numba.cuda.simulator import kernel as sim
+
+    assert getattr(sim.BlockManager.run, "xla_explorer_waits", False)
+    ns: dict = {}
+    exec(compile(_BARRIER_KERNELS, "<barrier kernels>", "exec"), ns)
+    x = np.arange(64, dtype=np.float64)
+    out = np.zeros(64)
+    ns["rotate_twice"][1, 64](x, out)
+    np.testing.assert_array_equal(out, np.roll(x, -2))
+    with pytest.raises(ValueError, match="tid=\\[5, 0, 0\\].*thread five"):
+        ns["fails_after_a_barrier"][1, 32](np.zeros(32))

@@ -26,6 +26,7 @@ import types as pytypes
 import numpy as np
 
 from ..errors import CompileError
+from . import cuda_simulator
 
 HOW_TO_GET_ONE = (
     "The cuda backend needs an NVIDIA GPU with its driver and Numba's CUDA target "
@@ -153,6 +154,7 @@ def _allocate_shared_once() -> None:
 def _simulated_helpers() -> dict:
     """scalar.py's helpers as plain Python: their own bodies, run on NumPy scalars."""
     _allocate_shared_once()
+    cuda_simulator.install()
     out = _rebound({
         "maximum": np.maximum, "minimum": np.minimum,
         "maximum_nsz": np.maximum, "minimum_nsz": np.minimum,

@@ -3,9 +3,10 @@ a Python that has NumPy alone (no Numba, llvmlite or xla_explorer importable, ch
 its sys.modules), run there and compared with NumPy; wrong arguments are the ValueError that
 names them; what cannot be exported is a CompileError saying what and why.
 
-One program is exported in the normal suite (building one takes seconds: Numba compiles the
-kernels, then a C compiler links the module); the other three, and a product whose second
-operand is given transposed, under `make test-deep`.
+The four programs of issue 37 are exported in the normal suite and imported side by side by
+one NumPy-only process (a module takes about a second to build once Numba's C helpers are
+compiled and cached, the dense layer three with its product's routines); a product whose
+second operand is given transposed under `make test-deep`.
 """
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ import pytest
 import xla_explorer as xe
 from xla_explorer.api import export
 from xla_explorer.api.export import numpy_only_python
+from xla_explorer.codegen.cache import cache_dir
 from xla_explorer.errors import CompileError
 
 F32 = np.float32
@@ -139,22 +141,26 @@ def _check(name, expected, report, directory):
     assert "HloModule" in stub and "ENTRY" in stub
 
 
-@pytest.mark.slow  # a C compiler links the module; a subprocess runs it
-def test_sum_exports_and_runs_with_numpy_alone(tmp_path, numpy_python):
-    expected, report = _exported_and_run(["sum_xyz"], tmp_path, numpy_python)
-    _check("sum_xyz", expected, report, tmp_path)
+@pytest.mark.slow  # a C compiler links the modules; a subprocess runs them
+def test_sum_softmax_layernorm_and_dense_export_and_run_with_numpy_alone(tmp_path,
+                                                                        numpy_python):
+    names = ["sum_xyz", "softmax", "layernorm", "dense"]
+    expected, report = _exported_and_run(names, tmp_path, numpy_python)
+    for name in names:
+        _check(name, expected, report, tmp_path)
     # A 0-d array, as the program's f32[] result.
     assert np.load(tmp_path / "sum_xyz_result.npy").shape == ()
+    # Numba's C helpers were compiled once, under one name, for all four modules.
+    mixins = list((cache_dir() / "export-mixins").iterdir())
+    assert len(mixins) == 1 and list(mixins[0].glob("*.o")), mixins
 
 
 @pytest.mark.deep
 @pytest.mark.slow
-def test_softmax_layernorm_dense_and_scores_export_and_run_with_numpy_alone(tmp_path,
-                                                                           numpy_python):
-    names = ["softmax", "layernorm", "dense", "scores"]
-    expected, report = _exported_and_run(names, tmp_path, numpy_python)
-    for name in names:
-        _check(name, expected, report, tmp_path)
+def test_a_product_of_a_transposed_operand_exports_and_runs_with_numpy_alone(tmp_path,
+                                                                            numpy_python):
+    expected, report = _exported_and_run(["scores"], tmp_path, numpy_python)
+    _check("scores", expected, report, tmp_path)
 
 
 def test_an_eager_op_cannot_be_exported(tmp_path):
@@ -193,6 +199,13 @@ def test_the_pycc_api_export_relies_on():
         assert isinstance(getattr(CC, attribute), property), attribute
     assert list(inspect.signature(CC.export).parameters) == ["self", "exported_name", "sig"]
     assert callable(CC.compile)
+    # The private parts that let the C mixins be compiled once (pycc.py's _CachedMixins).
+    for method in ("_compile_mixins", "_get_mixin_defines", "_get_mixin_sources",
+                   "_get_extra_cflags"):
+        assert callable(getattr(CC, method)), method
+    assert "('PYCC_MODULE_NAME', self._basename)" in inspect.getsource(CC._get_mixin_defines)
+    assert "self._init_function = 'pycc_init_' + extension_name" in inspect.getsource(CC)
+    assert "self._init_function" in inspect.getsource(CC._compile_object_files)
 
 
 def test_a_cuda_program_is_refused_naming_the_backend(tmp_path):

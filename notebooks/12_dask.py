@@ -78,13 +78,16 @@ print(f"on the cluster {value:.10f}, NumPy on the whole arrays {sum_xyz(x_np, y_
       f" {np.isclose(value, sum_xyz(x_np, y_np, z_np), rtol=1e-12)}")
 
 # %% [markdown]
-# ## Mean and variance: a combine inside a kernel
+# ## Mean and variance: partial statistics
 #
 # NumPy's `var` is the mean of the squared deviations from the mean: a reduction whose
-# result the next reduction reads. Per column, fusion leaves the two reductions in kernels
-# of their own; over the whole array it fuses them into one. A kernel that reads a partial
-# waits for its combine, so the partitioning pass cuts that one into **steps**: partials per
-# chunk, the combine, then the deviations per chunk again.
+# result the next reduction reads, so each chunk would wait for the total mean and be read
+# again. The partitioning pass recognises that pattern in the HLO and has each chunk compute
+# its own count, mean and sum of squared deviations about its own mean (M2) in one pass; the
+# tree combine merges them with Chan's formula (the `partial-statistics` notes). Over the
+# whole array fusion puts the sum and the M2 in one kernel; per column they are in kernels
+# of their own, and the M2's takes its chunk's sum itself. What reads the totals (the
+# divide by the count) runs once, after the combine: a second **step** of the kernel.
 
 # %%
 a_np = rng.standard_normal((600, 8)) + 3.0

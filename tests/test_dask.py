@@ -209,6 +209,47 @@ def test_two_threads_share_a_compiled_program_but_not_its_arena():
             np.testing.assert_allclose(r, want, rtol=1e-12)
 
 
+def moments(x):
+    return (x.mean(), x.var(), x.mean(axis=0), x.var(axis=0), x.std(ddof=1),
+            x.std(axis=0, ddof=1))
+
+
+@pytest.mark.parametrize("dtype, rtol, rtol_far", [(F32, 1e-5, 1e-2), (np.float64, 1e-12, 1e-10)])
+def test_mean_and_variance_by_partial_statistics_match_numpy(dtype, rtol, rtol_far):
+    """Each chunk's (count, mean, M2), merged by Chan's formula: NumPy's var and std over
+    both axes and over the batch axis, ddof 0 and 1, also where the mean is 1e4 and the
+    spread 0.1, which the naive sum of squares minus n mean^2 gets wrong (checked here)."""
+    rng = np.random.default_rng(4)
+    ex = xe.explore(moments, da.ones((600, 8), dtype=dtype, chunks=(150, 8)), backend="dask")
+    notes = [str(n) for n in ex.stage("partitioning").notes if n.rule == "partial-statistics"]
+    assert len(notes) == 2, notes  # var() and std() share one M2; var(axis=0), std(axis=0) one
+    assert all("one pass per chunk, partial statistics (count, mean, M2) combined by Chan's "
+               "formula" in n for n in notes)
+    plan = ex.stage("partitioning").artifact
+    # Each M2 in its kernel's first step, per chunk: nothing waits for the total mean.
+    assert all(k == 0 and st.per_chunk for p in plan.kernels.values()
+               for k, st in enumerate(p.steps) if st.statistics)
+    for x, tol, far in ((rng.standard_normal((600, 8)) * 2 + 3, rtol, False),
+                        (1e4 + rng.standard_normal((600, 8)) * 0.1, rtol_far, True)):
+        x = x.astype(dtype)
+        got = dask.compute(ex.run(da.from_array(x, chunks=(150, 8))), scheduler="sync")[0]
+        want = moments(x)
+        for g, w in zip(got, want):
+            assert g.dtype == w.dtype
+            np.testing.assert_allclose(g, w, rtol=tol)
+        naive = (x * x).mean(axis=0) - x.mean(axis=0) ** 2
+        assert np.allclose(naive, want[3], rtol=tol, atol=0) != far
+
+
+def test_a_mean_that_is_not_the_sum_over_the_count_is_not_taken_per_chunk():
+    x = np.random.default_rng(5).standard_normal((400, 4))
+    f = lambda x: ((x - x.sum(axis=0) / 7) ** 2).sum(axis=0)  # noqa: E731
+    ex = xe.explore(f, da.from_array(x, chunks=(100, 4)), backend="dask")
+    assert not any(n.rule == "partial-statistics" for n in ex.stage("partitioning").notes)
+    got = ex.run(da.from_array(x, chunks=(100, 4))).compute(scheduler="sync")
+    np.testing.assert_allclose(got, f(x), rtol=1e-12)
+
+
 # On a LocalCluster: two worker processes, one thread each (their Numba kernels are
 # parallel already), the scheduler in this process.
 

@@ -28,6 +28,7 @@ from ..ir.ops import elementwise_like
 from ..ir.shape import Shape, TupleShape
 from ..passes.dataflow import is_kernel
 from .base import Note, Pass, PassResult
+from .moments import Statistics, per_chunk_statistics
 
 # A reduction's combine: the reducer's op, for the reducers a combine can apply to partials.
 COMBINABLE = ("add", "multiply", "maximum", "minimum", "and", "or")
@@ -38,7 +39,9 @@ SPLIT_EVERY = 4
 @dataclass(frozen=True)
 class Split:
     """How one array value lies across the chunks: "batched" along axis `dim`, "replicated",
-    or "partial" (each chunk's share of a reduction, combined by `reducer`)."""
+    "partial" (each chunk's share of a reduction, combined by `reducer`; "moments": a sum of
+    squared deviations, merged with its chunk's count and mean by Chan's formula) or "local"
+    (each chunk's own value, never combined: a chunk's mean, for its M2's merge)."""
 
     kind: str
     dim: int = -1
@@ -47,10 +50,11 @@ class Split:
     def __str__(self) -> str:
         if self.kind == "batched":
             return f"batched on axis {self.dim}"
-        return self.kind if self.kind == "replicated" else f"partial ({self.reducer})"
+        return f"partial ({self.reducer})" if self.kind == "partial" else self.kind
 
 
 REPLICATED = Split("replicated")
+LOCAL = Split("local")
 
 
 @dataclass(frozen=True)
@@ -84,6 +88,7 @@ class Step:
     outputs: tuple[str, ...]
     splits: dict[str, Split]  # every instruction's split (partial operands as combined)
     per_chunk: bool
+    statistics: tuple[Statistics, ...] = ()  # M2s taken about each chunk's own mean
 
 
 @dataclass(frozen=True)
@@ -101,6 +106,7 @@ class KernelPlan:
     tasks: int = 0
     moved_bytes: int = 0  # between workers, estimated from the chunks
     kernel_bytes: int = 0  # what the kernel reads and writes
+    statistics: tuple[str, ...] = ()  # its variances' M2s, by partial statistics
 
 
 @dataclass(frozen=True)
@@ -260,14 +266,13 @@ def plan_kernel(module: Module, inst: Instruction, operand_splits: list) -> tupl
     split."""
     comp = _tuple_rooted(module.computation(inst.attr("calls")) if inst.opcode == "fusion"
                          else _as_computation(inst))
-    # Broadcasts made per chunk (`_per_chunk_broadcasts`), found by propagating until no
-    # new one turns up, so that every user of one sees it batched from the start.
-    forced: dict[str, Split] = {}
-    while True:
-        splits, level, more = _propagate(module, inst, comp, operand_splits, forced)
-        if not more:
-            break
-        forced.update(more)
+    splits, level, _ = _propagate_all(module, inst, comp, operand_splits, ())
+    # A variance over the batch: each chunk's M2 about its own mean (passes/moments.py).
+    comp, stats = per_chunk_statistics(
+        module, inst, comp, lambda i: splits[i.name].dim if i.name in splits
+        and _batched(splits[i.name]) else None)
+    if stats:
+        splits, level, _ = _propagate_all(module, inst, comp, operand_splits, stats)
     roots = list(comp.root.operands) if comp.root.opcode == "tuple" else [comp.root]
     steps = []
     for k in range(max(level.values(), default=0) + 1):
@@ -275,16 +280,34 @@ def plan_kernel(module: Module, inst: Instruction, operand_splits: list) -> tupl
                    and i.opcode != "parameter"]
         if not members:
             continue
-        steps.append(_step(module, comp, members, splits, level, k, roots))
+        steps.append(_step(module, comp, members, splits, level, k, roots, stats))
     return tuple(steps), tuple(splits[r.name] for r in roots), tuple(r.name for r in roots)
 
 
-def _propagate(module, inst, comp, operand_splits, forced) -> tuple:
+def _propagate_all(module, inst, comp, operand_splits, stats) -> tuple:
+    """(splits, levels, the broadcasts made per chunk) of `comp`'s instructions."""
+    # Broadcasts made per chunk (`_per_chunk_broadcasts`), found by propagating until no
+    # new one turns up, so that every user of one sees it batched from the start.
+    forced: dict[str, Split] = {}
+    while True:
+        splits, level, more = _propagate(module, inst, comp, operand_splits, forced, stats)
+        if not more:
+            return splits, level, forced
+        forced.update(more)
+
+
+def _propagate(module, inst, comp, operand_splits, forced, stats) -> tuple:
     """Every instruction's split and combine level in `comp`, and broadcasts to make per
-    chunk that `forced` does not hold yet."""
+    chunk that `forced` does not hold yet. `stats`' local instructions read their chunk's
+    own sum, at its level; their M2 is a partial merged by Chan's formula."""
     splits: dict[str, Split] = {}
     level: dict[str, int] = {}
+    local = {n: s.sum for s in stats for n in s.local}
+    moments = {s.m2 for s in stats}
     for i in comp.instructions:
+        if i.name in local:
+            splits[i.name], level[i.name] = LOCAL, level[local[i.name]]
+            continue
         if i.opcode == "parameter":
             split = operand_splits[i.parameter_number]
             if isinstance(split, tuple):
@@ -302,6 +325,8 @@ def _propagate(module, inst, comp, operand_splits, forced) -> tuple:
             return splits, level, more
         splits[i.name] = forced.get(i.name) or propagate(
             module, i, [REPLICATED if s.kind == "partial" else s for s in ops])
+        if i.name in moments:
+            splits[i.name] = replace(splits[i.name], reducer="moments")
     return splits, level, {}
 
 
@@ -323,7 +348,7 @@ def _per_chunk_broadcasts(inst: Instruction, ops: list[Split], splits: dict[str,
                  or (o.opcode == "iota" and o.attr("iota_dimension") != d))}
 
 
-def _step(module, comp, members, splits, level, k, roots) -> Step:
+def _step(module, comp, members, splits, level, k, roots, stats) -> Step:
     """The instructions at combine level `k` as a computation of their own."""
     names = {i.name for i in members}
     inputs: list[Instruction] = []
@@ -332,8 +357,9 @@ def _step(module, comp, members, splits, level, k, roots) -> Step:
             if o.name not in names and o not in inputs:
                 inputs.append(o)
     later = [i for i in comp.instructions if level.get(i.name, 0) > k]
-    outputs = [i for i in members if i in roots or any(o is i for u in later
-                                                       for o in u.operands)]
+    means = {s.mean for s in stats}  # a chunk's mean goes to its M2's merge
+    outputs = [i for i in members if i in roots or i.name in means
+               or any(o is i for u in later for o in u.operands)]
     params = {o.name: Instruction(f"in.{n}", "parameter", o.shape, parameter_number=n)
               for n, o in enumerate(inputs)}
     rebuilt: dict[str, Instruction] = dict(params)
@@ -353,7 +379,8 @@ def _step(module, comp, members, splits, level, k, roots) -> Step:
                         and o in comp.parameters else o.name for o in inputs)
     return Step(computation, called_by(module, body), input_names,
                 tuple(o.name for o in outputs), step_splits,
-                any(_batched(s) for s in step_splits.values()))
+                any(_batched(s) for s in step_splits.values()),
+                tuple(s for s in stats if s.m2 in names))
 
 
 def chunk_module(step: Step, rows: int, name: str) -> Module:
@@ -361,10 +388,13 @@ def chunk_module(step: Step, rows: int, name: str) -> Module:
     runs, compiled by the cpu backend from its text."""
     rebuilt: dict[str, Instruction] = {}
     out = []
+    counts = {s.count: s.per_row * rows for s in step.statistics}
     for i in step.computation.instructions:
         split = step.splits.get(i.name)
         shape = i.shape
         attrs = i.attrs
+        if i.name in counts:  # a chunk's mean divides by its own count
+            i = replace(i, literal=np.asarray(counts[i.name], i.dtype))
         if split is not None and _batched(split):
             shape = _rows(i.shape, split.dim, rows)
             if i.opcode == "slice":
@@ -405,6 +435,14 @@ class Partition(Pass):
             f"{p.kernel_bytes:,} bytes, about {p.moved_bytes:,} of them between workers",
             rule=p.mark, instructions=(p.kernel,), kernel=p.kernel, mark=p.mark)
             for p in plan.kernels.values()]
+        notes += [Note(
+            f"{m2}: one pass per chunk, partial statistics (count, mean, M2) combined by "
+            f"Chan's formula. A variance's sum of squared deviations over the batch (in "
+            f"{p.kernel}): each chunk takes it about its own mean, so no chunk waits for the "
+            "total mean or is read again, and every term stays a deviation from a mean (the "
+            "naive sum of squares minus n mean^2 would lose a large mean's digits)",
+            rule="partial-statistics", instructions=(m2, p.kernel))
+            for p in plan.kernels.values() for m2 in p.statistics]
         n = len(self.chunks or (1,))
         notes.append(Note(
             f"Dask graph: {plan.tasks} tasks over {n} chunk{'s' * (n > 1)}, besides the "
@@ -475,10 +513,12 @@ def _kernel_plan(module: Module, inst: Instruction, ops: list, n: int) -> Kernel
         moved += sum(_nbytes(i.shape) for i in st.computation.parameters
                      if st.splits[i.name] == REPLICATED and i.dims) * (n - 1)
         moved += sum(_nbytes(st.computation.get(o).shape) for o in st.outputs
-                     if st.splits[o].kind == "partial") * (n - 1)
+                     if st.splits[o].kind in ("partial", "local")) * (n - 1)
     partials = [st.splits[o] for st in steps for o in st.outputs
                 if st.splits[o].kind == "partial"]
-    combine = (f"a tree combine ({', '.join(sorted({p.reducer for p in partials}))}, fan-in "
+    reducers = sorted({"Chan's formula on (count, mean, M2)" if p.reducer == "moments"
+                       else p.reducer for p in partials})
+    combine = (f"a tree combine ({', '.join(reducers)}, fan-in "
                f"{SPLIT_EVERY}) of the {n} partials gives the total: the all-reduce")
     if not any(st.per_chunk for st in steps):
         mark, reason = "replicated", "every operand is whole (no batch axis): it runs once"
@@ -495,7 +535,7 @@ def _kernel_plan(module: Module, inst: Instruction, ops: list, n: int) -> Kernel
         split = ", ".join(str(r) for r in results)
         reason = f"each chunk runs the kernel on its own rows (result {split})"
     return KernelPlan(inst.name, mark, reason, steps, results, roots, False, tasks, moved,
-                      kernel_bytes)
+                      kernel_bytes, tuple(t.m2 for st in steps for t in st.statistics))
 
 
 def step_tasks(step: Step, n: int) -> int:
@@ -505,6 +545,8 @@ def step_tasks(step: Step, n: int) -> int:
     tasks = n
     for o in step.outputs:
         split = step.splits[o]
+        if split.kind == "local":  # read by its M2's merge, no task of its own
+            continue
         if split.kind == "partial" and n > 1:
             tasks += _tree_tasks(n) + 1
         else:

@@ -69,6 +69,31 @@ def combine(reducer: str, *partials):
     return out
 
 
+def statistics(count: int, mean, m2) -> tuple:
+    """A leaf of Chan's merge: one chunk's (count, mean, M2), its mean shaped as its M2."""
+    m2 = np.asarray(m2)
+    return count, np.asarray(mean).reshape(m2.shape), m2
+
+
+def chan(*parts) -> tuple:
+    """A tree node of Chan, Golub and LeVeque's parallel variance: (count, mean, M2) of
+    disjoint parts merged into those of their union (passes/moments.py has the formula).
+    NumPy's rules keep the partials' dtype: the counts enter as Python numbers."""
+    n, mean, m2 = parts[0]
+    for nb, mb, m2b in parts[1:]:
+        total = n + nb
+        delta = mb - mean
+        mean = mean + delta * (nb / total)
+        m2 = m2 + m2b + delta * delta * (n * nb / total)
+        n = total
+    return n, mean, m2
+
+
+def m2_of(merged: tuple):
+    """The total M2 of a merge's (count, mean, M2)."""
+    return np.asarray(merged[2])
+
+
 def concatenate(axis: int, *blocks):
     return np.concatenate(blocks, axis=axis)
 
@@ -182,30 +207,44 @@ class DaskExecutable(Executable):
                 text = self.kernel_text(inst.name, k, rows[i] if per_chunk else 0)
                 graph[(task, i)] = (functools.partial(run_text, text),
                                     *[v.key(i if per_chunk else 0) for v in ins])
+            stats = {s.m2: s for s in step.statistics}
             for j, name in enumerate(step.outputs):
                 member = step.computation.get(name)
                 out = _Value(f"{name}-{uuid.uuid4().hex[:8]}", member.dims, member.dtype,
                              step.splits[name])
+                if out.split.kind == "local":  # a chunk's mean: read by its M2's merge
+                    continue
+                if out.split.reducer == "moments":
+                    stat = stats[name]
+                    leaves = [(statistics, rows[i] * stat.per_row,
+                               (operator.getitem, (task, i), step.outputs.index(stat.mean)),
+                               (operator.getitem, (task, i), j)) for i in range(n)]
+                    values[name] = self._combine(out, leaves, graph)
+                    continue
                 if out.split.kind == "partial":
-                    values[name] = self._combine(out, task, j, n, graph)
+                    leaves = [(operator.getitem, (task, i), j) for i in range(n)]
+                    values[name] = self._combine(out, leaves, graph)
                     continue
                 for i in range(n if out.split.kind == "batched" else 1):
                     graph[out.key(i)] = (operator.getitem, (task, i), j)
                 values[name] = out
         return [values[name] for name in plan.roots]
 
-    def _combine(self, out: _Value, task: str, j: int, n: int, graph: dict) -> _Value:
-        """The tree combine of a step's partial output `j` over `n` chunks: the all-reduce."""
-        level = [(operator.getitem, (task, i), j) for i in range(n)]
-        depth = 0
+    def _combine(self, out: _Value, leaves: list, graph: dict) -> _Value:
+        """The tree combine of a step's partial output, one leaf a chunk: the all-reduce.
+        An M2's leaves are (count, mean, M2), merged by Chan's formula."""
+        moments = out.split.reducer == "moments"
+        node = chan if moments else functools.partial(combine, out.split.reducer)
+        level, depth = leaves, 0
         while len(level) > 1:
             nxt = []
             for g in range(0, len(level), SPLIT_EVERY):
                 key = (f"{out.name}-combine{depth}", g // SPLIT_EVERY)
-                graph[key] = (combine, out.split.reducer, *level[g:g + SPLIT_EVERY])
+                graph[key] = (node, *level[g:g + SPLIT_EVERY])
                 nxt.append(key)
             level, depth = nxt, depth + 1
-        graph[(out.name,) + (0,) * len(out.shape)] = (np.asarray, level[0])
+        graph[(out.name,) + (0,) * len(out.shape)] = (m2_of if moments else np.asarray,
+                                                     level[0])
         return _Value(out.name, out.shape, out.dtype, REPLICATED)
 
     def _whole(self, v: _Value, rows: Sequence[int], graph: dict) -> _Value:

@@ -106,6 +106,33 @@ print("mean and variance agree with NumPy:",
       all(np.allclose(g, w, rtol=1e-12) for g, w in zip(got, mean_var(a_np))))
 
 # %% [markdown]
+# ## In a cell: `%%xla --backend dask`
+#
+# The magic takes dask arrays too. The cell below reads `x`, 4,000 rows of 100 in chunks of
+# 1,000, made on the workers (`da.random`): it is traced on its shape, dtype and chunks,
+# never computed, and the names it assigns are bound to **lazy** dask arrays. The summary
+# shows the chunks; the check against eager NumPy, which would compute both sides, waits
+# until you ask for it.
+
+# %%
+# %load_ext xla_explorer
+x = da.random.default_rng(1).random((4000, 100), chunks=(1000, 100))
+
+# %%
+# %%xla --backend dask
+e = np.exp(x - x.max(axis=1, keepdims=True))
+p = e / e.sum(axis=1, keepdims=True)
+
+# %% [markdown]
+# Nothing has run yet: `p` is a graph. `.compute()` runs it on the cluster (every row of a
+# softmax sums to 1), and `_xla.check()` computes NumPy's answer beside ours.
+
+# %%
+print(type(p).__name__, "in chunks of", p.chunks[0])
+print("rows sum to 1:", np.allclose(p.sum(axis=1).compute(), 1))
+print(_xla.check())
+
+# %% [markdown]
 # ## A data-parallel training step
 #
 # Notebook 08's step, with the new weights returned (dask arrays are immutable). The batch

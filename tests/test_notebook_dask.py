@@ -25,6 +25,13 @@ def test_12_dask(executed):
     steps = text_of(find(nb, "a_np = rng.standard_normal((600, 8)) + 3.0"))
     assert re.search(r"partial-reduce, combine\. \d steps", steps), steps
     assert "mean and variance agree with NumPy: True" in steps
+    cell = text_of(find(nb, "%%xla --backend dask"))
+    assert "x f64[4000,100] (dask, 4 chunks)" in cell and "outputs are lazy" in cell, cell
+    lazy = text_of(find(nb, 'print(type(p).__name__, "in chunks of", p.chunks[0])'))
+    assert "Array in chunks of (1000, 1000, 1000, 1000)" in lazy, lazy
+    checks = lazy.splitlines()[2:]  # _xla.check(): one line per output
+    assert "rows sum to 1: True" in lazy and len(checks) == 2, lazy
+    assert all(line.rstrip().endswith(" ok") for line in checks), lazy
     marks = text_of(find(nb, "F32 = np.float32"))
     for mark in ("'per-chunk'", "'partial-reduce'", "'replicated'"):
         assert mark in marks, marks

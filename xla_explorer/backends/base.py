@@ -50,6 +50,10 @@ class Backend:
     # Whether its programs export ahead of time into a module that needs only NumPy
     # (api/export.py: the cpu backend's kernels, built by Numba's pycc).
     exports: bool = False
+    # Whether it takes lazy arrays (dask arrays) as arguments and returns them, computed
+    # only when asked: `%%xla` then binds them as they are and skips its check, which would
+    # compute them.
+    lazy: bool = False
 
     def passes(self, options: PassOptions) -> list[Pass]:
         """The pass pipeline for this target: by default the one every target runs

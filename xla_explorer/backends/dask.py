@@ -28,6 +28,7 @@ class DaskBackend(Backend):
     name = "dask"
     generates_code = False  # its speed is the cluster's: benchmarks/dask_cluster.py
     runs_loops = False  # a while loop would run whole on one worker: loops stay unrolled
+    lazy = True  # dask arrays in and out
 
     def __init__(self, chunks=None, split: tuple[tuple[int, ...] | None,
                                                  tuple[Split, ...], tuple[str, ...]] | None = None):

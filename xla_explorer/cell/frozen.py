@@ -6,9 +6,10 @@ A function's globals and closure variables are read (`trace/captured.py`), and t
 bound method its object's attributes that the code names (`self.w`), through an object among
 those (a config object, `self.cfg.scale`) its attributes too, and the methods called on
 either in turn. Arrays are keyed by identity, shape, type and a digest of their contents (a
-change made in place counts), numbers by value, functions by identity and what they read.
-Properties are not run, and modules are not followed (`np` is not state): what is read
-through them stays frozen, and a mismatch it causes says so (`cell/run.py`).
+change made in place counts), dask arrays by their name token (never computed), numbers by
+value, functions by identity and what they read. Properties are not run, and modules are
+not followed (`np` is not state): what is read through them stays frozen, and a mismatch it
+causes says so (`cell/run.py`).
 """
 from __future__ import annotations
 
@@ -91,6 +92,10 @@ def _is_descriptor(raw) -> bool:
 def _value(name: str, v, names, seen: set, depth: int):
     if isinstance(v, np.ndarray):
         return (name, "array", id(v), v.shape, v.dtype.str, _digest(v))
+    if hasattr(type(v), "__dask_graph__") and hasattr(v, "name"):
+        # A dask array (or another dask collection) is never computed to digest it: its name
+        # is a token of its graph, which changes with its content.
+        return (name, "dask", id(v), str(v.name))
     if isinstance(v, (bool, int, float, complex, str, bytes, np.generic)) or v is None:
         return (name, type(v).__name__, repr(v))
     if isinstance(v, (list, tuple)) and depth > 0:

@@ -18,7 +18,7 @@ from ..trace.tracer import subclass_refusal
 from .containers import Tree, flatten_used_whole, structure_key
 from .scan import Use
 from .values import (INPUT, OBJECT, STATIC, TREE, CellError, describe, descends, identity,
-                     kind_of, path_text, static_key, take)
+                     is_chunked, kind_of, path_text, static_key, take)
 
 
 class Inputs:
@@ -144,7 +144,8 @@ class Inputs:
         if refusal is not None:
             raise CellError(f"{name} {refusal[0]}", op=name, source_file=self.filename, source_line=line,
                             hint=f"Convert it first: {name} = {refusal[1]}.")
-        if isinstance(value, (np.ndarray, np.generic)) and not is_supported_dtype(value.dtype):
+        if (isinstance(value, (np.ndarray, np.generic)) or is_chunked(value)) and \
+                not is_supported_dtype(np.dtype(value.dtype)):
             raise CellError(f"{name} has dtype {value.dtype}, a type the explorer does not "
                             "support", op=name, source_file=self.filename, source_line=line,
                             hint=f"Supported are {SUPPORTED_NAMES}; "

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..trace.tracer import Tracer
-from .values import is_output_value
+from .values import is_chunked, is_output_value
 
 
 
@@ -49,7 +49,7 @@ def unreturnable_part(value, seen, steps: tuple = (), stack: tuple = ()):
 
 
 def holds_arrays(value, stack: tuple = ()) -> bool:
-    if isinstance(value, (Tracer, np.ndarray)):
+    if isinstance(value, (Tracer, np.ndarray)) or is_chunked(value):
         return True
     if isinstance(value, (list, tuple, set, frozenset, dict)) and \
             not any(value is s for s in stack):

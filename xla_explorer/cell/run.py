@@ -11,17 +11,19 @@ from __future__ import annotations
 import contextlib
 import copy
 import io
+import re
 from dataclasses import dataclass
 
 import numpy as np
 
 from .. import tree
 from ..api import CheckResult, compare, computed_precision, jit, referee
+from ..backends import get_backend
 from ..errors import MismatchError
 from ..trace.updates import refuse_updates
 from .cache import CachedCell, CellCache, TraceFacts
 from .plan import CellPlan, analyse
-from .values import LAST, NO_VALUE, CellError
+from .values import LAST, NO_VALUE, CellError, is_chunked
 
 FIRST_LINE = 2  # the cell's first line, under the %%xla line: errors count lines as the notebook
 
@@ -42,6 +44,7 @@ class CellRun:
     bench: object = None
     dumped: tuple = ()
     exported: object = None  # the ExportedModule `--export NAME` wrote, if asked
+    lazy: bool = False  # the outputs are dask arrays, bound uncomputed and not checked
 
 
 def run_cell(cell: str, namespace: dict, *, backend: str = "cpu", autocluster: bool = False,
@@ -53,6 +56,8 @@ def run_cell(cell: str, namespace: dict, *, backend: str = "cpu", autocluster: b
     run: it reads the inputs' current values, and decides whether the compiled cell is still
     the one to run."""
     fresh = analyse(cell, namespace, first_line=first_line)
+    lazy = get_backend(backend).lazy
+    _refuse_chunked(fresh, backend, lazy)
     entry = cache.lookup(fresh, namespace, backend, autocluster)
     plan = entry.plan
     args = list(fresh.values)
@@ -66,9 +71,9 @@ def run_cell(cell: str, namespace: dict, *, backend: str = "cpu", autocluster: b
     bindings = fresh.bindings(result, args, facts.links)
     value = bindings.pop(LAST, NO_VALUE)
     done = CellRun(plan, entry, ex, hit, bindings, tuple(plan.inputs[p] for p in updated),
-                   facts.links, value)
+                   facts.links, value, lazy=lazy)
     with _silenced():  # the check's and the bench's eager runs print what the cell prints
-        if check:
+        if check and not lazy:  # lazy outputs are computed when the user asks, not here
             done.check = _judge(ex, args, result, run_args)
             if not done.check.ok:
                 raise MismatchError(
@@ -106,6 +111,31 @@ _FROZEN = (
     "cell does not look for changes (an attribute reached through a module or a property). "
     "The stale program is dropped: run the cell again to compile it anew, or read the value "
     "in the cell itself (m.w, cfg.scale) and pass it on, so that each run reads it afresh.")
+
+
+def _refuse_chunked(plan: CellPlan, backend: str, lazy: bool) -> None:
+    """A dask array is taken by --backend dask only (another backend would compute it), and
+    never changed in place: dask arrays are immutable."""
+    for name, value in zip(plan.inputs, plan.values):
+        if not is_chunked(value):
+            continue
+        line = plan.update_line(name)
+        if lazy and line is not None:
+            raise CellError(
+                f"the cell changes {name}, a dask array, in place; dask arrays are immutable",
+                op=name, source_file=plan.filename, source_line=line,
+                hint=f"Assign a new array instead ({name} = {name} + 1, or with np.where "
+                     "for a part of it): the name is then bound to the new lazy array.")
+        if not lazy:
+            root = re.split(r"[.\[]", name)[0]
+            line = next((n for n, text in enumerate(plan.source.splitlines(), plan.first_line)
+                         if re.search(rf"\b{root}\b", text)), plan.first_line)
+            raise CellError(
+                f"{name} is a dask array; --backend {backend} takes NumPy arrays, and making "
+                f"it one would compute it", op=name, source_file=plan.filename,
+                source_line=line,
+                hint=f"Run the cell with --backend dask (its kernels per chunk, its outputs "
+                     f"dask arrays), or compute it first: {name} = {name}.compute().")
 
 
 def _stale(entry: CachedCell, cache: CellCache, args) -> bool:

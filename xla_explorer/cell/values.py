@@ -32,9 +32,18 @@ class CellSyntaxError(CellError):
     """The cell is not valid Python (its `__cause__` is Python's SyntaxError)."""
 
 
+def is_chunked(value) -> bool:
+    """A dask array, known by Dask's protocol and an array's attributes without importing
+    Dask: its shape, dtype, chunks and name token are read, its values never (reading them
+    would compute it)."""
+    return (hasattr(type(value), "__dask_graph__") and hasattr(value, "chunks")
+            and hasattr(value, "dtype") and hasattr(value, "shape"))
+
+
 def is_input_value(value) -> bool:
-    """What a cell takes as an input: an array, a NumPy number or bool, a Python number."""
-    if isinstance(value, np.ndarray):
+    """What a cell takes as an input: an array (a dask array too, for --backend dask), a
+    NumPy number or bool, a Python number."""
+    if isinstance(value, np.ndarray) or is_chunked(value):
         return True
     if isinstance(value, (np.number, np.bool_)):
         return True
@@ -45,8 +54,8 @@ def is_output_value(value) -> bool:
     """What a cell can return: a traced array, or a value the tracer turns into a constant."""
     if isinstance(value, Tracer):
         return True
-    if isinstance(value, (np.ndarray, np.number, np.bool_)):
-        return is_supported_dtype(value.dtype)
+    if isinstance(value, (np.ndarray, np.number, np.bool_)) or is_chunked(value):
+        return is_supported_dtype(np.dtype(value.dtype))
     return isinstance(value, (bool, int, float)) and not isinstance(value, np.generic)
 
 

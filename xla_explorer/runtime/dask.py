@@ -184,10 +184,16 @@ class DaskExecutable(Executable):
                 env[inst.name] = _Value(name, inst.dims, inst.dtype, REPLICATED)
         root = env[self.module.entry.root.name]
         values = list(root) if isinstance(root, tuple) else [root]
-        layer = f"xla-explorer-{self.module.name}-{uuid.uuid4().hex[:8]}"
-        hlg = HighLevelGraph.from_collections(layer, graph, dependencies=inputs)
+        given = {a.name: a for a in inputs}
         out = []
         for v in values:
+            if v.name in given:  # an argument returned as it is
+                out.append(given[v.name])
+                continue
+            # Dask finds an array's tasks in the layer named as the array: each output's
+            # layer is the whole graph (one dict, shared), so that arrays built on it (p.sum())
+            # and computed together (dask.compute(e, p)) see one graph.
+            hlg = HighLevelGraph.from_collections(v.name, graph, dependencies=inputs)
             c = tuple((rows if v.split.kind == "batched" and ax == v.split.dim else (n,))
                       for ax, n in enumerate(v.shape))
             out.append(da.Array(hlg, v.name, c, meta=np.empty((0,) * len(v.shape), v.dtype)))

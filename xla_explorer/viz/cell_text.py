@@ -12,6 +12,7 @@ import traceback
 import numpy as np
 
 from ..cell.outputs import link_text
+from ..cell.values import is_chunked
 from ..errors import CompileError
 from ..ir.ops import OPS, Group
 from ..ir.shape import hlo_type_name
@@ -76,6 +77,10 @@ def _value_text(value) -> str:
             f"({inside}{',' if len(value) == 1 else ''})"
     if value is None:
         return "None"
+    if is_chunked(value):  # its shape and chunks, never its values: they would be computed
+        n = int(np.prod([len(c) for c in value.chunks]))
+        return (f"{_type_text(tuple(value.shape), np.dtype(value.dtype).str)} "
+                f"(dask, {n} chunk{'s' * (n != 1)})")
     return _type_text(np.shape(value), np.asarray(value).dtype.str)
 
 
@@ -99,6 +104,10 @@ def summary(run, cache_info, hlo: bool = True) -> str:
     if run.check is not None:
         lines.append(f"check against eager NumPy: {'ok' if run.check.ok else 'MISMATCH'}")
         lines += ["  " + str(c) for c in run.check.outputs]
+    elif run.lazy:
+        lines.append("check against eager NumPy: not run, the outputs are lazy (dask arrays, "
+                     "computed when you call .compute()); _xla.check() computes both and "
+                     "compares them")
     fusions = ex.fusions
     lines.append(f"fusions: {_count(len(fusions), 'kernel')}")
     lines += [f"  {line}" for line in _kernel_lines(ex.module, fusions)]

@@ -9,7 +9,9 @@ reducer: the all-reduce of a distributed training step). The split is carried th
 instruction of every kernel, as sharding propagation does; an instruction that reads a
 partial value waits for its combine, so a kernel splits into steps: the instructions before
 a combine, run per chunk, then those after it. What cannot be split (an iota along the
-batch, a slice of it) runs on the whole array after a rechunk, and the note says why.
+batch, a slice of it) runs on the whole array after a rechunk, and the note says why. A
+variance over the batch is the exception to waiting for a combine: each chunk takes its sum
+of squared deviations about its own mean, and Chan's formula merges them (`moments.py`).
 
 The module is not changed: the plan is the stage's artifact (`Partitioning`) and its notes,
 one per kernel; the target compiles it from the module and the chunks again

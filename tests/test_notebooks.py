@@ -215,11 +215,16 @@ def test_04_recompilation(executed):
     parts = text_of(find(nb, "hit_ms = "))
     assert parts.count(" call ") == 2 and "cached calls" in parts
     costs = text_of(find(nb, "import os\nimport subprocess"))
-    costs = dict(re.findall(r"^(\w[\w ]+?) \(.*\) +([\d.]+) ms$", costs, re.M))
-    assert set(costs) == {"first compile", "disk hit", "new shape", "cached call"}, costs
-    costs = {k: float(v) for k, v in costs.items()}
-    # Machine code loaded from disk beats compiling it; a cached call beats both.
-    assert costs["cached call"] < costs["disk hit"] < costs["first compile"], costs
+    rows = re.findall(r"^(\w[\w ]+?) \(.*?\) +([\d.]+) ms(?:  \(CPU (\d+) ms\))?$", costs,
+                      re.M)
+    assert {r[0] for r in rows} == {"first compile", "disk hit", "new shape", "cached call"}, costs
+    wall = {what: float(ms) for what, ms, _ in rows}
+    cpu = {what: float(ms) for what, _, ms in rows if ms}
+    assert set(cpu) == {"first compile", "disk hit"}, costs
+    # Machine code loaded from disk beats compiling it (compared in CPU time: a busy machine
+    # stretches the waits, not the work); a cached call beats both.
+    assert cpu["disk hit"] < cpu["first compile"], costs
+    assert wall["cached call"] < min(wall["disk hit"], wall["first compile"]), costs
     tiered = text_of(find(nb, "g = xe.jit(model, tiered=True)")).splitlines()
     assert tiered[0].startswith("first answer") and tiered[0].endswith("ran on interpreter")
     assert tiered[1].startswith("after wait()") and tiered[1].endswith("ran on cpu"), tiered

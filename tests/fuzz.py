@@ -180,10 +180,11 @@ def plan_of(n: int, kinds=KINDS) -> list[str]:
     return [cycle[i % len(cycle)] for i in range(n)]
 
 
-def draw_cases(n: int, seed: int, kinds=KINDS) -> list[Case]:
-    """N cases for `seed`, their kinds by `plan_of`; each kind drawn by its own strategy."""
+def draw_cases(n: int, seed: int, kinds=KINDS, ops=None) -> list[Case]:
+    """N cases for `seed`, their kinds by `plan_of`; each kind drawn by its own strategy (the
+    float programs' steps from the ops named in `ops`, by default all)."""
     plan = plan_of(n, kinds)
-    floats = iter(_draw(programs(), plan.count("float"), seed))
+    floats = iter(_draw(programs(ops), plan.count("float"), seed))
     ints = iter(_draw(int_programs(), plan.count("int"), seed))
     scenarios = {k: iter(draw_scenarios(k, plan.count(k), seed, _draw)) for k in STRATEGIES}
     cases = []

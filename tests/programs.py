@@ -190,6 +190,79 @@ OPS += _ISSUE_39_OPS
 TEMPLATES += _ISSUE_39_TEMPLATES
 
 
+# np.linalg's library calls, appended (the earlier indices stay). Each first makes its operand
+# s bounded, finite and at least float32 (np.linalg takes no float16; a NaN a chain made would
+# make Numba's LAPACK refuse what NumPy answers with NaN), then works on g = s s^T + p I,
+# symmetric positive definite with a condition number of at most 1 + n, or on s itself where
+# the result does not depend on its conditioning; whatever depends on a sign LAPACK chooses
+# (eigenvectors, singular vectors, Q) is multiplied back together.
+_SANE = "np.where(np.isfinite({x}), np.tanh({x}), 0.5).astype(np.result_type({x}.dtype, np.float32))"
+_GRAM = "s @ s.T + s.shape[0] * np.eye(s.shape[0], dtype=s.dtype)"
+
+
+def _sane(x):
+    return np.where(np.isfinite(x), np.tanh(x), 0.5).astype(np.result_type(x.dtype, np.float32))
+
+
+def _gram(s):
+    return s @ s.T + s.shape[0] * np.eye(s.shape[0], dtype=s.dtype)
+
+
+def _on_gram(body: str) -> str:
+    """A template: `body` of s and g, s the sane operand and g its Gram matrix plus p I."""
+    return f"(lambda s: (lambda g: {body})({_GRAM}))({_SANE})"
+
+
+def _eigh_rebuilt(g):
+    w, v = np.linalg.eigh(g)
+    return (v * w) @ v.T
+
+
+def _svd_rebuilt(s):
+    u, sv, vt = np.linalg.svd(s, full_matrices=False)
+    return (u * sv) @ vt
+
+
+def _qr_rebuilt(s):
+    q, r = np.linalg.qr(s)
+    return q @ r
+
+
+LINALG = [
+    ("solve-spd", lambda x: (lambda s: np.linalg.solve(_gram(s), s))(_sane(x)),
+     _on_gram("np.linalg.solve(g, s)")),
+    ("inv-spd", lambda x: (lambda s: np.linalg.inv(_gram(s)) @ s)(_sane(x)),
+     _on_gram("np.linalg.inv(g) @ s")),
+    ("cholesky-spd", lambda x: (lambda s: np.linalg.cholesky(_gram(s)) @ s)(_sane(x)),
+     _on_gram("np.linalg.cholesky(g) @ s")),
+    ("eigh-rebuilt", lambda x: (lambda s: _eigh_rebuilt(_gram(s)) @ s
+                                + np.linalg.eigvalsh(_gram(s)).max())(_sane(x)),
+     _on_gram("(lambda w, v: (v * w) @ v.T)(*np.linalg.eigh(g)) @ s "
+              "+ np.linalg.eigvalsh(g).max()")),
+    ("svd-rebuilt", lambda x: (lambda s: _svd_rebuilt(s) * np.linalg.norm(s, 2))(_sane(x)),
+     f"(lambda s: (lambda u, sv, vt: (u * sv) @ vt)(*np.linalg.svd(s, full_matrices=False)) "
+     f"* np.linalg.norm(s, 2))({_SANE})"),
+    ("qr-rebuilt", lambda x: (lambda s: _qr_rebuilt(s) + np.linalg.norm(s, "nuc"))(_sane(x)),
+     f"(lambda s: (lambda q, r: q @ r)(*np.linalg.qr(s)) + np.linalg.norm(s, 'nuc'))"
+     f"({_SANE})"),
+    ("logdet-spd", lambda x: (lambda s: s * np.linalg.slogdet(_gram(s))[1]
+                              / (1 + np.log(np.linalg.det(_gram(s)))))(_sane(x)),
+     _on_gram("s * np.linalg.slogdet(g)[1] / (1 + np.log(np.linalg.det(g)))")),
+    ("lstsq-spd", lambda x: (lambda s: np.linalg.lstsq(_gram(s), s)[0])(_sane(x)),
+     _on_gram("np.linalg.lstsq(g, s)[0]")),
+    ("pinv-spd", lambda x: (lambda s: np.linalg.pinv(_gram(s)) @ s
+                            - s * np.linalg.norm(s, -2))(_sane(x)),
+     _on_gram("np.linalg.pinv(g) @ s - s * np.linalg.norm(s, -2)")),
+]
+# Every op but these: each library call compiles a kernel and loads its routine, which would
+# lengthen `make test`'s hundred random programs (they draw from the ops before them, the
+# same programs as before); the deep sweeps and the fuzzer draw from all.
+BEFORE_LINALG = frozenset(name for _, name, _ in OPS)
+_LINALG_OPS, _LINALG_TEMPLATES = _table(u=LINALG)
+OPS += _LINALG_OPS
+TEMPLATES += _LINALG_TEMPLATES
+
+
 # float16 now and then: NumPy computes it in float32 and rounds each function's result.
 FLOAT_DTYPES = [np.float32, np.float64, np.float32, np.float64, np.float16]
 

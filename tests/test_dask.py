@@ -17,7 +17,7 @@ from xla_explorer.api import compare, computed_precision
 from xla_explorer.errors import CompileError
 from xla_explorer.passes.partition import PartitionDecision
 
-from .programs import build, describe, programs
+from .programs import BEFORE_LINALG, build, describe, programs
 
 da = pytest.importorskip("dask.array")
 dask = pytest.importorskip("dask")
@@ -327,7 +327,7 @@ def test_a_worker_killed_mid_run_loses_no_result(client):
 @pytest.mark.deep
 @settings(max_examples=25, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-@given(programs())
+@given(programs(ops=BEFORE_LINALG))  # np.linalg: refused by the dask backend, by name
 def test_random_programs_split_in_three_match_numpy(case):
     inputs, steps, n_out = case
     m = max((x.shape[0] for x in inputs if np.ndim(x) == 2), default=1)

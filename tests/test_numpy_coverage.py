@@ -237,7 +237,7 @@ def test_every_refusal_with_a_reason_is_listed_in_the_docs():
 
 
 @pytest.mark.parametrize("name, program", [
-    ("linalg.inv", lambda x: np.linalg.inv(x[:, :5][:5])),
+    ("linalg.matrix_rank", lambda x: np.linalg.matrix_rank(x[:, :5][:5])),
     ("bincount", lambda x: np.bincount(np.abs(x).astype(np.int64).ravel())),
     ("lexsort", lambda x: np.lexsort((x[0], x[1]))),
     ("fft.fft", lambda x: np.fft.fft(x).real),

@@ -12,8 +12,8 @@ from hypothesis import HealthCheck, given, settings
 import xla_explorer as xe
 from xla_explorer.api.checking import computed_precision, judge
 
-from .programs import (BINARY, INT_BINARY, INT_OPS, INT_UNARY, OPS, REDUCE,  # noqa: F401
-                       UNARY, build, describe, int_programs, programs)
+from .programs import (BEFORE_LINALG, BINARY, INT_BINARY, INT_OPS, INT_UNARY,  # noqa: F401
+                       OPS, REDUCE, UNARY, build, describe, int_programs, programs)
 
 # A hundred random programs of each kind in `make test`, hundreds in `make test-deep` (and
 # `make fuzz` runs more).
@@ -22,7 +22,7 @@ _HEALTH = [HealthCheck.too_slow, HealthCheck.data_too_large]
 
 
 @settings(max_examples=100, suppress_health_check=_HEALTH)
-@given(programs())
+@given(programs(ops=BEFORE_LINALG))
 def test_random_program_matches_numpy(case):
     check_random_program(case)
 

@@ -1,7 +1,7 @@
 """xla-explorer: see how an XLA-style compiler turns NumPy into HLO, step by step."""
 from .api import CheckResult, Exploration, ExportedModule, Kernel, explore, explore_hlo, export, jit
-from .errors import (CompileError, HloParseError, MismatchError, TraceError, UnsupportedOpError,
-                     VerifyError, XlaExplorerError)
+from .errors import (CompileError, HloParseError, LinAlgError, MismatchError, TraceError,
+                     UnsupportedOpError, VerifyError, XlaExplorerError)
 from .ir.module import Module
 from .ir.parser import parse_hlo
 from .ir.verify import verify
@@ -12,7 +12,7 @@ __all__ = [
     "explore", "explore_hlo", "export", "ExportedModule", "jit", "fori_loop", "Exploration", "CheckResult", "Kernel",
     "parse_hlo", "verify", "Module", "replay",
     "XlaExplorerError", "CompileError", "UnsupportedOpError", "TraceError", "HloParseError",
-    "VerifyError", "MismatchError",
+    "VerifyError", "MismatchError", "LinAlgError",
 ]
 __version__ = "0.1.0"
 

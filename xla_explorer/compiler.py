@@ -154,6 +154,7 @@ def compile_cluster(module: Module, backend: Backend) -> Executable:
         CLUSTER_CACHE["hits" if executable is not None else "misses"] += 1
     if executable is None:
         verify(module)
+        check_compilable(module, backend)  # a library call on a target without LAPACK
         executable = backend.compile(module, backend.assign_buffers(module))
         with _LOCK:
             executable = _CLUSTERS.setdefault(key, executable)

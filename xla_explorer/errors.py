@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import linecache
 
+import numpy as np
+
 
 class XlaExplorerError(Exception):
     """The base of every error the package raises, so `except xe.XlaExplorerError` catches
@@ -92,8 +94,9 @@ def as_python_class(cls: type[BaseException], base: type = None) -> type:
 
 _BOTH: dict[tuple[type, type], type] = {}
 # The modules whose exception classes a caller may catch by name: Python's built-ins and
-# NumPy's public exceptions (its private ones, such as _UFuncNoLoopError, give their base).
-_PYTHONS_AND_NUMPYS = ("builtins", "numpy.exceptions")
+# NumPy's public exceptions (its private ones, such as _UFuncNoLoopError, give their base),
+# np.linalg.LinAlgError among them.
+_PYTHONS_AND_NUMPYS = ("builtins", "numpy.exceptions", "numpy.linalg")
 
 
 class HloParseError(XlaExplorerError, ValueError):
@@ -118,6 +121,17 @@ class IndexOutOfRangeError(_Located, XlaExplorerError, IndexError):
     (compiled code clamps a gather's start and skips a scatter's update, as XLA does)."""
 
     def __init__(self, message: str, *, op: str | None = None, source_file: str | None = None,
+                 source_line: int | None = None, hint: str | None = None):
+        super().__init__(self._locate(message, op, source_file, source_line, hint))
+
+
+class LinAlgError(_Located, XlaExplorerError, np.linalg.LinAlgError):
+    """NumPy's LinAlgError at the user's line: a library call (np.linalg.solve of a singular
+    matrix, np.linalg.cholesky of one that is not positive definite) failed where NumPy's own
+    function raises, in a compiled program or in the interpreter. Its arguments may all be
+    positional: a compiled kernel raises it with constants alone."""
+
+    def __init__(self, message: str, op: str | None = None, source_file: str | None = None,
                  source_line: int | None = None, hint: str | None = None):
         super().__init__(self._locate(message, op, source_file, source_line, hint))
 

@@ -21,6 +21,7 @@ import numpy as np
 from .api.checking import CheckResult, OutputCheck, computed_precision, judge, tolerance
 from .backends import Backend, PassOptions, get_backend
 from .errors import DumpError, XlaExplorerError
+from .ir.library import runs_eagerly
 from .ir.module import Module
 from .passes.base import Pass, Pipeline
 from .runtime.reference import ShapeChanged, run_module
@@ -221,7 +222,7 @@ def needs_autocluster(snap: Snapshot, target: Backend) -> bool:
 
 
 def has_eager_ops(module: Module) -> bool:
-    return any(i.opcode == "custom-call" for i in module.entry.instructions)
+    return any(runs_eagerly(i) for i in module.entry.instructions)
 
 
 def bisect_passes(module: Module, passes: Sequence[Pass], args, want, precision) -> Bisection:

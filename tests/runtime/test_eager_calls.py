@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def eager_between(x):
     y = np.tanh(x) * 2 + 1
     u, c = np.unique(np.round(y), return_counts=True)  # value-dependent, with a keyword
-    m = np.linalg.norm(np.outer(y, y), "nuc")           # a form the op table lacks
+    m = np.linalg.cond(np.outer(y, y) + np.eye(y.size))  # a function the op table lacks
     r = np.add.reduceat(y, [0, 5])                      # a ufunc's method
     w = np.polyfit(y, y * 4, deg=np.int64(1))           # a NumPy scalar keyword
     return (u * c).sum() + m + w.sum() + r.sum(), u

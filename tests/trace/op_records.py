@@ -16,6 +16,9 @@ from typing import Any, Callable
 
 import numpy as np
 
+from .linalg_records import (GENERAL, IDENTITY, NEAR_SINGULAR, SPD, SPD_LOWER_JUNK,
+                             SPD_UPPER_JUNK, WELL, eigh_defined, qr_defined, svd_defined)
+
 BOOL, I32, I64, F32, F64 = (np.dtype(t) for t in (np.bool_, np.int32, np.int64, np.float32,
                                                    np.float64))
 I8, I16, U8, U16, U32, U64 = (np.dtype(t) for t in (np.int8, np.int16, np.uint8, np.uint16,
@@ -1703,6 +1706,79 @@ ISSUE_39_GROUP_3 = [
 ]
 
 
+# -- np.linalg's library calls (the generators and what is compared: linalg_records.py) ----
+
+_LAPACK_TYPES = (F32, F64, I64)  # integers are float64 in np.linalg, as NumPy computes them
+
+
+def _rec(name, fn, arity, cases, domains, dtypes=_LAPACK_TYPES, tol=1.0):
+    return OpRecord(name, fn, arity, domains, dtypes, cases=cases, group="library", tol=tol)
+
+
+_SQUARE = (((4, 4),), ((2, 3, 3),), ((1, 1),), ((2, 1, 5, 5),))
+
+LINALG = [
+    _rec("np.linalg.solve", np.linalg.solve, 2, (
+        (((4, 4), (4,)), {}), (((2, 3, 3), (2, 3, 2)), {}), (((4, 4), (4, 3)), {}),
+        (((2, 3, 3), (3,)), {}), (((1, 1), (1,)), {}), (((3, 3), (2, 3, 1)), {})),
+        (WELL, ANY)),
+    _rec("np.linalg.solve near-singular", np.linalg.solve, 2, (
+        (((4, 4), (4,)), {}), (((2, 3, 3), (2, 3, 2)), {})), (NEAR_SINGULAR, ANY),
+        dtypes=(F32, F64), tol=100),
+    _rec("np.linalg.inv", np.linalg.inv, 1, tuple((s, {}) for s in _SQUARE), (WELL,)),
+    _rec("np.linalg.inv identity", np.linalg.inv, 1, (
+        (((3, 3),), {}), (((2, 1, 1),), {})), (IDENTITY,)),
+    _rec("np.linalg.cholesky", np.linalg.cholesky, 1, tuple((s, {}) for s in _SQUARE),
+         (SPD_UPPER_JUNK,), tol=10),
+    _rec("np.linalg.cholesky upper", np.linalg.cholesky, 1, (
+        (((4, 4),), {"upper": True}), (((2, 3, 3),), {"upper": True})), (SPD_LOWER_JUNK,),
+        tol=10),
+    _rec("np.linalg.qr", qr_defined, 1, (
+        (((5, 3),), {}), (((3, 5),), {}), (((2, 4, 4),), {}), (((1, 1),), {}),
+        (((4, 3),), {"mode": "r"})), (GENERAL,), tol=10),
+    _rec("np.linalg.eigh", eigh_defined, 1, tuple((s, {}) for s in _SQUARE),
+         (SPD_UPPER_JUNK,), tol=10),
+    _rec("np.linalg.eigh upper", eigh_defined, 1, (
+        (((4, 4),), {"UPLO": "U"}), (((2, 3, 3),), {"UPLO": "U"})), (SPD_LOWER_JUNK,),
+        tol=10),
+    _rec("np.linalg.eigh identity", eigh_defined, 1, (
+        (((3, 3),), {"vectors": False}), (((2, 2, 2),), {"vectors": False})), (IDENTITY,)),
+    _rec("np.linalg.eigvalsh", np.linalg.eigvalsh, 1, tuple((s, {}) for s in _SQUARE) + (
+        (((4, 4),), {"UPLO": "u"}),), (SPD,), tol=10),
+    _rec("np.linalg.svd", svd_defined, 1, (
+        (((5, 3),), {}), (((3, 5),), {"full_matrices": False}), (((2, 4, 4),), {}),
+        (((1, 1),), {}), (((2, 3, 2),), {"full_matrices": False})), (GENERAL,), tol=10),
+    _rec("np.linalg.svd values", np.linalg.svd, 1, (
+        (((5, 3),), {"compute_uv": False}), (((2, 3, 4),), {"compute_uv": False})),
+        (GENERAL,), tol=10),
+    _rec("np.linalg.svdvals", np.linalg.svdvals, 1, (
+        (((5, 3),), {}), (((2, 3, 4),), {})), (GENERAL,), tol=10),
+    _rec("np.linalg.det", np.linalg.det, 1, tuple((s, {}) for s in _SQUARE), (WELL,), tol=10),
+    _rec("np.linalg.det singular", np.linalg.det, 1, (
+        (((3, 3),), {}),), (lambda rng, shape, dtype: np.ones(shape, dtype),)),
+    _rec("np.linalg.slogdet", np.linalg.slogdet, 1, tuple((s, {}) for s in _SQUARE),
+         (GENERAL,), tol=10),
+    _rec("np.linalg.lstsq", np.linalg.lstsq, 2, (
+        (((6, 3), (6,)), {}), (((6, 3), (6, 2)), {}), (((3, 5), (3,)), {}),
+        (((4, 4), (4, 1)), {"rcond": 1e-6}), (((1, 1), (1,)), {})), (GENERAL, ANY), tol=10),
+    _rec("np.linalg.pinv", np.linalg.pinv, 1, (
+        (((4, 3),), {}), (((2, 3, 5),), {}), (((1, 1),), {}), (((3, 3),), {"rcond": 1e-3}),
+        (((4, 3),), {"rtol": None})), (GENERAL,), dtypes=(F32, F64), tol=20),
+    _rec("np.linalg.norm 2 -2 nuc", np.linalg.norm, 1, (
+        (((4, 3),), {"ord": 2}), (((4, 3),), {"ord": -2}), (((4, 3),), {"ord": "nuc"}),
+        (((2, 3, 4),), {"ord": 2, "axis": (2, 0)}),
+        (((2, 3, 4),), {"ord": "nuc", "axis": (1, 2), "keepdims": True})), (GENERAL,),
+        tol=10),
+]
+
+# `make test` runs each record's first case on the interpreter; every other case, type and
+# compile is `make test-deep`'s (a program with a library call compiles in a second or two;
+# tests/test_linalg.py compiles one in `make test`, and every case under test-deep).
+for _r in LINALG:
+    _r.meta["normal_cases"] = 1
+    _r.meta["compiled_deep"] = True
+
+
 # Issue 39's records keep `make test` short (its added time under half a minute on one core):
 # there, each runs its first two cases on the interpreter, and only these few compile on the
 # cpu and the cuda simulator (a while loop, a sort, a gather by count, a product); every other
@@ -1717,6 +1793,6 @@ RECORDS: list[OpRecord] = (ELEMENTWISE + SELECTION + REDUCTIONS + PRODUCTS + DAT
                            + CREATION + NOT_COMPILABLE + OPERATORS + INPLACE + SETITEM + METHODS
                            + COMPOSED_SHAPES + COMPOSED_ELEMENTWISE + COMPOSED_FUNCTIONS
                            + COMPOSED_STATS + GATHER_SCATTER + COMPOSED_MORE + SCANS
-                           + SORTS + ISSUE_39 + ISSUE_39_GROUP_3)
+                           + SORTS + ISSUE_39 + ISSUE_39_GROUP_3 + LINALG)
 BY_NAME = {r.name: r for r in RECORDS}
 assert len(BY_NAME) == len(RECORDS), "record names must be unique"

@@ -341,7 +341,7 @@ BROKEN = {
     "a stage without hlo": lambda q: q["stages"][0].pop("hlo"),
     "changed as a string": lambda q: q["stages"][1].update(changed="yes"),
     "changed_nodes repeated": lambda q: q["stages"][1].update(changed_nodes=["a", "a"]),
-    "a fusion of an unknown kind": lambda q: q["fusions"][0].update(kind="kCustom"),
+    "a fusion of an unknown kind": lambda q: q["fusions"][0].update(kind="kScatter"),
     "a decision without reason": lambda q: q["decisions"][0].pop("reason"),
     "negative peak": lambda q: q["buffers"].update(peak_bytes=-1),
     "a live range of three": lambda q: q["buffers"]["allocations"].append(

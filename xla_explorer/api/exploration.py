@@ -11,6 +11,7 @@ import numpy as np
 from .. import compiler
 from ..backends import get_backend
 from ..errors import as_python_class
+from ..ir.library import runs_eagerly
 from ..ir.module import Module
 from ..passes.base import Stage
 from ..passes.buffer_assignment import BufferAssignment
@@ -343,7 +344,7 @@ class Exploration:
 
     def _eager_shapes_agree(self, observed: dict[str, tuple]) -> bool:
         shapes = {i.name: declared_shape(i) for i in self.module.entry.instructions
-                  if i.opcode == "custom-call"}
+                  if runs_eagerly(i)}
         return all(shapes.get(name) == shape for name, shape in observed.items())
 
     def _guards_hold(self, args) -> bool:

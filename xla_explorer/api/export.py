@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import CompileError, not_compilable
+from ..ir.library import library_call, runs_eagerly
 from ..passes.buffer_assignment import OUTPUT
 from ..trace.tracer import argument_names
 
@@ -112,7 +113,19 @@ def _refuse(ex, name: str) -> None:
             "which compiles for the CPU alone", op="export",
             hint="explore (or %%xla) it with backend='cpu', then export")
     for inst in ex.module.entry.instructions:
-        if inst.opcode == "custom-call":  # auto-clustered: NumPy runs it, between clusters
+        call = library_call(inst)
+        if call is not None:
+            # Built, it imports; run, it needs SciPy (a fatal error without it: Numba's
+            # bindings find LAPACK's routines in scipy.linalg.cython_lapack when first called).
+            raise CompileError(
+                f"cannot export {call.function} ({inst.name}): its compiled call reaches "
+                "LAPACK through Numba's bindings, which load SciPy's LAPACK when the module "
+                "runs, and an exported module needs only NumPy", op=call.function,
+                source_file=inst.metadata.source_file or None,
+                source_line=inst.metadata.source_line or None,
+                hint="export the part before or after it, or call xe.jit (which runs it) "
+                     "where SciPy is installed")
+        if runs_eagerly(inst):  # auto-clustered: NumPy runs it, between clusters
             error = not_compilable(inst.attr("custom_call_target"), inst.metadata.source_file,
                                    inst.metadata.source_line, inst.metadata.op_name)
             raise CompileError(f"cannot export: {error}", op="export",

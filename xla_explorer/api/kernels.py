@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
+from ..ir.library import runs_eagerly
 from ..ir.module import Module
 from ..passes.dataflow import is_kernel
 from ..passes.kinds import Decision, is_row_fusion, kernel_kind
@@ -40,8 +41,8 @@ def kernels_of(module: Module, decisions: Sequence[Decision] = ()) -> list[Kerne
             about.setdefault(name, []).append(n)
     out = []
     for inst in module.entry.instructions:
-        if not is_kernel(inst) or inst.opcode == "custom-call":
-            continue  # custom-calls run eagerly, between kernels
+        if not is_kernel(inst) or runs_eagerly(inst):
+            continue  # eager ops run in NumPy, between kernels (a library call is a kernel)
         if inst.opcode == "fusion":
             comp = module.computation(inst.attr("calls"))
             body = [i for i in comp.instructions if i.opcode not in ("parameter", "tuple")]

@@ -23,6 +23,7 @@ import numpy as np
 
 from ..errors import (CompileError, HloParseError, UnsupportedOpError, XlaExplorerError,
                       as_python_class)
+from ..ir.library import library_call
 from ..ir.module import Instruction, Module
 from ..runtime.bench import SPREAD_WARNING, Timing, interleaved
 from ..runtime.jax_env import INSTALL
@@ -162,9 +163,21 @@ class XlaComparison:
 
 
 def refuse_eager_ops(module: Module) -> None:
-    """XLA cannot compile our eager ops (custom-calls to NumPy functions between clusters)."""
+    """XLA cannot compile our eager ops (custom-calls to NumPy functions between clusters),
+    nor our library calls, whose targets name NumPy's functions, not its own."""
     for comp in module.all_computations:
         for inst in comp.instructions:
+            call = library_call(inst)
+            if call is not None:
+                raise UnsupportedOpError(
+                    f"{module.name}: {inst.name} calls {call.function} as the library call "
+                    f"{call.target}, a target XLA does not have: its own are LAPACK's, "
+                    "written by jax's lowering (lapack_dgesv_ffi and the like) with HLO "
+                    "around them", op=call.function,
+                    source_file=inst.metadata.source_file or None,
+                    source_line=inst.metadata.source_line or None,
+                    hint=f"compare the part before or after it, or time jax.jit of "
+                         f"jnp.{call.function.removeprefix('np.')} yourself")
             if inst.opcode == "custom-call":
                 target = str(inst.attr("custom_call_target", inst.name))
                 raise UnsupportedOpError(

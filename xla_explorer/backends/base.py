@@ -13,7 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
-from ..errors import CompileError, not_compilable
+from ..errors import CompileError, UnsupportedOpError, not_compilable
+from ..ir.library import library_call, runs_eagerly
 from ..ir.module import Instruction, Module
 from ..passes.base import Pass
 from ..passes.buffer_assignment import BufferAssignment, assign_buffers
@@ -93,11 +94,26 @@ class Backend:
 
     def unsupported(self, inst: Instruction) -> CompileError | None:
         """The error must-compile raises for `inst`, or None when the backend compiles it.
-        A custom-call is NumPy run eagerly (np.unique: its shape depends on values)."""
-        if inst.opcode == "custom-call":
+        A custom-call is NumPy run eagerly (np.unique: its shape depends on values), but a
+        library call (np.linalg.solve), which compiles."""
+        if runs_eagerly(inst):
             return not_compilable(inst.attr("custom_call_target"), inst.metadata.source_file,
                                   inst.metadata.source_line, inst.metadata.op_name)
         return None
+
+    def refuse_library_call(self, inst: Instruction, why: str) -> CompileError | None:
+        """For a target that does not run library calls: `inst`'s refusal (naming the NumPy
+        function, its line and `why`) if it is one, else None."""
+        call = library_call(inst)
+        if call is None:
+            return None
+        md = inst.metadata
+        return UnsupportedOpError(
+            f"the {self.name} backend does not compile {call.function}, a library call: {why}",
+            op=call.function, source_file=md.source_file or None,
+            source_line=md.source_line or None,
+            hint="Run it with backend='cpu' (or 'interpreter'), or compute it outside the "
+                 "function and pass its result in.")
 
     def compile(self, module: Module, assignment: BufferAssignment | None) -> Executable:
         raise NotImplementedError

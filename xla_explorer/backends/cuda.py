@@ -3,8 +3,9 @@ per kernel shape) from the same fusions, elemental core and buffer assignment as
 backend, run over one device arena (`runtime/cuda.py`). It needs a GPU, or Numba's simulator
 (NUMBA_ENABLE_CUDASIM=1).
 
-It compiles what the CPU backend compiles and inherits `unsupported` (custom-calls are NumPy
-run eagerly). What its code generator cannot lay out on the GPU yet (a scatter, sort or scan
+It compiles what the CPU backend compiles but while loops and library calls (np.linalg.solve &
+co., which XLA hands to cuSOLVER), and inherits the rest of `unsupported` (custom-calls are
+NumPy run eagerly). What its code generator cannot lay out on the GPU yet (a scatter, sort or scan
 fused with a reduction, a reduction read at other elements in the same kernel) is a
 CompileError naming the op, raised when the program is compiled."""
 from __future__ import annotations
@@ -30,7 +31,9 @@ class CudaBackend(Backend):
                 source_line=md.source_line or None,
                 hint="Run it with backend='cpu', or write the loop as a Python loop (it "
                      "unrolls while tracing).")
-        return super().unsupported(inst)
+        return self.refuse_library_call(inst, "XLA's GPU backend hands it to cuSOLVER, "
+                                               "which the explorer's CUDA kernels do not call"
+                                        ) or super().unsupported(inst)
 
     def compile(self, module: Module, assignment: BufferAssignment | None) -> Executable:
         # Imported here: numba.cuda is imported only when a program is compiled for it.

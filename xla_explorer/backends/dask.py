@@ -47,7 +47,9 @@ class DaskBackend(Backend):
                 source_line=md.source_line or None,
                 hint="Write the loop as a Python loop (it unrolls while tracing), or run it "
                      "with backend='cpu'.")
-        return super().unsupported(inst)
+        return self.refuse_library_call(inst, "LAPACK needs the whole matrix, and the "
+                                               "dask backend runs each kernel on a chunk of "
+                                               "its operands") or super().unsupported(inst)
 
     def configured(self, **options) -> Backend:
         unknown = set(options) - {"chunks"}
@@ -68,7 +70,7 @@ class DaskBackend(Backend):
                   da.from_array(a, chunks=self._numpy_chunks(a)) if isinstance(a, np.ndarray)
                   else None for a in args]
         split = split_of(arrays)
-        stand_ins = [np.ones(a.shape, a.dtype) if a is not None else x
+        stand_ins = [_stand_in(a.shape, a.dtype) if a is not None else x
                      for a, x in zip(arrays, args)]
         return DaskBackend(self.chunks, split), stand_ins
 
@@ -97,6 +99,16 @@ class DaskBackend(Backend):
 
         chunks, splits, _ = self.split or (None, (), ())
         return DaskExecutable(module, partition(module, chunks, splits))
+
+
+def _stand_in(shape, dtype) -> np.ndarray:
+    """What the trace runs on in place of a dask array: ones, plus the identity on the last
+    two axes of a matrix (1 + I is neither singular nor indefinite), so that NumPy's eager
+    run of np.linalg.solve & co. answers and the backend can refuse them by name."""
+    x = np.ones(shape, dtype)
+    if len(shape) >= 2 and np.dtype(dtype).kind in "iuf":
+        x += np.eye(*shape[-2:], dtype=dtype)
+    return x
 
 
 class _WithNotes(Pass):

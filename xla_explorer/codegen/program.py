@@ -21,6 +21,7 @@ from typing import Callable
 import numpy as np
 
 from ..errors import CompileError, not_compilable
+from ..ir.library import is_library_call
 from ..ir.module import Computation, Instruction, Module
 from ..ir.printer import format_instruction
 from ..passes.buffer_assignment import CONSTANT, EAGER, OUTPUT, PARAMETER, buffer_name
@@ -207,6 +208,8 @@ def plan_program(module: Module, assignment, emit: Emit | None = None,
         if emit is not None:
             comp, kind, row = kernel_computation(module, inst)
             key = (structure(module, comp), kind, row)
+            if is_library_call(inst):  # its errors name the user's line: one kernel per line
+                key += (inst.metadata.source_file, inst.metadata.source_line)
             if key in made:
                 same_as = made[key][0]
                 code, shape = _same_kernel(fname, inst, *made[key])

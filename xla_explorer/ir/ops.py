@@ -22,6 +22,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from ..errors import IndexOutOfRangeError
+from .library import is_library_call
 from .shape import TupleShape, kind
 
 
@@ -35,6 +36,9 @@ class Group(enum.Enum):
     STRUCTURAL = "structural"  # tuple, get-tuple-element: no computation of their own
     CALL = "call"  # call, fusion: run another computation of the module
     NOT_COMPILABLE = "not-compilable"  # value-dependent shapes; run eagerly
+    # A custom-call to a library routine (ir/library.py): compiled, a kernel of its own, as
+    # XLA runs LAPACK's. No opcode has this group: `instruction_group` gives it to those calls.
+    LIBRARY = "library"
 
 
 class Cost(enum.Enum):
@@ -99,6 +103,16 @@ def group_of(opcode: str) -> Group:
 
 def in_group(opcode: str, *groups: Group) -> bool:
     return opcode in OPS and OPS[opcode].group in groups
+
+
+def instruction_group(inst) -> Group | None:
+    """The group of one instruction: its opcode's, but LIBRARY for a custom-call to a library
+    routine, which compiles where other custom-calls run eagerly; None for an opcode the
+    table lacks (from JAX's text)."""
+    if is_library_call(inst):
+        return Group.LIBRARY
+    row = OPS.get(inst.opcode)
+    return row.group if row else None
 
 
 def is_expensive(instr) -> bool:
@@ -829,10 +843,13 @@ _op("while", Group.CALL, 1, ANY, "declared",
 
 # Not compilable: NumPy functions whose output shape depends on input values. They are
 # custom-calls carrying the concrete shape seen at trace time; the interpreter runs NumPy.
+# A custom-call to a library routine (ir/library.py) is the exception: it compiles, as a
+# kernel of its own (its group is LIBRARY: `instruction_group`).
 
 _op("custom-call", Group.NOT_COMPILABLE, None, ANY, "declared",
-    lambda i, a, c: c.custom_call(i, a), Cost.EXPENSIVE,
-    doc="custom_call_target names the NumPy function run eagerly")
+    lambda i, a, c: c.library_call(i, a) if is_library_call(i) else c.custom_call(i, a),
+    Cost.EXPENSIVE,
+    doc="custom_call_target names the NumPy function run eagerly, or a library routine")
 
 
 # The custom-calls the tracer makes for value-dependent shapes (and numpy.sort, read in HLO

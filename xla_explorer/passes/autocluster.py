@@ -20,6 +20,7 @@ import re
 from dataclasses import dataclass
 
 from ..ir.module import Computation, Instruction, Module
+from ..ir.library import runs_eagerly
 from ..ir.ops import CUSTOM_CALLS, OPS
 from ..ir.ops import Group as OpGroup
 from ..ir.ops import in_group
@@ -129,7 +130,9 @@ def _is_structural(inst: Instruction) -> bool:
 
 
 def _compilable(inst: Instruction) -> bool:
-    return inst.opcode in OPS and not in_group(inst.opcode, OpGroup.NOT_COMPILABLE)
+    # A library call (np.linalg.solve) is a custom-call that compiles: it stays in a cluster.
+    return inst.opcode in OPS and (not in_group(inst.opcode, OpGroup.NOT_COMPILABLE)
+                                   or not runs_eagerly(inst))
 
 
 def _op_name(inst: Instruction) -> str:

@@ -40,7 +40,7 @@ from typing import Callable
 import numpy as np
 
 from ..ir.module import Computation, Instruction, Module
-from ..ir.ops import Group, in_group
+from ..ir.library import runs_eagerly
 from ..ir.shape import Shape
 from .base import Note, Pass, PassResult
 from .dataflow import Dataflow, ShapeIndex, dataflow, is_kernel, subshape
@@ -292,7 +292,7 @@ def logical_buffers(comp: Computation, flow: Dataflow | None = None) -> tuple[Lo
                 category = CONSTANT
             elif key in live_out:
                 category = OUTPUT
-            elif in_group(inst.opcode, Group.NOT_COMPILABLE):
+            elif runs_eagerly(inst):  # NumPy makes it; a library call's is the arena's
                 category = EAGER
             else:
                 category = TEMPORARY

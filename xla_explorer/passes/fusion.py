@@ -17,6 +17,7 @@ from __future__ import annotations
 import heapq
 import itertools
 
+from ..ir.library import library_call
 from ..ir.module import Instruction, Module
 from ..ir.ops import Group as OpGroup
 from ..ir.ops import elementwise_like, in_group, is_expensive
@@ -81,7 +82,7 @@ class Fusion(Pass):
         owner: dict[int, FusionGroup] = {}  # instruction moved into a group -> that group
 
         for inst in reversed(module.entry.instructions):
-            if inst.opcode in _OWN_LOOP:  # say why nothing joins a scatter's or sort's kernel
+            if _own_kernel(inst):  # why nothing joins a scatter's, sort's or library call's
                 decisions += _own_loop_refusals(inst)
             if id(inst) in owner or not is_fusible(inst) or inst.opcode == "constant":
                 continue
@@ -174,6 +175,11 @@ class Fusion(Pass):
         """None if producer may join consumer's kernel, else why not, as a sentence that
         `_grow` prefixes with "not fused PRODUCER into CONSUMER: " (XLA's FusionDecision)."""
         p, c = producer.name, consumer.name
+        call = library_call(producer)
+        if call is not None:
+            return (f"{p} ({call.function}) is a library call (LAPACK {call.routines}"
+                    f"), as XLA runs it: a kernel of its own, and {c} reads its result from "
+                    "memory")
         if producer.opcode == "custom-call":
             target = producer.attr("custom_call_target", "")
             return f"{p} ({target}) is not compilable: it runs in NumPy, between kernels"
@@ -350,14 +356,24 @@ _OWN_LOOP = {
 }
 
 
+def _own_kernel(inst: Instruction) -> str:
+    """What inst is, when it fuses no producer (a scatter, a sort, a library call); else ""."""
+    call = library_call(inst)
+    if call is not None:
+        return (f"a library call ({call.function}, LAPACK {call.routines}), as XLA "
+                "runs it: a kernel of its own, which reads its operands from memory")
+    return _OWN_LOOP.get(inst.opcode, "")
+
+
 def _own_loop_refusals(inst: Instruction) -> list[Decision]:
-    """One refusal per producer of a scatter or sort: a fused producer would be recomputed at
-    every visit of the loop, and the loop visits elements in an order the data decides."""
+    """One refusal per producer of a scatter, sort or library call: a fused producer would be
+    recomputed at every visit of the loop, and the loop visits elements in an order the data
+    decides; a library routine reads arrays from memory."""
     out = []
     for o in {id(o): o for o in inst.operands}.values():
         if o.opcode in ("parameter", "get-tuple-element", "tuple", "constant"):
             continue
-        message = f"not fused {o.name} into {inst.name}: {inst.name} is {_OWN_LOOP[inst.opcode]}"
+        message = f"not fused {o.name} into {inst.name}: {inst.name} is {_own_kernel(inst)}"
         out.append(Decision(message, "refused", (o.name, inst.name), o.name, inst.name, False))
     return out
 

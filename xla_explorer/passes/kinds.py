@@ -15,6 +15,7 @@ import json
 from dataclasses import dataclass
 from typing import Iterable
 
+from ..ir.library import is_library_call
 from ..ir.module import Instruction
 from ..ir.ops import Group, elementwise_like, in_group
 from .base import Note
@@ -72,6 +73,8 @@ def kernel_kind(inst: Instruction) -> str:
         return str(inst.attr("kind"))
     if inst.opcode == "while":
         return "while"  # a loop kernel calling its body's program (codegen/cpu/while_loop.py)
+    if is_library_call(inst):
+        return "kCustom"  # a library routine's kernel: XLA's kind for its library calls
     return kind_of([inst])
 
 

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..ir.library import runs_eagerly
 from ..ir.module import Computation, Instruction, Module, trip_count_config
 from ..ir.shape import Shape, TupleShape
 from ..ir.structure import MIN_STEPS, Steps, loop_steps, own_key
@@ -187,7 +188,7 @@ class _Loop:
         steps = [insts[s + k * n:s + (k + 1) * n] for k in range(c)]
         sources: dict[tuple[int, int], tuple] = {}
         for r, inst in enumerate(steps[1]):
-            if inst.opcode == "custom-call":
+            if runs_eagerly(inst):
                 return (f"a step calls {inst.attr('custom_call_target')} ({inst.name}), which "
                         "runs eagerly")
             for q, o in enumerate(inst.operands):

@@ -17,6 +17,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from ..ir.library import runs_eagerly
 from ..ir.module import Computation, Instruction, Module, called_by
 from ..ir.shape import TupleShape
 from ..passes.autocluster import EAGER, cluster_of
@@ -103,7 +104,7 @@ class ClusteredProgram(Executable):
                 except ShapeChanged as changed:  # the variant to run must agree on all so far
                     raise ShapeChanged(inst, {**observed, **changed.observed}) from None
                 env[id(inst)] = out
-                if inst.opcode == "custom-call":
+                if runs_eagerly(inst):
                     observed[inst.name] = shape_of(out)
         root = self.module.entry.root
         parts = root.operands if root.opcode == "tuple" else (root,)

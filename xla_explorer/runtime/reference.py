@@ -12,7 +12,8 @@ from typing import Sequence
 
 import numpy as np
 
-from ..errors import XlaExplorerError
+from ..errors import LinAlgError, XlaExplorerError
+from ..ir.library import library_call, run_library_call, shape_changed
 from ..ir.module import Computation, Instruction, Module
 from ..ir.ops import (ASCENDING_COMPARATORS, comparator_signature, op, out_of_range, scan_axis,
                       scatter_indices)
@@ -85,6 +86,21 @@ class _Frame:
         shape = shape_of(out)
         if shape != declared_shape(instr):
             raise ShapeChanged(instr, {instr.name: shape})
+        return out
+
+    def library_call(self, instr: Instruction, args):
+        """NumPy's own function for a library call (np.linalg.solve), its LinAlgError at the
+        user's line; a result whose shape depends on values (lstsq's residuals) must have
+        the shape traced, or it is the ValueError the compiled call raises too."""
+        call = library_call(instr)
+        try:
+            out = run_library_call(instr, args)
+        except np.linalg.LinAlgError as e:
+            md = instr.metadata
+            raise LinAlgError(f"{call.function}: {e}", call.function, md.source_file or None,
+                              md.source_line or None) from None
+        if call.value_shaped and shape_of(out) != declared_shape(instr):
+            raise ValueError(shape_changed(call.function, instr.metadata.source_line))
         return out
 
     def reduce(self, name, operands, inits, axes, shape):

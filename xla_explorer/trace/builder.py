@@ -11,6 +11,7 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
+from ..ir.library import library_call
 from ..ir.module import Computation, Instruction, Metadata, Module
 from ..ir.ops import SHAPE_KEEPING, infer_shape
 from ..ir.shape import Shape, TupleShape, hlo_type_name, scalar
@@ -38,10 +39,16 @@ def _uniform(array: np.ndarray) -> bool:
 
 def _value_shaped(inst: Instruction) -> bool:
     """A custom-call whose shape depends on its operands' values, or an element of one (a
-    tracer holds the element, never the tuple)."""
+    tracer holds the element, never the tuple): an eager op's, or a library call's that
+    says so (lstsq's residuals)."""
     if inst.opcode == "get-tuple-element" and inst.operands[0].opcode == "custom-call":
         inst = inst.operands[0]
-    return inst.opcode == "custom-call" and inst.attr("custom_call_target") not in SHAPE_KEEPING
+    if inst.opcode != "custom-call":
+        return False
+    call = library_call(inst)
+    if call is not None:
+        return call.value_shaped
+    return inst.attr("custom_call_target") not in SHAPE_KEEPING
 
 
 class Builder:

@@ -20,6 +20,7 @@ from typing import Callable
 import numpy as np
 
 from ..errors import as_python_class
+from ..ir.library import runs_eagerly
 from ..ir.module import Computation, Instruction, trip_count_config
 from ..ir.shape import Shape, TupleShape
 from ..tree import flatten, unflatten
@@ -112,7 +113,7 @@ def _trace_body(b, body: Callable, lower: int, upper: int, treedef, leaves, init
         step = b.emit("add", (i, one))
         instructions = b.instructions
         final = [_eager(value_of(leaf)) for leaf in out_leaves] if upper > lower else start
-        if any(n.opcode == "custom-call" for n in instructions):
+        if any(runs_eagerly(n) for n in instructions):
             raise _refused("fori_loop's body calls a NumPy function that runs eagerly (its "
                            "result's shape depends on values)", "Keep such calls outside the "
                            "loop.")

@@ -8,7 +8,9 @@ module follows it:
 - colours come from XLA's palette and are chosen by the op table's group (ir/ops.py), never by
   opcode lists: element-wise pale yellow, parameters orange, dot dark blue with white text,
   reduce purple, data movement green, non-compilable (custom-call) red and marked "runs eagerly",
-  tuple and get-tuple-element small and grey;
+  a library call (a custom-call that compiles: np.linalg.solve's LAPACK) dark green, as XLA's
+  dumper draws every custom-call, and marked with its routine; tuple and get-tuple-element
+  small and grey;
 - a constant of at most FOLD_MAX_ELEMENTS elements, or a broadcast of a scalar one, is not a
   node: each user's label carries it (`× 0.5`, or XLA's `operand 1 = 0.5`);
 - a fusion is a `subgraph cluster_<name>` labelled with its name and kind (kLoop, kInput,
@@ -43,7 +45,8 @@ import graphviz
 
 from ..errors import XlaExplorerError
 from ..ir.module import Computation, Instruction, Module, known_trip_count
-from ..ir.ops import OPS, Group, infix_symbol
+from ..ir.library import library_call
+from ..ir.ops import Group, infix_symbol, instruction_group
 from ..ir.printer import format_attr, format_literal
 from ..ir.structure import Steps, loop_steps
 from ..passes.kinds import is_row_fusion
@@ -84,6 +87,7 @@ PURPLE = Colors("#e1bee7", "#af8eb5")
 GREEN = Colors("#c8e6c9", "#97b498")
 RED = Colors("#ffcdd2", "#b71c1c")
 GRAY = Colors("#cfd8dc", "#9ea7aa")
+DARK_GREEN = Colors("#1b5e20", "#003300", "white")
 BROWN = Colors("#bcaaa4", "#8c7b75")
 WHITE = Colors("white", "#9e9e9e")
 
@@ -97,6 +101,7 @@ GROUP_COLORS = {
     Group.STRUCTURAL: GRAY,
     Group.CALL: GRAY,
     Group.NOT_COMPILABLE: RED,
+    Group.LIBRARY: DARK_GREEN,
 }
 
 # A collapsed fusion takes the colour of the heaviest work inside it: a fusion holding a dot is
@@ -114,8 +119,8 @@ EAGER_MARK = "runs eagerly"
 
 
 def group_of(inst: Instruction) -> Group | None:
-    row = OPS.get(inst.opcode)
-    return row.group if row else None  # an opcode from JAX text the table does not know
+    # None: an opcode from JAX text the table does not know
+    return instruction_group(inst)
 
 
 def colors_of(inst: Instruction) -> Colors:
@@ -476,6 +481,9 @@ class _Drawing:
         marked_eager = cluster_mark(inst) == "eager"
         if marked_eager or group_of(inst) is Group.NOT_COMPILABLE:
             lines.append(EAGER_MARK)
+        call = library_call(inst)
+        if call is not None:
+            lines.append(f"library call: LAPACK {call.routines}")
         if marked_eager:
             attrs.update(color=EAGER_BORDER, style="rounded,filled,dashed", penwidth="2")
         if group_of(inst) is Group.STRUCTURAL:

@@ -12,7 +12,9 @@ from ..options import CACHE_LINE, DEFAULT_OPTIONS, CodegenOptions
 from ..program import ProgramPlan, Threads, call_arguments, driver_arguments, driver_lines, \
     plan_program
 from ..writer import storage_type, tuple_text
+from ...ir.library import is_library_call
 from .kernel import emit_kernel
+from .library import emit_library_call
 from .while_loop import emit_while, refuse
 
 # fastmath flags of every kernel: none, so that element-wise arithmetic rounds as NumPy's
@@ -75,6 +77,8 @@ def plan_cpu_program(module: Module, assignment,
             if body is None:
                 raise refuse(comp.root, "its body was not compiled with it")
             return emit_while(comp.root, name, body), Threads(False)
+        if is_library_call(comp.root):
+            return emit_library_call(comp.root, name), Threads(False)
         kernel = emit_kernel(module, comp, name, kind, row, options)
         return kernel, Threads(kernel.parallel)
 

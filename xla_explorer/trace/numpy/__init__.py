@@ -13,7 +13,9 @@ splits its NumPy.
     rearranging    compositions of those: rot90, tile, repeat, roll, diff, insert, block, ...
     indexing       x[index] and x[index] = v; views written through
     creation       zeros_like & co.; np.zeros, np.arange, ... and np.array while tracing
-    linalg         matmul, dot, einsum
+    linalg         matmul, dot, einsum, norm
+    lapack         np.linalg's solve, inv, cholesky, qr, eigh, svd, det, lstsq, pinv, ...:
+                   library calls (custom-calls XLA hands to LAPACK)
     composed       convolve, correlate, polyval, cov, corrcoef, gradient, interp, trapezoid
     scans          cumsum, cumprod, nancumsum, nancumprod, ufunc.accumulate: reduce-window
                    over a growing window
@@ -31,6 +33,6 @@ Each lowering registers itself where it is defined (`@lowers(np.sum)`,
 table and sets the Tracer's NumPy methods. `xla_explorer.trace` imports it.
 """
 from . import (array_methods, composed, creation, dispatch, eager_calls,  # noqa: F401
-               elementwise, elementwise_functions, flat_indexing, indexing, linalg,
+               elementwise, elementwise_functions, flat_indexing, indexing, lapack, linalg,
                manipulation, numeric, opaque, quantiles, rearranging, reductions, registry,
                scans, sorting, types, util)

@@ -330,7 +330,8 @@ def call_function(func, args, kwargs):
             raise unsupported(name, " with out=")
         _refuse_traced_shape(func, args, kwargs)
         eager_fn = EAGER.get(func, func)
-        value = eager(eager_fn, f"np.{name}", *value_of(list(args)),
+        # NumPy's own refusal names the function as the user wrote it (np.linalg.solve)
+        value = eager(eager_fn, f"np.{_public_name(func)}", *value_of(list(args)),
                       **{k: value_of(v) for k, v in kwargs.items()})
         lower = FUNCTIONS[func]
         try:
@@ -342,7 +343,10 @@ def call_function(func, args, kwargs):
             # view of one argument; a list stays a list, as NumPy returns it.
             parts = [_result(b, func, lower, n, v, value, args, kwargs, name, k)
                      for k, (n, v) in enumerate(zip(nodes, value))]
-            return parts if isinstance(value, list) else tuple(parts)
+            if isinstance(value, list):
+                return parts
+            # np.linalg's results are named tuples (EighResult): the same type, fields named
+            return type(value)(*parts) if hasattr(value, "_fields") else tuple(parts)
         if func in IN_PLACE:  # np.copyto & co.: the new contents go into the first argument
             return _write_into(args[0], wrap(nodes, value, f"np.{name}"), name)
         return _result(b, func, lower, nodes, value, value, args, kwargs, name, None)

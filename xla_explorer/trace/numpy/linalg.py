@@ -2,7 +2,8 @@
 operands, diagonals and '...'), each HLO dots with the transposes and reductions around
 them; np.vdot, np.inner and np.tensordot (one dot), np.outer, np.kron and np.cross
 (broadcasts, slices and products), np.trace (a strided slice and a sum) and np.linalg.norm
-(vector and Frobenius norms).
+(vector norms, and matrix norms: Frobenius, 1, -1, inf and -inf as reductions; 2, -2 and
+'nuc' from the singular values, a library call: lapack.py).
 """
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from ...ir.module import Instruction
 from ...ir.shape import is_supported_dtype
 from ..context import active_builder, dtype_error, located
 from ..tracer import node_of, value_of
+from .lapack import matrix_norm
 from .registry import lowers, lowers_gufunc
 from .util import canonical_axes, eager, unsupported, wrap
 
@@ -256,7 +258,8 @@ def _trace(value, a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
 @lowers(np.linalg.norm)
 def _norm(value, x, ord=None, axis=None, keepdims=False):
     """Vector norms of order 2, 1, inf and -inf, and the Frobenius norm of matrices: a square,
-    an absolute value, a reduction and a square root, in NumPy's float result type."""
+    an absolute value, a reduction and a square root, in NumPy's float result type; the
+    matrix norms of the other orders NumPy has."""
     b = active_builder()
     dt = _result_type(value)
     a = node_of(x, dt)
@@ -268,9 +271,11 @@ def _norm(value, x, ord=None, axis=None, keepdims=False):
         raise unsupported("linalg.norm", f" of {len(axes)} axes")
     if matrix and ord in (1, -1, np.inf, -np.inf):
         return b.reshape(_matrix_norm(b, a, axis, ord), np.shape(value))
+    if matrix and isinstance(ord, (int, float, str)) and ord in (2, -2, "nuc"):
+        return b.reshape(matrix_norm(b, a, axis, ord), np.shape(value))
     if matrix and ord not in (None, "fro"):
-        raise unsupported("linalg.norm", f" with ord={ord!r} of a matrix (only 'fro', 1, -1, "
-                                         "inf and -inf)")
+        raise unsupported("linalg.norm", f" with ord={ord!r} of a matrix (only 'fro', 'nuc', "
+                                         "1, -1, 2, -2, inf and -inf)")
     if not matrix and ord not in (None, 2, 1, np.inf, -np.inf):
         raise unsupported("linalg.norm", f" with ord={ord!r} (only 2, 1, inf and -inf)")
     if ord in (None, 2, "fro"):

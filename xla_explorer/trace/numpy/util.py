@@ -85,19 +85,19 @@ ALTERNATIVES = {
 # Why the functions people reach for most stay refused (docs/numpy-coverage.md lists them);
 # any other function gets the default reason.
 _VALUE_SHAPE = "the shape of its result depends on the values of its input"
-_LAPACK = "XLA hands it to LAPACK, a library the explorer's backends do not call"
+_LAPACK = ("XLA hands it to LAPACK, and the explorer calls LAPACK for np.linalg's solve, inv, "
+           "cholesky, qr, eigh, eigvalsh, svd, det, slogdet, lstsq and pinv only")
 _COMPLEX = "an FFT works on complex numbers, a type the explorer does not have"
 WHY_REFUSED = {
     "bincount": f"{_VALUE_SHAPE} (its length is x.max() + 1)",
     "flatnonzero": _VALUE_SHAPE, "extract": _VALUE_SHAPE, "compress": _VALUE_SHAPE,
     "trim_zeros": _VALUE_SHAPE,
-    **{f"linalg.{f}": _LAPACK for f in ("inv", "solve", "det", "slogdet", "eig", "eigh",
-                                        "eigvals", "eigvalsh", "svd", "cholesky", "qr",
-                                        "lstsq", "pinv", "matrix_rank")},
+    # eig's eigenvalues are complex in general; matrix_rank's tolerance is its own
+    **{f"linalg.{f}": _LAPACK for f in ("eig", "eigvals", "matrix_rank")},
     **{f"fft.{f}": _COMPLEX for f in ("fft", "ifft", "fft2", "ifft2", "fftn", "ifftn", "rfft",
                                       "irfft", "rfft2", "irfft2", "rfftn", "irfftn")},
-    "polyfit": "it solves a least-squares problem, which XLA hands to LAPACK, a library the "
-               "explorer's backends do not call",
+    "polyfit": "it solves a least-squares problem with a scaled Vandermonde matrix; write it "
+               "with np.linalg.lstsq, which compiles",
     "lexsort": "a sort on several keys is not lowered yet (np.argsort sorts by one key)",
     "apply_along_axis": "it calls a Python function once per slice, which tracing cannot see "
                         "through; write the function on whole arrays",

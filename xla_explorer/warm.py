@@ -2,7 +2,8 @@
 
 A generated kernel calls routines written once in the package (the matrix product's packing
 and blocks, `codegen/gemm.py`; exp, log, tanh and their kin, `codegen/fastmath.py`; the
-parallel loops' scheduler, `codegen/parallel.py`). Numba compiles each for every element type
+parallel loops' scheduler, `codegen/parallel.py`; the LAPACK calls behind np.linalg,
+`codegen/linalg.py`, float64 alone, as NumPy computes them). Numba compiles each for every element type
 and layout it is called with and caches the machine code beside its source, so without this
 the first cell that multiplies two float64 matrices, or the first transposed product, waits
 seconds for them. `make setup` and Binder's postBuild run this; it compiles them by running
@@ -41,6 +42,23 @@ def _programs(dtype):
     ]
 
 
+def _linalg_programs():
+    """Each np.linalg library call's routine (codegen/linalg.py), with every result layout a
+    call can ask for: one compile, 1-9 s each, that a first np.linalg cell would wait for."""
+    a = np.eye(4) * 4 + 0.5  # symmetric positive definite, well conditioned
+    tall = np.linspace(1, 2, 12).reshape(6, 2)
+    return [
+        (lambda a, b, c: (np.linalg.solve(a, b), np.linalg.solve(a, c), np.linalg.inv(a),
+                          np.linalg.cholesky(a), np.linalg.det(a), np.linalg.slogdet(a)),
+         (a, np.ones(4), np.ones((4, 2)))),
+        (lambda a: (np.linalg.qr(a), np.linalg.qr(a, mode="r"), np.linalg.eigh(a),
+                    np.linalg.eigvalsh(a), np.linalg.svd(a), np.linalg.svd(a, False),
+                    np.linalg.svd(a, compute_uv=False), np.linalg.pinv(a)), (a,)),
+        (lambda t, y, c: (np.linalg.lstsq(t, y), np.linalg.lstsq(t, c)),
+         (tall, np.ones(6), np.ones((6, 2)))),
+    ]
+
+
 def main() -> None:
     from . import jit
 
@@ -52,6 +70,8 @@ def main() -> None:
         for dtype in (np.float32, np.float64):
             for f, args in _programs(dtype):
                 jit(f)(*args)
+        for f, args in _linalg_programs():
+            jit(f)(*args)
     finally:
         if previous is None:
             del os.environ["XLA_EXPLORER_CACHE"]

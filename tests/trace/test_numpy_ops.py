@@ -208,7 +208,11 @@ def test_record_matches_numpy(record, dtype, shapes, variant):
 def _cpu_params():
     """One case per record and type (the first with no empty argument), each compiled: a
     record on its `_fast_dtype` in `make test` (unless its `meta["compiled_deep"]`), on every
-    other type in `make test-deep` (a compile is about 0.3 s)."""
+    other type in `make test-deep` (a compile is about 0.2 s). Element-wise records compile in
+    `make test-deep` only: what they trace to is checked on the interpreter here, every op
+    row's scalar expression on the cpu for every type in one kernel (tests/codegen/
+    test_exprs.py), and the compositions' special values on the cpu (tests/trace/
+    test_composed*.py); their 126 compiles were 20 s of the suite's CPU."""
     for r in RECORDS:
         if r.group in ("not-compilable", "library"):  # library calls: tests/test_linalg.py
             continue
@@ -219,7 +223,8 @@ def _cpu_params():
                                 if all(0 not in np.shape(np.empty(s)) if isinstance(s, tuple)
                                        else True for s in sh)), cases[0])
         for dtype in types:
-            deep = dtype != fast or r.meta.get("compiled_deep", False)
+            deep = (dtype != fast or r.meta.get("compiled_deep", False)
+                    or r.group == "elementwise")
             if not sweeps.keep(deep):
                 continue
             yield pytest.param(r, dtype, shapes, variant,

@@ -53,6 +53,16 @@ def test_the_loop_is_one_while_whose_body_is_one_step():
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
+def test_a_strided_or_transposed_starting_state(backend):
+    # The state starts as a copy of the operand: the cpu's copy read only C-contiguous
+    # arrays, and a view of a column failed to compile.
+    f = xe.jit(lambda u: xe.fori_loop(0, 5, heat_step, u), backend=backend)
+    grid = np.sin(np.linspace(0, 6, 96)).astype(F32).reshape(4, 24)
+    for u in (grid[:, 3], grid.T, grid[::2, ::-3]):
+        same(f(u), numpy_loop(0, 5, heat_step, u))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_the_body_reads_the_counter_and_values_it_closes_over(backend):
     a = np.random.default_rng(0).standard_normal((12, 12)).astype(F32)
     w = np.linspace(1, 2, 12).astype(F32)  # a NumPy array: a constant, carried in the state

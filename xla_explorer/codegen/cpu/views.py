@@ -11,6 +11,7 @@ from a pointer.
 """
 from __future__ import annotations
 
+import numpy as np
 from llvmlite import ir
 from numba import njit, types
 from numba.core import cgutils
@@ -86,7 +87,9 @@ def flat(typingctx, array):
 
 @njit(cache=True)
 def copy_into(dst, src):
-    """dst's elements := src's (two C-contiguous arrays of one shape and type)."""
-    d, s = flat(dst), flat(src)
+    """dst's elements := src's (arrays of one shape and type, dst C-contiguous). A src laid
+    out otherwise (a loop's initial state given as a strided view) is copied contiguous
+    first; a C-contiguous one is read where it is."""
+    d, s = flat(dst), flat(np.ascontiguousarray(src))
     for k in range(s.size):
         d[k] = s[k]

@@ -56,15 +56,20 @@ def _check(name, q, method, interpolation, weights):
                                 "when tracing (a number or a list)")
 
 
-def _quantiles(name, value, a, q, axis, method, scale):
-    b = active_builder()
-    weak = type(q) in (int, float)
+def _sorted_slices(a, q, axis, value, scale):
+    """What both quantile lowerings start from: q as an array of fractions, the slices
+    sorted (each a row), a slice's length and the result's type."""
     qs = np.asanyarray(q)
     if scale:
         qs = np.true_divide(qs, 100)
     s, lead = sorted_rows(a, axis)
-    n = s.shape[-1]
-    dt = np.asarray(value).dtype
+    return qs, s, lead, s.shape[-1], np.asarray(value).dtype
+
+
+def _quantiles(name, value, a, q, axis, method, scale):
+    b = active_builder()
+    weak = type(q) in (int, float)
+    qs, s, lead, n, dt = _sorted_slices(a, q, axis, value, scale)
     if n == 0:
         raise unsupported(name, " of an empty slice")
     prev, nxt, gammas, takes = _plan(method, n, qs)
@@ -101,12 +106,7 @@ def _nan_quantiles(name, value, a, q, axis, method, scale):
     """Each slice's quantiles of its numbers: NaN sorts last, so a slice with c numbers holds
     them first, and the plan for c (a row of a table over every c) says where to read."""
     b = active_builder()
-    qs = np.asanyarray(q)
-    if scale:
-        qs = np.true_divide(qs, 100)
-    s, lead = sorted_rows(a, axis)
-    n = s.shape[-1]
-    dt = np.asarray(value).dtype
+    qs, s, lead, n, dt = _sorted_slices(a, q, axis, value, scale)
     if n == 0:
         return b.full(np.nan, dt, np.shape(value))
     plans = [_plan(method, c, qs) for c in range(n + 1)]

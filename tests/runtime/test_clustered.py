@@ -117,3 +117,23 @@ def test_in_place_updates_reach_the_caller_under_autocluster(rng):
     got = f(x)
     np.testing.assert_array_equal(x, want_x)
     assert_same(got, want)
+
+
+def two_uniques(x):
+    u = np.unique(np.round(x))      # eager
+    v = np.unique(np.round(x * 3))  # eager again, after it
+    return u.sum() + v.sum() * 2 + x.mean()
+
+
+def test_a_later_eager_op_of_another_length_runs_a_variant_that_agrees_on_both(rng):
+    x = np.linspace(0, 0.4, 16, dtype=F32)  # round(x): {0}; round(3x): {0, 1}
+    ex = xe.explore(two_uniques, x, backend="cpu", autocluster=True)
+    assert_same(ex.run(x), two_uniques(x))
+    x2 = np.linspace(0, 0.1, 16, dtype=F32)  # the first length as before, the second not
+    assert_same(ex.run(x2), two_uniques(x2))
+    (variant,) = ex.variants
+    lengths = sorted(i.dims for i in variant.module.entry.instructions
+                     if i.opcode == "custom-call")
+    assert lengths == [(1,), (1,)]
+    assert_same(ex.run(x), two_uniques(x))
+    assert len(ex.variants) == 1

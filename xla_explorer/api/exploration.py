@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import functools
 from typing import Callable, Sequence
 
 import numpy as np
@@ -23,9 +24,12 @@ from ..trace.captured import free_values
 from ..trace.scalars import GuardFailed, guard_error
 from ..trace.tracer import Traced, check_plain_array
 from ..trace.updates import pass_a_copy, refuse_updates
-from ..tree import unflatten
+from ..tree import LEAF, unflatten
 from .checking import CheckResult, compare, computed_precision, judge
 from .kernels import Kernel, kernels_of
+
+
+_ONE_LEAF = (LEAF, 0)  # the treedef of one value returned
 
 
 def _restore(value: np.ndarray, like):
@@ -158,6 +162,14 @@ class Exploration:
         """One per kernel the backend launches, in schedule order."""
         return kernels_of(self.module, self.decisions)
 
+    @functools.cached_property
+    def _flat_arrays(self) -> bool:
+        """Whether the function returns a tuple of arrays, nothing else (NumPy scalars and
+        Python numbers are given back their form by `_restore`)."""
+        traced = self.traced
+        return traced.treedef == (tuple, tuple((LEAF, k) for k in range(traced.num_outputs))) \
+            and all(type(like) is np.ndarray for like in traced.eager_outputs)
+
     @property
     def executable(self) -> Executable:
         """The backend's compiled program (`runtime.base.Executable`): for the cpu backend
@@ -279,7 +291,14 @@ class Exploration:
         n = traced.num_outputs
         for (_, param), new in zip(traced.aliases, flat[n:]):
             np.copyto(args[param], new)
-        leaves = [_restore(v, like) for v, like in zip(flat[:n], traced.eager_outputs)]
+        # No list more than needed: at a few elements, the containers a call makes are a
+        # visible part of what it allocates (benchmarks/memory.py).
+        if ran._flat_arrays and len(flat) == n:
+            return tuple(flat)  # a tuple of arrays, as NumPy returned: nothing to restore
+        if traced.treedef == _ONE_LEAF:
+            return _restore(flat[0], traced.eager_outputs[0])
+        leaves = [_restore(v, like) for v, like in zip(flat, traced.eager_outputs)]
+        del flat
         return unflatten(traced.treedef, leaves)
 
     def _run_whole(self, args) -> list:
@@ -327,20 +346,28 @@ class Exploration:
         """Run the clusters; where an eager op gives a shape this trace did not see, run the
         variant traced for it (tracing one the first time: its clusters that did not change
         come from the compile cache). Returns the exploration that ran and its outputs."""
-        tried = []
-        candidate = self
+        try:  # the common case first, allocating nothing beside the call's own values
+            return self, self.executable(*args)
+        except ShapeChanged as changed:
+            return self._run_variant(args, changed.observed)
+
+    def _run_variant(self, args, observed: dict[str, tuple]) -> tuple[Exploration, list]:
+        """`_run_clustered` past an eager op that gave a shape this trace did not see. (Apart
+        from it: the generator below makes cells of its variables, which a call would
+        allocate even when it needs no variant.)"""
+        tried = [self]
         while True:
-            tried.append(candidate)
-            try:
-                return candidate, candidate.executable(*args)
-            except ShapeChanged as changed:
-                observed = changed.observed
             candidate = next((v for v in self.variants if v not in tried
                               and v._eager_shapes_agree(observed) and v._guards_hold(args)),
                              None)
             if candidate is None:
                 candidate = self.retrace(args)
                 self.variants.append(candidate)
+            tried.append(candidate)
+            try:
+                return candidate, candidate.executable(*args)
+            except ShapeChanged as changed:
+                observed = changed.observed
 
     def _eager_shapes_agree(self, observed: dict[str, tuple]) -> bool:
         shapes = {i.name: declared_shape(i) for i in self.module.entry.instructions

@@ -22,7 +22,7 @@ from ..ir.module import Computation, Instruction, Module, called_by
 from ..ir.shape import TupleShape
 from ..passes.autocluster import EAGER, cluster_of
 from .base import Executable
-from .reference import ShapeChanged, evaluate_instruction, shape_of
+from .reference import ShapeChanged, instruction_evaluator, shape_of
 
 
 @dataclass(frozen=True)
@@ -49,6 +49,53 @@ class ClusteredProgram(Executable):
         self.segments = plan(module)
         self.programs = {s.name: compile_cluster(s.module) for s in self.segments
                          if s.compiled}
+        self._call = self._write_call()
+
+    def _write_call(self) -> Callable:
+        """The program as a Python function of straight-line calls, one local variable per
+        value: worked out once, so that a call allocates little beside the arrays NumPy's
+        own run would (at notebook 03's 16 elements, a dict of values or a loop's iterators
+        weigh as much as the arrays, and the memory benchmark holds a clustered call to
+        eager NumPy's peak)."""
+        entry = self.module.entry
+        slot = {id(i): f"v{n}" for n, i in enumerate(entry.instructions)}
+        names = {"np": np, "programs": self.programs, "evaluate": instruction_evaluator(self.module),
+                 "handed_back": _handed_back, "changed": _changed, "insts": [], "consts": [],
+                 "dtypes": [p.dtype for p in entry.parameters]}
+        lines = ["def call(args):"]
+        for n, p in enumerate(entry.parameters):
+            lines.append(f"    {slot[id(p)]} = np.asarray(args[{p.parameter_number}], "
+                         f"dtype=dtypes[{n}])")
+        for i in entry.instructions:
+            if i.opcode == "constant":
+                lines.append(f"    {slot[id(i)]} = consts[{len(names['consts'])}]")
+                names["consts"].append(i.literal.reshape(i.dims))
+        ran: list[Instruction] = []  # eager ops so far: a ShapeChanged reports their shapes
+        for seg in self.segments:
+            reads = ", ".join(slot[id(i)] for i in seg.inputs)
+            if seg.compiled:
+                writes = "".join(f"{slot[id(i)]}, " for i in seg.outputs)
+                lines.append(f"    {writes or '_'} = programs[{seg.name!r}]({reads})")
+                continue
+            for inst in seg.instructions:
+                k = len(names["insts"])
+                names["insts"].append(inst)
+                operands = ", ".join(slot[id(o)] for o in inst.operands)
+                so_far = "".join(f"({r.name!r}, {slot[id(r)]}), " for r in ran)
+                lines += ["    try:",
+                          f"        {slot[id(inst)]} = evaluate(insts[{k}], [{operands}])",
+                          "    except ShapeChanged as e:",
+                          f"        changed(insts[{k}], e, ({so_far}))"]
+                if runs_eagerly(inst):
+                    ran.append(inst)
+        root = entry.root
+        parts = root.operands if root.opcode == "tuple" else (root,)
+        made = {id(i) for seg in self.segments if seg.compiled for i in seg.outputs}
+        names["owned"] = [id(p) in made for p in parts]  # what a cluster returned: the caller's
+        lines.append(f"    return handed_back([{', '.join(slot[id(p)] for p in parts)}], owned)")
+        names["ShapeChanged"] = ShapeChanged
+        exec(compile("\n".join(lines), f"<{self.module.name} clusters>", "exec"), names)
+        return names["call"]
 
     @property
     def kernels(self) -> dict[str, str]:
@@ -84,32 +131,14 @@ class ClusteredProgram(Executable):
         return None if any(t is None for t in times) else sum(times)
 
     def __call__(self, *args) -> list:
-        env: dict[int, object] = {}
-        for p in self.module.entry.parameters:
-            env[id(p)] = np.asarray(args[p.parameter_number], dtype=p.dtype)
-        observed: dict[str, tuple] = {}
-        owned: set[int] = set()  # values a compiled cluster returned: the caller's to keep
-        for seg in self.segments:
-            values = [_value(env, i) for i in seg.inputs]
-            if seg.compiled:
-                results = self.programs[seg.name](*values)
-                for inst, value in zip(seg.outputs, results):
-                    env[id(inst)] = value
-                    owned.add(id(inst))
-                continue
-            for inst in seg.instructions:
-                try:  # a custom-call checks its own shape (runtime/reference.py)
-                    out = evaluate_instruction(self.module, inst,
-                                               [_value(env, o) for o in inst.operands])
-                except ShapeChanged as changed:  # the variant to run must agree on all so far
-                    raise ShapeChanged(inst, {**observed, **changed.observed}) from None
-                env[id(inst)] = out
-                if runs_eagerly(inst):
-                    observed[inst.name] = shape_of(out)
-        root = self.module.entry.root
-        parts = root.operands if root.opcode == "tuple" else (root,)
-        return _handed_back([_value(env, p) for p in parts],
-                            [id(p) in owned for p in parts])
+        return self._call(args)
+
+
+def _changed(inst: Instruction, error: ShapeChanged, so_far: tuple) -> None:
+    """Raise `error` again for `inst`, with the shapes of the eager ops run before it: the
+    variant to run must agree on all of them."""
+    observed = {name: shape_of(value) for name, value in so_far}
+    raise ShapeChanged(inst, {**observed, **error.observed}) from None
 
 
 def _handed_back(values: list, owned: list[bool]) -> list:
@@ -122,12 +151,6 @@ def _handed_back(values: list, owned: list[bool]) -> list:
             value = np.array(value, copy=True)
         out.append(value)
     return out
-
-
-def _value(env, inst: Instruction):
-    if inst.opcode == "constant":
-        return inst.literal.reshape(inst.dims)
-    return env[id(inst)]
 
 
 # -- planning -----------------------------------------------------------------------------------

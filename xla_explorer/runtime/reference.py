@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -287,7 +287,13 @@ class Interpreter:
 
 def evaluate_instruction(module: Module, inst: Instruction, operands: Sequence):
     """One instruction of `module`'s entry on the values of its operands."""
-    return op(inst.opcode).impl(inst, list(operands), _Frame(Interpreter(module), ()))
+    return instruction_evaluator(module)(inst, list(operands))
+
+
+def instruction_evaluator(module: Module) -> Callable[[Instruction, list], object]:
+    """`evaluate_instruction` for `module`, its interpreter made once: (inst, operands)."""
+    frame = _Frame(Interpreter(module), ())
+    return lambda inst, operands: op(inst.opcode).impl(inst, operands, frame)
 
 
 def run_module(module: Module, args: Sequence) -> list:

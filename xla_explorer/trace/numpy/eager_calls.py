@@ -209,16 +209,24 @@ SPECIAL: dict[str, Callable] = {
 }
 
 
+@functools.lru_cache(maxsize=256)
+def _config(config: str) -> Any:
+    """An eager op's backend_config parsed, once per text (each call of a clustered program
+    runs its eager ops again: parsing them then would allocate beside NumPy's own work).
+    Not to be modified: every call shares it."""
+    try:
+        return json.loads(config) if config else {}
+    except ValueError:
+        return None
+
+
 def run_eager(inst: Instruction, operands) -> Any:
     """The NumPy result of the eager op `inst` on `operands`."""
     target = str(inst.attr("custom_call_target", ""))
     config = str(inst.attr("backend_config", "") or "")
     if target in SPECIAL:
         return SPECIAL[target](operands, config)
-    try:
-        data = json.loads(config) if config else {}
-    except ValueError:
-        data = None
+    data = _config(config)
     if not isinstance(data, dict):
         raise _unknown(inst, target, f"its backend_config is not a JSON object: {config}")
     if "process_local" in data:

@@ -19,7 +19,8 @@ import numpy as np  # noqa: E402
 from numba import njit  # noqa: E402
 
 from xla_explorer.codegen import gemm  # noqa: E402
-from xla_explorer.codegen.gemm import packed_b_size, product  # noqa: E402
+from xla_explorer.codegen.gemm import packed_b_size  # noqa: E402
+from xla_explorer.codegen.gemm_threads import product  # noqa: E402
 from xla_explorer.codegen.gemm_ir import tile  # noqa: E402
 
 try:

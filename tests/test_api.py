@@ -396,11 +396,15 @@ ENTRY main {
     np.testing.assert_array_equal(got[1], x * y)
 
 
-def test_bench_counts_the_arena_the_compiled_program_holds():
+def test_bench_counts_the_arena_the_compiled_program_holds(monkeypatch):
+    from xla_explorer.codegen import packing
+
     rng = np.random.default_rng(0)
     x, w = rng.random((4, 256), dtype=np.float32), rng.random((256, 256), dtype=np.float32)
-    # A small product: its packed copy of w (256 KiB) is scratch in the arena, held between
-    # calls, and more than eager NumPy ever holds. A chart of the call alone said "less".
+    # A small product whose packed copy of w (256 KiB) is too deep for a stack bound of 16
+    # KiB: scratch in the arena, held between calls, and more than eager NumPy ever holds. A
+    # chart of the call alone said "less".
+    monkeypatch.setattr(packing, "STACK_B_BYTES", 16 * 1024)
     ex = xe.explore(lambda x, w: np.maximum(x @ w, 0), x, w, backend="cpu")
     b = ex.bench(repeat=3)
     assert b.arena_bytes == ex.executable.arena.nbytes >= w.nbytes

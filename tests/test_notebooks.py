@@ -265,7 +265,7 @@ def test_05_memory(executed):
     total, per_call, arena, cpu_said, scratch, extra, said = map(int, m.groups())
     assert total == per_call + arena and said == comp_b
     # The CPU's assignment is the arena the executable allocates; the products' packed
-    # operands are small enough for the stack (packing.STACK_PACKED_B_BYTES): no scratch.
+    # operands are small enough for the stack (packing.STACK_B_BYTES): no scratch.
     assert arena == cpu_said and scratch == 0 and extra == 0
     assert per_call >= n_comp * 16 * 32 * 4  # the output: the block's n*T x D result
     assert "ok" in measured.splitlines()[-1]

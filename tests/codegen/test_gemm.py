@@ -1,5 +1,6 @@
 """codegen/gemm.py, the register-tiled product, against float64 NumPy: every edge of the tile
-and of the blocks, both float types, serial and shared between threads."""
+and of the blocks, both float types, serial and shared between threads (gemm_threads.py),
+B packed on the threads' stacks or, where a panel is too deep for them, in the arena."""
 from __future__ import annotations
 
 import os
@@ -12,10 +13,13 @@ import pytest
 from numba import njit, prange
 
 import xla_explorer as xe
-from xla_explorer.codegen import gemm
-from xla_explorer.codegen.gemm import (claims, group_columns, next_product_block, next_rows, pack_b,
-                                       pack_b_parallel, packed_b, packed_b_size, product,
-                                       product_rows)
+from xla_explorer.codegen import gemm, gemm_threads, packing
+from xla_explorer.codegen.gemm import (pack_b, pack_b_parallel, pack_columns, packed_b,
+                                       packed_b_size, product_rows)
+from xla_explorer.codegen.gemm_ir import local_array
+from xla_explorer.codegen.gemm_threads import (claims, group_columns, next_product_block,
+                                               next_rows, product, product_claimed)
+from xla_explorer.codegen.parallel import LINE, fetch_add, load_acquire, thread
 
 
 @pytest.fixture(autouse=True)
@@ -80,9 +84,9 @@ def test_threads_claiming_blocks_write_every_row_once(rng, dtype):
 
 
 def test_claimed_blocks_cover_the_rows_in_order_and_shrink_towards_the_end():
-    claimed = claims(np.empty((1, 5 * NR32), np.float32))
+    claimed = claims(np.empty((1, 5 * NR32), np.float32), 0)
     m = gemm.MR * gemm.MC_PANELS * 6 + 7
-    for g in range(claimed[gemm.GROUPS]):
+    for g in range(claimed[gemm_threads.GROUPS]):
         ranges = []
         while True:
             r0, r1 = next_rows(claimed, g, m)
@@ -96,17 +100,36 @@ def test_claimed_blocks_cover_the_rows_in_order_and_shrink_towards_the_end():
         assert next_rows(claimed, g, m) == (m, m)
 
 
+def group_bounds(claimed, n, itemsize):
+    groups = claimed[gemm_threads.GROUPS]
+    bounds = [group_columns(claimed, g, n, itemsize) for g in range(groups)]
+    assert bounds[0][0] == 0 and bounds[-1][1] == n
+    assert all(a[1] == b[0] and a[1] % (gemm.NV * gemm.VECTOR_BYTES // itemsize) == 0
+               for a, b in zip(bounds, bounds[1:]))
+    return bounds
+
+
 @pytest.mark.parametrize("panels", [1, 2, 3, 7])
 def test_the_groups_split_b_into_whole_panels_one_group_for_each_thread(panels):
     n = panels * NR32 - 3
-    claimed = claims(np.empty((1, n), np.float32))
-    groups = claimed[gemm.GROUPS]
-    assert groups == max(1, min(numba.get_num_threads(), panels))
-    bounds = [group_columns(claimed, g, n, 4) for g in range(groups)]
-    assert bounds[0][0] == 0 and bounds[-1][1] == n
-    assert all(a[1] == b[0] and a[1] % NR32 == 0 for a, b in zip(bounds, bounds[1:]))
-    widths = [c1 - c0 for c0, c1 in bounds]
-    assert max(widths) - min(widths) <= NR32
+    for room in (0, panels * NR32 * 10):  # the arena, or a stack buffer B fits in
+        claimed = claims(np.empty((10, n), np.float32), room)
+        assert claimed[gemm_threads.GROUPS] == max(1, min(numba.get_num_threads(), panels))
+        widths = [c1 - c0 for c0, c1 in group_bounds(claimed, n, 4)]
+        assert max(widths) - min(widths) <= NR32
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("fit", [1, 2, 3])
+def test_groups_are_narrower_than_a_thread_s_share_where_its_stack_holds_fewer_panels(dtype, fit):
+    # 17 panels, a stack buffer holding `fit` of them (k rows each): at least 17 / fit groups.
+    nr, k = gemm.panel_width(dtype), 40
+    n = 17 * nr - 5
+    claimed = claims(np.empty((k, n), dtype), fit * k * nr + k * nr // 2)
+    groups = claimed[gemm_threads.GROUPS]
+    assert groups == max(-(-17 // fit), min(numba.get_num_threads(), 17))
+    widths = [c1 - c0 for c0, c1 in group_bounds(claimed, n, np.dtype(dtype).itemsize)]
+    assert max(widths) <= fit * nr
 
 
 def test_packing_lays_b_out_in_panels_of_the_tile_width(rng):
@@ -127,25 +150,50 @@ def test_packing_lays_b_out_in_panels_of_the_tile_width(rng):
     parallel = packed_b(b, scratch(b))
     pack_b_parallel(b, parallel)
     assert np.array_equal(parallel, bp)
+    # A group of panels alone, as a thread packs it: panel 1 of B is the group's only one.
+    group = np.full(NR32 * k, np.nan, np.float32)
+    pack_columns(b, group, NR32, n)
+    assert np.array_equal(group[:gemm.KC * NR32], panel.reshape(-1))
+    assert np.array_equal(group[gemm.KC * NR32:].reshape(3, NR32)[:, :5], b[gemm.KC:, NR32:])
+
+
+def check_the_arena_holds_each_group_after_the_ones_before(b, by_threads, counters, want):
+    """Packed into the arena by the threads: each group's panels in its own place, as
+    pack_columns lays them out, after the groups before it."""
+    k, n = b.shape
+    nr = gemm.panel_width(b.dtype)
+    for c0, c1 in group_bounds(counters, n, b.itemsize):
+        group = np.empty(-(-(c1 - c0) // nr) * nr * k, b.dtype)
+        pack_columns(want, group, c0, c1)
+        at = c0 // nr * nr * k
+        assert np.array_equal(by_threads[at:at + group.size], group), (c0, c1)
+
+
+def test_the_threads_pack_each_group_once_where_its_owner_put_it(rng):
+    k, n = gemm.KC + 3, 5 * NR32 + 5
+    b = rng.standard_normal((k, n)).astype(np.float32)
     by_threads = packed_b(b, scratch(b))
     cover = np.zeros((50, n), np.int64)
     counters = claim_every_block(b, by_threads, cover)
-    assert np.array_equal(by_threads, bp)
     assert (cover == 1).all()  # every element of C in one block
-    for g in range(counters[gemm.GROUPS]):
-        at = (g + 1) * gemm.LINE
-        assert counters[at + gemm.B_PACKED] == k and counters[at + gemm.B_CLAIMED] >= k
+    check_the_arena_holds_each_group_after_the_ones_before(b, by_threads, counters, b)
+    for g in range(counters[gemm_threads.GROUPS]):
+        at = (g + 1) * LINE
+        assert counters[at + gemm_threads.OWNED] >= 1 and counters[at + gemm_threads.PACKED] == 1
+        assert counters[at + gemm_threads.ROWS_DONE] == -(-50 // gemm.MR)
 
 
 @njit(parallel=True)
 def claim_every_block(b, bp, cover):
-    counters = claims(b)
+    """Every block handed out once (its rows counted done), B packed into the arena, bp."""
+    counters = claims(b, 0)
     for _ in prange(8):  # more callers than threads: the late ones find every block claimed
         while True:
-            r0, r1, c0, c1 = next_product_block(b, bp, counters, cover.shape[0])
+            r0, r1, c0, c1, g = next_product_block(b, bp, counters, cover.shape[0])
             if r0 == r1:
                 break
             cover[r0:r1, c0:c1] += 1
+            fetch_add(counters, (g + 1) * LINE + gemm_threads.ROWS_DONE, -(-(r1 - r0) // gemm.MR))
     return counters
 
 
@@ -199,8 +247,159 @@ def test_b_given_transposed_packs_into_the_same_panels(rng, dtype):
             assert np.array_equal(got, want), (packer.__name__, k, n)
         by_threads = packed_b(bt.T, scratch(b))
         cover = np.zeros((50, n), np.int64)
-        claim_every_block(bt.T, by_threads, cover)
-        assert np.array_equal(by_threads, want) and (cover == 1).all()
+        counters = claim_every_block(bt.T, by_threads, cover)
+        check_the_arena_holds_each_group_after_the_ones_before(bt.T, by_threads, counters, b)
+        assert (cover == 1).all()
+
+
+# -- B packed on the threads' stacks ---------------------------------------------------------
+
+# Elements of the tests' stack buffers: a few panels, so that the threads pack narrow groups
+# one after another into them, and take rows of groups in other threads' buffers.
+BUFFER = 1 << 15
+
+
+@njit(parallel=True)
+def product_on_stacks(a, b, c, room, workers):
+    """C = A @ B as a dot kernel shares it between its threads, each packing a group of B's
+    panels at a time into `room` elements (at most BUFFER) on its stack."""
+    counters = claims(b, room)
+    for _ in prange(workers):
+        bp = local_array(b, 32768)
+        while True:
+            r0, r1, c0, c1, g = next_product_block(b, bp, counters, a.shape[0])
+            if r0 == r1:
+                break
+            product_claimed(a, counters, g, c, r0, r1, c0, c1)
+    return counters
+
+
+def rooms(k, dtype):
+    """Stack buffers holding one panel, two and a half, and as many as BUFFER holds."""
+    panel = max(k, 1) * gemm.panel_width(dtype)
+    return [panel, 5 * panel // 2, BUFFER // panel * panel]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("b_transposed", [False, True], ids=["B", "B transposed"])
+def test_products_on_stacks_at_ragged_sizes_match_numpy(rng, dtype, b_transposed):
+    nr = gemm.panel_width(dtype)
+    for m, k, n in [(1, 5, 3), (gemm.MR * gemm.MC_PANELS * 2 + 5, gemm.KC + 1, 3 * nr + 5),
+                    (300, 7, 7 * nr - 1), (gemm.MR + 1, 2 * gemm.KC, 11 * nr), (40, 0, nr + 1)]:
+        a = rng.standard_normal((m, k)).astype(dtype)
+        b = rng.standard_normal((k, n)).astype(dtype)
+        for room in rooms(k, dtype):
+            for workers in (1, 3, 64):  # fewer callers than threads, more
+                c = np.full((m, n), np.nan, dtype)  # every element must be written
+                counters = product_on_stacks(a, laid_out(b, b_transposed), c, room, workers)
+                assert close_to_exact(c, a, b), (m, k, n, room, workers)
+                groups = counters[gemm_threads.GROUPS]
+                done = counters[LINE + gemm_threads.ROWS_DONE:(groups + 1) * LINE:LINE]
+                assert (done == -(-m // gemm.MR)).all()  # every row of every group, once
+
+
+@njit(parallel=True)
+def product_with_thread_0_held_up(a, b, c, room, blocks_by, finished):
+    """`product_on_stacks` with thread 0 held up until another thread has found no block
+    left (or, if none runs, for a few seconds at most): blocks_by[t] counts thread t's."""
+    counters = claims(b, room)
+    for _ in prange(64):
+        bp = local_array(b, 32768)
+        me = thread()
+        if me == 0:
+            for _spin in range(1 << 33):
+                if load_acquire(finished, 0) > 0:
+                    break
+        while True:
+            r0, r1, c0, c1, g = next_product_block(b, bp, counters, a.shape[0])
+            if r0 == r1:
+                break
+            product_claimed(a, counters, g, c, r0, r1, c0, c1)
+            blocks_by[me] += 1
+        if me != 0:
+            fetch_add(finished, 0, 1)
+    return counters
+
+
+def test_a_held_up_thread_s_group_is_packed_and_made_by_the_others(rng):
+    if numba.get_num_threads() < 2:
+        pytest.skip("needs two threads: this machine runs parallel loops on one")
+    a = rng.standard_normal((500, 100)).astype(np.float32)
+    b = rng.standard_normal((100, 9 * NR32 + 3)).astype(np.float32)
+    for room in rooms(100, np.float32):
+        c = np.full((500, b.shape[1]), np.nan, np.float32)
+        blocks_by = np.zeros(numba.get_num_threads(), np.int64)
+        counters = product_with_thread_0_held_up(a, b, c, room, blocks_by, np.zeros(1, np.int64))
+        assert close_to_exact(c, a, b), room
+        assert blocks_by[0] == 0 and blocks_by.sum() > 0, blocks_by
+        assert counters[gemm_threads.GROUPS] >= 2  # thread 0's own group too, packed by others
+
+
+@pytest.mark.slow  # a process of its own, which compiles the tests' products again
+def test_many_threads_contending_for_groups_on_their_stacks():
+    # NUMBA_NUM_THREADS is fixed once a process starts Numba's threads: these tests again, in
+    # a process with 8 threads taking turns on this machine's cores.
+    env = dict(os.environ, NUMBA_NUM_THREADS="8")
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-x", __file__,
+         "-k", "on_stacks or held_up"], env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert " passed" in done.stdout
+
+
+def dot_module(m, k, n, dtype="f32"):
+    return xe.parse_hlo(f"""HloModule product
+
+ENTRY main {{
+  a = {dtype}[{m},{k}] parameter(0)
+  b = {dtype}[{k},{n}] parameter(1)
+  ROOT d = {dtype}[{m},{n}] dot(a, b), lhs_contracting_dims={{1}}, rhs_contracting_dims={{0}}
+}}
+""")
+
+
+@pytest.mark.parametrize("dtype", ["f32", "f64"])
+def test_a_product_takes_arena_scratch_only_where_one_panel_is_too_deep_for_the_stack(dtype):
+    # One panel: K rows of NR columns, 128 bytes a row on any host (two 512-bit registers).
+    deepest = packing.STACK_B_BYTES // packing.WIDEST_PANEL_BYTES
+    assert deepest == 16384
+    for m, n in [(8, 64), (2048, 4096)]:  # whatever the product's size
+        fits = dot_module(m, deepest, n, dtype).entry.root
+        assert packing.packed_b_on_stack(fits) and packing.product_scratch(fits) == 0
+        too_deep = dot_module(m, deepest + 1, n, dtype).entry.root
+        assert not packing.packed_b_on_stack(too_deep)
+        assert packing.product_scratch(too_deep) == packing.whole_lines(
+            packed_b_size(deepest + 1, n, np.dtype(dtype.replace("f", "float"))))
+
+
+@pytest.mark.slow  # a product compiled for each
+def test_a_smaller_stack_bound_packs_narrower_groups_or_falls_back_to_the_arena(rng, monkeypatch):
+    # The bound at 16 KiB: a panel of 100 rows (12.5 KiB) fits, so the threads pack B a panel
+    # at a time, more groups than threads, and a serial product a panel's columns at a time;
+    # one of 200 rows (25 KiB) does not, and B goes to the arena as a whole.
+    monkeypatch.setattr(packing, "STACK_B_BYTES", 16 * 1024)
+
+    def dense(x, w, b):
+        return np.maximum(x @ w + b, 0)
+
+    for (m, k, n), where in [((300, 100, 300), "stacks"), ((8, 100, 300), "stack"),
+                             ((300, 200, 100), "arena"), ((8, 200, 100), "arena")]:
+        x, w = rng.standard_normal((m, k)).astype(np.float32), \
+            rng.standard_normal((k, n)).astype(np.float32)
+        b = rng.standard_normal(n).astype(np.float32)
+        ex = xe.explore(dense, x, w, b, backend="cpu")
+        (source,) = ex.kernels.values()
+        scratch = [x for x in ex.buffers.buffers if x.category == "scratch"]
+        if where == "arena":
+            assert "packed_b(" in source and "local_array(" not in source, source
+            assert [x.size for x in scratch] == [packed_b_size(k, n, np.float32)]
+            assert ex.executable.arena_bytes >= packed_b_size(k, n, np.float32)
+        else:
+            assert "local_array(rhs_2, 4096)" in source and "packed_b(" not in source, source
+            assert ("prange(" in source) == (where == "stacks")
+            assert ("group_width(" in source) == (where == "stack")
+            assert scratch == [] and ex.executable.arena_bytes == 0
+        np.testing.assert_allclose(ex.run(x, w, b), dense(x, w, b), rtol=2e-5, atol=2e-4)
 
 
 def test_an_operand_in_neither_layout_is_refused(rng):
@@ -300,14 +499,14 @@ def test_an_element_wise_epilogue_runs_on_each_threads_blocks(rng):
 
 
 def test_a_dense_layer_allocates_only_its_output(rng):
-    # Packed B lives in the arena's scratch space, each thread's A block on its stack.
+    # Packed B lives on the threads' stacks, as each thread's A block does: no arena at all.
     import tracemalloc
 
     x, w = rng.standard_normal((300, 200)).astype(np.float32), \
         rng.standard_normal((200, 100)).astype(np.float32)
     b = rng.standard_normal(100).astype(np.float32)
     ex = xe.explore(lambda x, w, b: np.maximum(x @ w + b, 0), x, w, b, backend="cpu")
-    assert ex.executable.arena.nbytes >= packed_b_size(200, 100, np.float32)
+    assert ex.executable.arena.nbytes == 0
     ex.run(x, w, b)
     tracemalloc.start()
     try:

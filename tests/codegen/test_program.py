@@ -137,8 +137,12 @@ def test_a_temporary_is_written_before_a_kernel_reads_it(program):
         written |= {ref.name for ref in launch.outputs if isinstance(ref, BufferRef)}
 
 
-def test_scratch_lies_where_the_assignment_put_it_clear_of_every_live_buffer(rng):
-    # Weights whose packed copies (48 KiB each) are over what goes on the stack.
+def test_scratch_lies_where_the_assignment_put_it_clear_of_every_live_buffer(rng, monkeypatch):
+    from xla_explorer.codegen import packing
+
+    # Weights whose packed panels (96 and 128 rows of 128 bytes) are too deep for a stack
+    # bound of 8 KiB: packed B in the arena, each product's at its step.
+    monkeypatch.setattr(packing, "STACK_B_BYTES", 8 * 1024)
     module, assignment = compiled(rng, mlp, [(64, 96), (96, 128), (128, 96)])
     plan = plan_cpu_program(module, assignment)
     scratch = [launch for launch in plan.launches if launch.scratch is not None]

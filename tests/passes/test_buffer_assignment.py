@@ -682,11 +682,18 @@ def test_scratch_lives_at_its_kernels_step_alone_and_shares_the_arena():
     assert "fusion.3 scratch" in a.csv() and "fusion.3 scratch" in a.report()
 
 
-def test_the_cpu_backends_assignment_places_a_products_packed_operand():
+def test_the_cpu_backends_assignment_places_a_products_packed_operand(monkeypatch):
+    from xla_explorer.codegen import packing
     from xla_explorer.codegen.packing import packed_b_size
 
     rng = np.random.default_rng(0)
     x, w = rng.random((8, 200), dtype=np.float32), rng.random((200, 100), dtype=np.float32)
+    # B goes on the threads' stacks where one panel of it fits (200 rows of 128 bytes do):
+    # no scratch in the arena.
+    cpu = xe.explore(lambda x, w: np.tanh(x @ w), x, w, backend="cpu").buffers
+    assert all(b.category != "scratch" for b in cpu.buffers)
+    # Where not even one panel fits, packed B is the kernel's scratch in the arena.
+    monkeypatch.setattr(packing, "STACK_B_BYTES", 16 * 1024)
     cpu = xe.explore(lambda x, w: np.tanh(x @ w), x, w, backend="cpu").buffers
     [slot] = [a for a in cpu.allocations if a.values[0].category == "scratch"]
     assert slot is cpu.scratch_of(slot.values[0].instruction)

@@ -151,13 +151,16 @@ def test_an_unbuilt_front_end_is_a_clear_error(monkeypatch, tmp_path):
     assert BUNDLE.exists()  # the real one is built (make setup)
 
 
-def test_the_buffers_tab_says_what_the_executable_allocates_for_the_arena():
+def test_the_buffers_tab_says_what_the_executable_allocates_for_the_arena(monkeypatch):
+    from xla_explorer.codegen import packing
     from xla_explorer.viz.format import arena_note
     from xla_explorer.viz.html import fragment
     from xla_explorer.viz.panel_views import arena_note_of
 
     rng = np.random.default_rng(0)
     x, w = rng.random((4, 256), dtype=np.float32), rng.random((256, 256), dtype=np.float32)
+    # Packed copies of w too deep for a stack bound of 16 KiB: scratch in the arena.
+    monkeypatch.setattr(packing, "STACK_B_BYTES", 16 * 1024)
     ex = xe.explore(lambda x, w: np.tanh(np.maximum(x @ w, 0) @ w), x, w, backend="cpu")
     # The CPU's assignment places the products' packed copies of w (scratch, live at their
     # own step) with the one temporary between them: its arena is the executable's, one

@@ -5,9 +5,10 @@ tiled LLVM IR for them. This module does the same, in the classic layout of BLIS
 OpenBLAS's own kernels (Goto's algorithm):
 
   - B is packed once per product into panels NR columns wide, KC rows at a time, so the
-    innermost loop reads it contiguously, into scratch space at the end of the executable's
-    arena (`packed_b`): by one thread (`pack_b`), or, in the loop that shares the product,
-    each group of panels by the thread whose columns of C they make (`next_product_block`);
+    innermost loop reads it contiguously: on the stack of the thread that packs it, a group
+    of panels at a time (gemm_threads.py, and `group_width` for one thread), or, where even
+    one panel is too deep for the stack (packing.py), into scratch space at the end of the
+    executable's arena (`packed_b`);
   - A is packed per block of MC rows into panels MR rows tall, a column of a panel's MR
     elements after another, on the thread's own stack, by the first panel of B to use it
     (`tile_packing`);
@@ -23,9 +24,9 @@ vector registers, as this one and XLA's are, is the faster one; and a dot kernel
 its epilogue on each block of C as it is made. benchmarks/gemm.py times the micro-kernel and
 the product against NumPy and XLA (docs/performance.md).
 
-`product_block` computes a block of C, so a kernel can run it in parallel: each thread makes
-its own group of C's columns (`claims`), claiming blocks of rows from an atomic counter
-(`next_product_block`) and moving on to another group's rows when its own are done, and
+`product_block` computes a block of C from B's panels for its columns, so a kernel can run
+it in parallel (gemm_threads.py): each thread packs a group of C's columns, claims blocks of
+their rows from an atomic counter and moves on to another group when its own are done, and
 applies the kernel's epilogue to each block it has just made, while it is in cache.
 Arrays are C-contiguous, but for A or B given transposed, as the transpose of a C-contiguous
 array (B is `k.T` in q @ k.T): the packing reads them in that layout, so no kernel copies
@@ -43,6 +44,32 @@ import os
 os.environ.setdefault("OMP_WAIT_POLICY", "passive")
 os.environ.setdefault("GOMP_SPINCOUNT", "5000")
 
+
+from .packing import STACK_B_BYTES  # noqa: E402  (imports neither Numba nor its threads)
+
+
+def _thread_stack_default() -> int | None:
+    """The stack GNU OpenMP gives its threads without OMP_STACKSIZE: glibc's default for a new
+    thread, RLIMIT_STACK's soft limit, or 2 MiB where that is unlimited (both measured in the
+    threads of a parallel loop here: 8 MiB under `ulimit -s 8192`, 2 MiB unlimited). None
+    where there is no such limit to read."""
+    try:
+        import resource
+    except ImportError:  # not a Unix
+        return None
+    soft = resource.getrlimit(resource.RLIMIT_STACK)[0]
+    return 2 << 20 if soft == resource.RLIM_INFINITY else soft
+
+
+# A thread of a parallel product packs its group of B's panels on its own stack (up to
+# STACK_B_BYTES, gemm_threads.py) below its packed A block (192 KiB at most) and the frames
+# of Numba's loop: twice STACK_B_BYTES leaves room. Where the default is less (an unlimited
+# or small RLIMIT_STACK), OpenMP is told the size; a larger default is left alone.
+_THREAD_STACK = 2 * STACK_B_BYTES
+_default = _thread_stack_default()
+if _default is None or _default < _THREAD_STACK:
+    os.environ.setdefault("OMP_STACKSIZE", f"{_THREAD_STACK >> 10}K")
+
 import llvmlite.binding as llvm  # noqa: E402
 import numpy as np  # noqa: E402
 from numba import carray, cfunc, njit, prange, types  # noqa: E402
@@ -50,15 +77,14 @@ from numba import carray, cfunc, njit, prange, types  # noqa: E402
 from .gemm_ir import (MR, NV, PACK_ROWS, VECTOR_BYTES, copy_panel_row, local_array,  # noqa: E402
                       short_tile, tile, tile_packing, transpose_strip)
 from .packing import WIDEST_PANEL_BYTES, packed_b_size  # noqa: E402
-from .parallel import LINE, fetch_add, load_acquire, thread, threads  # noqa: E402
 
 # packed_b_size, which the buffer assignment asks before Numba loads, sizes panels this wide.
 assert NV * VECTOR_BYTES <= WIDEST_PANEL_BYTES
 
 __all__ = ["MR", "NV", "KC", "VECTOR_BYTES", "panel_width", "packed_b_size", "packed_b",
-           "pack_b", "pack_b_parallel", "claims", "next_rows", "group_columns",
-           "next_product_block", "product_block", "product_rows", "product",
-           "aot_pack_b", "aot_product_block", "aot_product_rows"]
+           "tile_columns", "panels_of", "group_width", "pack_b", "pack_b_parallel", "pack_columns", "pack_columns_parallel",
+           "product_block", "product_block_at", "pack_panels_at", "product_rows", "aot_pack_b", "aot_pack_columns",
+           "aot_product_block", "aot_product_rows"]
 
 
 # Rows of B per packed block: a micro-panel (KC x NR: 32 KiB of float32 at 512 bits) stays in
@@ -74,7 +100,7 @@ _JIT = dict(cache=True, error_model="numpy", fastmath=True)
 _I = np.int64
 
 # Elements of a thread's packed A block and of its edge tile: on the thread's stack
-# (`local_array`), so a product allocates nothing on the heap but packed B.
+# (`local_array`), as its packed B is where it fits.
 _A_BLOCK = MC_PANELS * MR * KC
 _EDGE_TILE = MR * NV * VECTOR_BYTES // 4
 
@@ -87,21 +113,28 @@ def panel_width(dtype) -> int:
 
 
 @njit(inline="always")
-def _nr(itemsize):
+def tile_columns(itemsize):
+    """NR, in a Numba function."""
     return NV * VECTOR_BYTES // itemsize
 
 
 @njit(inline="always")
-def _panels(n, itemsize):
+def panels_of(n, itemsize):
     """Panels of B (or of C) n columns wide: the last one padded."""
-    nr = _nr(itemsize)
+    nr = tile_columns(itemsize)
     return (n + nr - 1) // nr
 
 
 @njit(inline="always")
 def _packed_elements(k, n, itemsize):
     """Elements of B (k x n) packed by `pack_b` on this host."""
-    return _panels(n, itemsize) * _nr(itemsize) * k
+    return panels_of(n, itemsize) * tile_columns(itemsize) * k
+
+
+@njit(inline="always")
+def _columns_elements(k, c0, c1, itemsize):
+    """Elements of the panels of B's columns c0..c1 (c0 where a panel begins), packed."""
+    return (panels_of(c1, itemsize) - c0 // tile_columns(itemsize)) * tile_columns(itemsize) * k
 
 
 @njit(**_JIT)
@@ -111,19 +144,33 @@ def packed_b(b, work):
     return work[:_packed_elements(k, n, b.itemsize) * b.itemsize].view(b.dtype)
 
 
+@njit(**_JIT)
+def group_width(b, bp):
+    """How many of B's columns bp holds packed at once: whole panels, as many as fit (all of
+    B's if they do). What a thread packs at a time, and computes C's columns for."""
+    k, n = b.shape
+    nr = tile_columns(b.itemsize)
+    if k == 0:
+        return max(n, 1)
+    return min(max(n, 1), bp.size // (k * nr) * nr)
 
+
+# Packed B is laid out in blocks of KC rows, each block the panels side by side, a panel's
+# rows one after another. A buffer holds the panels q0..q1 (of columns q0 * NR up to
+# q1 * NR): all of B's, or one group's.
 
 @njit(**_JIT)
-def _pack_b_rows(b, bp, r0, r1, jp0, jp1):
-    """Rows r0..r1 of panels jp0..jp1 of B into their places (block k // KC, row k % KC of
-    each panel of that block), PACK_ROWS rows at a time, a panel at a time: the rows of one
-    panel are contiguous in bp, so the stores stream, and few enough rows of B are read at
-    once for the loads to stream too. (Row by row, each row's stores would land a panel
-    apart, KC * NR elements; a whole block of rows a panel at a time would read KC rows of B
-    at once, each its own stream: both slower, docs/performance.md.)"""
+def _pack_b_rows(b, bp, q0, q1, r0, r1, jp0, jp1):
+    """Rows r0..r1 of panels jp0..jp1 of B into their places in bp, which holds panels
+    q0..q1 (block k // KC, row k % KC of each panel of that block), PACK_ROWS rows at a time,
+    a panel at a time: the rows of one panel are contiguous in bp, so the stores stream, and
+    few enough rows of B are read at once for the loads to stream too. (Row by row, each
+    row's stores would land a panel apart, KC * NR elements; a whole block of rows a panel at
+    a time would read KC rows of B at once, each its own stream: both slower,
+    docs/performance.md.)"""
     kk, n = b.shape
-    nr = _nr(b.itemsize)
-    panels = _panels(n, b.itemsize)
+    nr = tile_columns(b.itemsize)
+    panels = q1 - q0
     full = n // nr
     flat = b.reshape(-1)
     k0 = r0
@@ -133,12 +180,12 @@ def _pack_b_rows(b, bp, r0, r1, jp0, jp1):
         k1 = min(r1, pc + kc, k0 + PACK_ROWS)
         first = pc * panels * nr + (k0 - pc) * nr  # row k0 in the block's first panel
         for jp in range(jp0, min(jp1, full)):
-            dst = first + jp * kc * nr
+            dst = first + (jp - q0) * kc * nr
             for k in range(k0, k1):
                 copy_panel_row(flat, k * n + jp * nr, bp, dst)
                 dst += nr
         if full < jp1:  # the last panel, past B's last column: zeros
-            dst = first + full * kc * nr
+            dst = first + (full - q0) * kc * nr
             for k in range(k0, k1):
                 for j in range(nr):
                     col = full * nr + j
@@ -147,19 +194,16 @@ def _pack_b_rows(b, bp, r0, r1, jp0, jp1):
         k0 = k1
 
 
-
-
-
 @njit(**_JIT)
-def _pack_bt_rows(bt, bp, r0, r1, jp0, jp1):
+def _pack_bt_rows(bt, bp, q0, q1, r0, r1, jp0, jp1):
     """`_pack_b_rows` for B given as its transpose, bt (n x k, C-contiguous): what q @ k.T
     hands the product. A panel's rows of B are NR rows of bt, transposed PACK_ROWS at a time
     on the way in (`transpose_strip`). A panel at a time, all its rows: bt's NR rows are
     read front to back and the panel written front to back, where PACK_ROWS rows of every
     panel at a time would read a few elements from each of bt's n rows, k elements apart."""
     n, kk = bt.shape
-    nr = _nr(bt.itemsize)
-    panels = _panels(n, bt.itemsize)
+    nr = tile_columns(bt.itemsize)
+    panels = q1 - q0
     full = n // nr
     flat = bt.reshape(-1)
     for jp in range(jp0, jp1):
@@ -169,7 +213,7 @@ def _pack_bt_rows(bt, bp, r0, r1, jp0, jp1):
             kc = min(KC, kk - pc)
             k1 = min(r1, pc + kc, k0 + PACK_ROWS)
             # row k0 of this panel in its block
-            dst = pc * panels * nr + jp * kc * nr + (k0 - pc) * nr
+            dst = pc * panels * nr + (jp - q0) * kc * nr + (k0 - pc) * nr
             src = jp * nr * kk + k0
             if jp < full and k1 - k0 == PACK_ROWS:
                 transpose_strip(flat, src, kk, bp, dst)
@@ -191,59 +235,6 @@ def _pack_a(a, i, pc, kc, ap, base):
             ap[base + k * MR + r] = a[i + r, pc + k] if i + r < m else 0
 
 
-# The counters that the threads of one parallel product share (`claims`): at GROUPS, how many
-# groups B's columns are split into; then a cache line for each group, with C's row panels
-# handed out, B's rows handed out for packing, and B's rows packed (panels, for a B given
-# transposed: see `_pack_group`). A group's claims never contend with another's.
-GROUPS = 0
-ROWS_CLAIMED, B_CLAIMED, B_PACKED = 0, 1, 2
-
-
-@njit(cache=True)
-def claims(b):
-    """Fresh counters for the threads of one parallel product C = A @ B. B's columns are split
-    into groups of whole panels, one for each thread (fewer if B has fewer panels): a thread
-    packs its group's panels of B and makes its columns of C, for all of C's rows, and moves
-    on to another group's rows only when its own are done. What one thread writes, packed B
-    and C, is then read and written by that thread alone, call after call, unless a thread
-    falls behind: when the machine puts the two cores of a product on different L3 caches
-    (docs/machine-facts.md), a product that shared packed B between threads would pass every
-    line the other thread packed between the caches (docs/performance.md). (Made here, not
-    in the kernel: there Numba would turn np.zeros into a parallel loop of its own, compiled
-    and launched for a few numbers.)"""
-    groups = max(1, min(threads(), _panels(b.shape[1], b.itemsize)))
-    counters = np.zeros((groups + 1) * LINE, np.int64)
-    counters[GROUPS] = groups
-    return counters
-
-
-@njit(inline="always")
-def _counter(g, which):
-    return (g + 1) * LINE + which
-
-
-@njit(**_JIT)
-def next_rows(counters, g, m):
-    """The next block of C's rows that no thread has claimed in group g, [r0, r1), or an
-    empty range when all are claimed. Threads claim blocks as they finish their last one,
-    so a thread the machine slows down does fewer blocks instead of holding up the others;
-    and blocks shrink towards the end (a quarter of what is left, at most MC_PANELS
-    panels), so the threads finish close together."""
-    panels = (m + MR - 1) // MR
-    at = _counter(g, ROWS_CLAIMED)
-    left = panels - counters[at]  # a stale read only changes the size asked for
-    take = min(MC_PANELS, max(1, left // 4))
-    q = fetch_add(counters, at, take)
-    return min(q * MR, m), min((q + take) * MR, m)
-
-
-@njit(**_JIT)
-def group_columns(counters, g, n, itemsize):
-    """Group g's columns of C, [c0, c1): whole panels, the groups as even as they can be."""
-    nr, panels, groups = _nr(itemsize), _panels(n, itemsize), counters[GROUPS]
-    return min(n, g * panels // groups * nr), min(n, (g + 1) * panels // groups * nr)
-
-
 # The tiles A's last rows use when fewer than MR are left, by how many: a third of the tile,
 # or two thirds. (1024 rows are 85 tiles of 12 and 4 rows: a whole tile for those would
 # compute 8 rows for nothing, 0.8% of the product.)
@@ -263,8 +254,9 @@ def _last_rows_tile(ap, a_off, bp, b_off, c, c_off, ldc, kc, accumulate, left):
 
 @njit(**_JIT)
 def _product_block(a, bp, c, r0, r1, c0, c1):
-    """C[r0:r1, c0:c1] of C = A @ B, with B packed by `pack_b`; c0 and c1 are where panels
-    begin (or C's width). A is C-contiguous, or the transpose of a C-contiguous array."""
+    """C[r0:r1, c0:c1] of C = A @ B, with bp holding B's panels of columns c0..c1, packed by
+    `pack_columns`; c0 and c1 are where panels begin (or C's width). A is C-contiguous, or
+    the transpose of a C-contiguous array."""
     m, kk = a.shape
     n = c.shape[1]
     # A transposed is packed by `_pack_a`, which then reads each column's MR elements from
@@ -275,10 +267,10 @@ def _product_block(a, bp, c, r0, r1, c0, c1):
     if kk == 0:
         c[r0:r1, c0:c1] = 0
         return
-    nr = _nr(a.itemsize)
-    panels = _panels(n, a.itemsize)
+    nr = tile_columns(a.itemsize)
     full = n // nr
-    jp0, jp1 = c0 // nr, _panels(c1, a.itemsize)
+    jp0, jp1 = c0 // nr, panels_of(c1, a.itemsize)
+    panels = jp1 - jp0
     cf = c.reshape(-1)
     ap = local_array(a, _A_BLOCK)
     edge = local_array(a, _EDGE_TILE)
@@ -291,7 +283,7 @@ def _product_block(a, bp, c, r0, r1, c0, c1):
             b_block = pc * panels * nr
             for jp in range(jp0, jp1):
                 j0 = jp * nr
-                b_off = b_block + jp * kc * nr
+                b_off = b_block + (jp - jp0) * kc * nr
                 for q in range(tiles):
                     i = i0 + q * MR
                     a_off = q * kc * MR
@@ -329,7 +321,8 @@ def _product_block(a, bp, c, r0, r1, c0, c1):
 # The routines above are compiled once (and cached on disk) as C functions, and kernels call
 # them by symbol, as XLA's generated code calls its runtime's matmul. Called as Numba functions
 # they would be linked into every kernel and optimised and code-generated again in each
-# kernel's cold compile (docs/performance.md).
+# kernel's cold compile (docs/performance.md). Packed B is passed as an address: it may lie
+# on another thread's stack (gemm_threads.py).
 
 _P32, _P64, _N = types.CPointer(types.float32), types.CPointer(types.float64), types.intp
 _ENTRY = dict(cache=True, error_model="numpy", fastmath=True)
@@ -337,50 +330,53 @@ _ENTRY = dict(cache=True, error_model="numpy", fastmath=True)
 
 @cfunc(types.void(_P32, _N, _N, _P32, _P32, _N, _N, _N, _N, _N), **_ENTRY)
 def _block_f32(a, m, k, bp, c, n, r0, r1, c0, c1):
-    _product_block(carray(a, (m, k)), carray(bp, (_packed_elements(k, n, 4),)),
+    _product_block(carray(a, (m, k)), carray(bp, (_columns_elements(k, c0, c1, 4),)),
                    carray(c, (m, n)), r0, r1, c0, c1)
 
 
 @cfunc(types.void(_P64, _N, _N, _P64, _P64, _N, _N, _N, _N, _N), **_ENTRY)
 def _block_f64(a, m, k, bp, c, n, r0, r1, c0, c1):
-    _product_block(carray(a, (m, k)), carray(bp, (_packed_elements(k, n, 8),)),
+    _product_block(carray(a, (m, k)), carray(bp, (_columns_elements(k, c0, c1, 8),)),
                    carray(c, (m, n)), r0, r1, c0, c1)
 
 
 @cfunc(types.void(_P32, _N, _N, _P32, _P32, _N, _N, _N, _N, _N), **_ENTRY)
 def _block_t_f32(a, m, k, bp, c, n, r0, r1, c0, c1):
-    _product_block(carray(a, (k, m)).T, carray(bp, (_packed_elements(k, n, 4),)),
+    _product_block(carray(a, (k, m)).T, carray(bp, (_columns_elements(k, c0, c1, 4),)),
                    carray(c, (m, n)), r0, r1, c0, c1)
 
 
 @cfunc(types.void(_P64, _N, _N, _P64, _P64, _N, _N, _N, _N, _N), **_ENTRY)
 def _block_t_f64(a, m, k, bp, c, n, r0, r1, c0, c1):
-    _product_block(carray(a, (k, m)).T, carray(bp, (_packed_elements(k, n, 8),)),
+    _product_block(carray(a, (k, m)).T, carray(bp, (_columns_elements(k, c0, c1, 8),)),
                    carray(c, (m, n)), r0, r1, c0, c1)
 
 
-@cfunc(types.void(_P32, _N, _N, _P32, _N, _N, _N, _N), **_ENTRY)
-def _pack_f32(b, k, n, bp, r0, r1, jp0, jp1):
-    _pack_b_rows(carray(b, (k, n)), carray(bp, (_packed_elements(k, n, 4),)), r0, r1, jp0,
-                 jp1)
+_PACK_SIGNATURE = (_N,) * 6
 
 
-@cfunc(types.void(_P64, _N, _N, _P64, _N, _N, _N, _N), **_ENTRY)
-def _pack_f64(b, k, n, bp, r0, r1, jp0, jp1):
-    _pack_b_rows(carray(b, (k, n)), carray(bp, (_packed_elements(k, n, 8),)), r0, r1, jp0,
-                 jp1)
+@cfunc(types.void(_P32, _N, _N, _P32, *_PACK_SIGNATURE), **_ENTRY)
+def _pack_f32(b, k, n, bp, q0, q1, r0, r1, jp0, jp1):
+    _pack_b_rows(carray(b, (k, n)), carray(bp, ((q1 - q0) * tile_columns(4) * k,)), q0, q1, r0, r1,
+                 jp0, jp1)
 
 
-@cfunc(types.void(_P32, _N, _N, _P32, _N, _N, _N, _N), **_ENTRY)
-def _pack_t_f32(bt, k, n, bp, r0, r1, jp0, jp1):
-    _pack_bt_rows(carray(bt, (n, k)), carray(bp, (_packed_elements(k, n, 4),)), r0, r1, jp0,
-                  jp1)
+@cfunc(types.void(_P64, _N, _N, _P64, *_PACK_SIGNATURE), **_ENTRY)
+def _pack_f64(b, k, n, bp, q0, q1, r0, r1, jp0, jp1):
+    _pack_b_rows(carray(b, (k, n)), carray(bp, ((q1 - q0) * tile_columns(8) * k,)), q0, q1, r0, r1,
+                 jp0, jp1)
 
 
-@cfunc(types.void(_P64, _N, _N, _P64, _N, _N, _N, _N), **_ENTRY)
-def _pack_t_f64(bt, k, n, bp, r0, r1, jp0, jp1):
-    _pack_bt_rows(carray(bt, (n, k)), carray(bp, (_packed_elements(k, n, 8),)), r0, r1, jp0,
-                  jp1)
+@cfunc(types.void(_P32, _N, _N, _P32, *_PACK_SIGNATURE), **_ENTRY)
+def _pack_t_f32(bt, k, n, bp, q0, q1, r0, r1, jp0, jp1):
+    _pack_bt_rows(carray(bt, (n, k)), carray(bp, ((q1 - q0) * tile_columns(4) * k,)), q0, q1, r0, r1,
+                  jp0, jp1)
+
+
+@cfunc(types.void(_P64, _N, _N, _P64, *_PACK_SIGNATURE), **_ENTRY)
+def _pack_t_f64(bt, k, n, bp, q0, q1, r0, r1, jp0, jp1):
+    _pack_bt_rows(carray(bt, (n, k)), carray(bp, ((q1 - q0) * tile_columns(8) * k,)), q0, q1, r0, r1,
+                  jp0, jp1)
 
 
 def _symbol(entry, name: str, *args) -> types.ExternalFunction:
@@ -390,16 +386,20 @@ def _symbol(entry, name: str, *args) -> types.ExternalFunction:
     return types.ExternalFunction(name, types.void(*args))
 
 
+# Named for what they take: a kernel cached with an older entry point's arguments then links
+# to nothing instead of to a function that reads its arguments differently.
 _V = types.voidptr
-_BLOCK32 = _symbol(_block_f32, "xla_explorer_gemm_block_f32", _V, _N, _N, _V, _V, *[_N] * 5)
-_BLOCK64 = _symbol(_block_f64, "xla_explorer_gemm_block_f64", _V, _N, _N, _V, _V, *[_N] * 5)
-_PACK32 = _symbol(_pack_f32, "xla_explorer_gemm_pack_f32", _V, _N, _N, _V, _N, _N, _N, _N)
-_PACK64 = _symbol(_pack_f64, "xla_explorer_gemm_pack_f64", _V, _N, _N, _V, _N, _N, _N, _N)
+_BLOCK = (_V, _N, _N, _V, _V, *[_N] * 5)
+_PACK = (_V, _N, _N, _V, *[_N] * 6)
+_BLOCK32 = _symbol(_block_f32, "xla_explorer_gemm_columns_block_f32", *_BLOCK)
+_BLOCK64 = _symbol(_block_f64, "xla_explorer_gemm_columns_block_f64", *_BLOCK)
+_PACK32 = _symbol(_pack_f32, "xla_explorer_gemm_pack_panels_f32", *_PACK)
+_PACK64 = _symbol(_pack_f64, "xla_explorer_gemm_pack_panels_f64", *_PACK)
 # The same for an operand given transposed: A as A^T's rows, B as B^T's (q @ k.T).
-_BLOCKT32 = _symbol(_block_t_f32, "xla_explorer_gemm_block_t_f32", _V, _N, _N, _V, _V, *[_N] * 5)
-_BLOCKT64 = _symbol(_block_t_f64, "xla_explorer_gemm_block_t_f64", _V, _N, _N, _V, _V, *[_N] * 5)
-_PACKT32 = _symbol(_pack_t_f32, "xla_explorer_gemm_pack_t_f32", _V, _N, _N, _V, _N, _N, _N, _N)
-_PACKT64 = _symbol(_pack_t_f64, "xla_explorer_gemm_pack_t_f64", _V, _N, _N, _V, _N, _N, _N, _N)
+_BLOCKT32 = _symbol(_block_t_f32, "xla_explorer_gemm_columns_block_t_f32", *_BLOCK)
+_BLOCKT64 = _symbol(_block_t_f64, "xla_explorer_gemm_columns_block_t_f64", *_BLOCK)
+_PACKT32 = _symbol(_pack_t_f32, "xla_explorer_gemm_pack_panels_t_f32", *_PACK)
+_PACKT64 = _symbol(_pack_t_f64, "xla_explorer_gemm_pack_panels_t_f64", *_PACK)
 
 
 @njit(inline="always")
@@ -415,124 +415,87 @@ def _transposed(x):
 
 
 @njit(cache=True)
-def product_block(a, bp, c, r0, r1, c0, c1):
-    """C[r0:r1, c0:c1] of C = A @ B (arrays of one float type: C C-contiguous, A C-contiguous
-    or the transpose of such an array), with B packed by `pack_b` into bp; c0 and c1 are
-    where panels begin (or C's width)."""
+def product_block_at(a, bp, c, r0, r1, c0, c1):
+    """`product_block` with packed B given by its address, bp (an integer): where it lies on
+    another thread's stack."""
     m, k = a.shape
     n = c.shape[1]
     if _transposed(a):
         if a.itemsize == 4:
-            _BLOCKT32(a.ctypes.data, m, k, bp.ctypes.data, c.ctypes.data, n, r0, r1, c0, c1)
+            _BLOCKT32(a.ctypes.data, m, k, bp, c.ctypes.data, n, r0, r1, c0, c1)
         else:
-            _BLOCKT64(a.ctypes.data, m, k, bp.ctypes.data, c.ctypes.data, n, r0, r1, c0, c1)
+            _BLOCKT64(a.ctypes.data, m, k, bp, c.ctypes.data, n, r0, r1, c0, c1)
     elif a.itemsize == 4:
-        _BLOCK32(a.ctypes.data, m, k, bp.ctypes.data, c.ctypes.data, n, r0, r1, c0, c1)
+        _BLOCK32(a.ctypes.data, m, k, bp, c.ctypes.data, n, r0, r1, c0, c1)
     else:
-        _BLOCK64(a.ctypes.data, m, k, bp.ctypes.data, c.ctypes.data, n, r0, r1, c0, c1)
+        _BLOCK64(a.ctypes.data, m, k, bp, c.ctypes.data, n, r0, r1, c0, c1)
+
+
+@njit(cache=True)
+def product_block(a, bp, c, r0, r1, c0, c1):
+    """C[r0:r1, c0:c1] of C = A @ B (arrays of one float type: C C-contiguous, A C-contiguous
+    or the transpose of such an array), with bp holding B's panels of columns c0..c1, packed
+    by `pack_columns`; c0 and c1 are where panels begin (or C's width)."""
+    product_block_at(a, _I(bp.ctypes.data), c, r0, r1, c0, c1)
 
 
 @njit(cache=True)
 def product_rows(a, bp, c, r0, r1):
     """Rows r0..r1 of C = A @ B, with B packed by `pack_b` into bp."""
-    product_block(a, bp, c, _I(r0), _I(r1), _I(0), _I(c.shape[1]))
+    product_block_at(a, _I(bp.ctypes.data), c, _I(r0), _I(r1), _I(0), _I(c.shape[1]))
 
 
 @njit(cache=True)
-def _pack_rows(b, bp, r0, r1, jp0, jp1):
+def pack_panels_at(b, bp, q0, q1, r0, r1, jp0, jp1):
+    """Rows r0..r1 of B's panels jp0..jp1 into bp, the address of a buffer that holds
+    panels q0..q1 packed."""
     k, n = b.shape
     if _transposed(b):  # b.ctypes.data is B^T's, n x k
         if b.itemsize == 4:
-            _PACKT32(b.ctypes.data, k, n, bp.ctypes.data, r0, r1, jp0, jp1)
+            _PACKT32(b.ctypes.data, k, n, bp, q0, q1, r0, r1, jp0, jp1)
         else:
-            _PACKT64(b.ctypes.data, k, n, bp.ctypes.data, r0, r1, jp0, jp1)
+            _PACKT64(b.ctypes.data, k, n, bp, q0, q1, r0, r1, jp0, jp1)
     elif b.itemsize == 4:
-        _PACK32(b.ctypes.data, k, n, bp.ctypes.data, r0, r1, jp0, jp1)
+        _PACK32(b.ctypes.data, k, n, bp, q0, q1, r0, r1, jp0, jp1)
     else:
-        _PACK64(b.ctypes.data, k, n, bp.ctypes.data, r0, r1, jp0, jp1)
+        _PACK64(b.ctypes.data, k, n, bp, q0, q1, r0, r1, jp0, jp1)
+
+
+@njit(cache=True)
+def pack_columns(b, bp, c0, c1):
+    """The panels of columns c0..c1 of B (C-contiguous, or the transpose of a C-contiguous
+    array; c0 where a panel begins) into bp, on this thread: what `product_block` reads."""
+    q0, q1 = _I(c0 // tile_columns(b.itemsize)), _I(panels_of(c1, b.itemsize))
+    pack_panels_at(b, _I(bp.ctypes.data), q0, q1, _I(0), _I(b.shape[0]), q0, q1)
+
+
+@njit(parallel=True, cache=True)
+def pack_columns_parallel(b, bp, c0, c1):
+    """`pack_columns`, B's rows shared among the threads. (A Numba function, not an entry
+    point: a C function cannot start Numba's threads.)"""
+    k = b.shape[0]
+    at = _I(bp.ctypes.data)
+    q0, q1 = c0 // tile_columns(b.itemsize), panels_of(c1, b.itemsize)
+    if _transposed(b):  # a panel at a time, all its rows (see `_pack_bt_rows`)
+        for p in prange(q1 - q0):
+            pack_panels_at(b, at, _I(q0), _I(q1), _I(0), _I(k), _I(q0 + p), _I(q0 + p + 1))
+        return
+    for r in prange((k + PACK_ROWS - 1) // PACK_ROWS):
+        pack_panels_at(b, at, _I(q0), _I(q1), _I(r * PACK_ROWS),
+                       _I(min(k, (r + 1) * PACK_ROWS)), _I(q0), _I(q1))
 
 
 @njit(cache=True)
 def pack_b(b, bp):
     """B (C-contiguous, or the transpose of a C-contiguous array) into panels in bp (from
-    `packed_b`), on this thread."""
-    _pack_rows(b, bp, _I(0), _I(b.shape[0]), _I(0), _I(_panels(b.shape[1], b.itemsize)))
+    `packed_b`, or as large), on this thread."""
+    pack_columns(b, bp, _I(0), _I(b.shape[1]))
 
 
-@njit(parallel=True, cache=True)
+@njit(cache=True)
 def pack_b_parallel(b, bp):
-    """B into panels in bp, its rows shared among the threads. (A Numba function, not an
-    entry point: a C function cannot start Numba's threads.)"""
-    k = b.shape[0]
-    panels = _panels(b.shape[1], b.itemsize)
-    if _transposed(b):  # a panel at a time, all its rows (see `_pack_bt_rows`)
-        for p in prange(panels):
-            _pack_rows(b, bp, _I(0), _I(k), _I(p), _I(p + 1))
-        return
-    for r in prange((k + PACK_ROWS - 1) // PACK_ROWS):
-        _pack_rows(b, bp, _I(r * PACK_ROWS), _I(min(k, (r + 1) * PACK_ROWS)), _I(0), _I(panels))
-
-
-@njit(cache=True)
-def _pack_group(b, bp, counters, g, c0, c1):
-    """Group g's panels of B (columns c0..c1) into bp, by every thread that comes to the
-    group: each claims PACK_ROWS of B's rows at a time (a panel, of a B given transposed)
-    and counts them once packed. Returns when every row is packed, so that the product can
-    start. A thread only waits for rows
-    another thread is packing, never for one yet to start: alone, it packs them all."""
-    k = b.shape[0]
-    jp0, jp1 = c0 // _nr(b.itemsize), _panels(c1, b.itemsize)
-    claimed, packed = _counter(g, B_CLAIMED), _counter(g, B_PACKED)
-    # What is claimed: PACK_ROWS rows of B across the group's panels; of a B given
-    # transposed, a panel, all its rows (see `_pack_bt_rows`).
-    transposed = _transposed(b)
-    units, step = (jp1 - jp0, 1) if transposed else (k, PACK_ROWS)
-    while True:
-        u0 = fetch_add(counters, claimed, step)
-        if u0 >= units:
-            break
-        u1 = min(units, u0 + step)
-        if transposed:
-            _pack_rows(b, bp, _I(0), _I(k), _I(jp0 + u0), _I(jp0 + u1))
-        else:
-            _pack_rows(b, bp, _I(u0), _I(u1), _I(jp0), _I(jp1))
-        fetch_add(counters, packed, u1 - u0)
-    while load_acquire(counters, packed) < units:
-        pass
-
-
-@njit(cache=True)
-def next_product_block(b, bp, counters, m):
-    """The next block of C = A @ B (m rows) that no thread has claimed, (r0, r1, c0, c1), or
-    an empty one when every block is claimed: from this thread's own group of columns first
-    (`claims`), packing its panels of B when it first comes to them, then from the other
-    groups, helping to pack theirs if they are not yet packed. Called by every thread of
-    a parallel loop, as long as it returns blocks."""
-    n = b.shape[1]
-    groups = counters[GROUPS]
-    first = thread() % groups
-    for step in range(groups):
-        g = (first + step) % groups
-        c0, c1 = group_columns(counters, g, n, b.itemsize)
-        _pack_group(b, bp, counters, g, c0, c1)
-        r0, r1 = next_rows(counters, g, m)
-        if r0 < r1:
-            return r0, r1, c0, c1
-    return m, m, n, n
-
-
-@njit(parallel=True, cache=True)
-def product(a, b, c, work):
-    """C = A @ B on every thread, B packed into `work` (at least `packed_b_size` bytes): what
-    a dot kernel does, without its epilogue."""
-    bp = packed_b(b, work)
-    counters = claims(b)
-    for _ in prange(64):
-        while True:
-            r0, r1, c0, c1 = next_product_block(b, bp, counters, a.shape[0])
-            if r0 == r1:
-                break
-            product_block(a, bp, c, r0, r1, c0, c1)
+    """`pack_b`, B's rows shared among the threads."""
+    pack_columns_parallel(b, bp, _I(0), _I(b.shape[1]))
 
 
 # -- for an ahead-of-time module -------------------------------------------------------------
@@ -554,11 +517,17 @@ def aot_product_rows(a, bp, c, r0, r1):
 
 
 @njit
+def aot_pack_columns(b, bp, c0, c1):
+    """`pack_columns`, the routine compiled into the caller."""
+    k = b.shape[0]
+    q0, q1 = c0 // tile_columns(b.itemsize), panels_of(c1, b.itemsize)
+    if _transposed(b):  # b.T is B^T, C-contiguous
+        _pack_bt_rows(b.T, bp, _I(q0), _I(q1), _I(0), _I(k), _I(q0), _I(q1))
+    else:
+        _pack_b_rows(b, bp, _I(q0), _I(q1), _I(0), _I(k), _I(q0), _I(q1))
+
+
+@njit
 def aot_pack_b(b, bp):
     """`pack_b`, the routine compiled into the caller."""
-    k = b.shape[0]
-    panels = _panels(b.shape[1], b.itemsize)
-    if _transposed(b):  # b.T is B^T, C-contiguous
-        _pack_bt_rows(b.T, bp, _I(0), _I(k), _I(0), _I(panels))
-    else:
-        _pack_b_rows(b, bp, _I(0), _I(k), _I(0), _I(panels))
+    aot_pack_columns(b, bp, _I(0), _I(b.shape[1]))

@@ -19,7 +19,7 @@ from .parallel import stack_array
 from .target import cpu_features
 
 __all__ = ["VECTOR_BYTES", "MR", "NV", "PACK_ROWS", "tile", "short_tile", "tile_packing",
-           "local_array", "copy_panel_row", "transpose_strip"]
+           "local_array", "local_bytes", "copy_panel_row", "transpose_strip"]
 
 
 def _target_vectors() -> tuple[int, int]:
@@ -231,19 +231,39 @@ def tile_packing(typingctx, a, a_off, lda, ap, ap_off, b, b_off, c, c_off, ldc, 
     return sig, codegen
 
 
+# Where a local array starts: on a cache line, as the arena's buffers do, so that a vector
+# load of a packed panel never straddles two lines.
+_LINE_BYTES = 64
+
+
 @intrinsic
 def local_array(typingctx, like, size):
     """A 1-d array of `size` (a constant) elements of like's dtype in the calling function's
-    stack frame: gone when it returns, never seen by an allocator."""
+    stack frame, starting on a cache line: gone when it returns, never seen by an
+    allocator."""
     if not isinstance(size, types.IntegerLiteral):
         return None
     n = size.literal_value
     array = types.Array(like.dtype, 1, "C")
 
     def codegen(context, builder, signature, args):
-        return stack_array(context, builder, like.dtype, n)[0]
+        return stack_array(context, builder, like.dtype, n, align=_LINE_BYTES)[0]
 
     return array(like, size), codegen
+
+
+@intrinsic
+def local_bytes(typingctx, like, nbytes):
+    """`local_array` of as many of like's elements as `nbytes` (a constant) bytes hold."""
+    if not isinstance(nbytes, types.IntegerLiteral):
+        return None
+    n = nbytes.literal_value // (like.dtype.bitwidth // 8)
+    array = types.Array(like.dtype, 1, "C")
+
+    def codegen(context, builder, signature, args):
+        return stack_array(context, builder, like.dtype, n, align=_LINE_BYTES)[0]
+
+    return array(like, nbytes), codegen
 
 
 @intrinsic

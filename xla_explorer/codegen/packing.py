@@ -68,21 +68,37 @@ def tiled_product(inst: Instruction) -> bool:
             and prod(product_dims(inst)) > SMALL_PRODUCT_MACS)
 
 
-# A packed B of at most this many bytes goes on the kernel's stack, as each thread's packed A
-# block (96 KiB) does, not in the arena: a 32x32 float32 weight (4 KiB) would otherwise be
-# the arena's largest slot after the two activations of a small layer, held between calls.
-STACK_PACKED_B_BYTES = 16 * 1024
+# Packed B goes on the stack of the thread that packs it, at most this many bytes of it at
+# a time: a group of whole panels (codegen/gemm_threads.py; `gemm.group_width` on one
+# thread), as OpenBLAS packs into buffers of its own for each thread, not into the arena,
+# where it would be held between calls beside the output (notebook 06's 1024^3 product:
+# 4 MiB of arena for a 4 MiB output). Threads are given the stack for it (codegen/gemm.py).
+STACK_B_BYTES = 2 << 20
+
+
+def _depth_bytes(inst: Instruction) -> int:
+    """Bytes of one packed panel of this product's B, NR wide on any host: K rows of it."""
+    _, _, k, _ = product_dims(inst)
+    return k * WIDEST_PANEL_BYTES
 
 
 def packed_b_on_stack(inst: Instruction) -> bool:
-    """Whether a tiled product packs its B on the kernel's stack (a small B)."""
+    """Whether a tiled product packs its B on the stack: whenever one panel of it fits
+    there (K <= 16384 float32 rows); else into the arena."""
+    return _depth_bytes(inst) <= STACK_B_BYTES
+
+
+def stack_b_elements(inst: Instruction) -> int:
+    """Elements of the stack buffer that a thread packs a tiled product's B into, a group of
+    panels at a time: all of packed B, or STACK_B_BYTES of it (at least one element)."""
     _, _, k, n = product_dims(inst)
-    return packed_b_size(k, n, inst.dtype) <= STACK_PACKED_B_BYTES
+    itemsize = np.dtype(inst.dtype).itemsize
+    return max(1, min(packed_b_size(k, n, inst.dtype), STACK_B_BYTES) // itemsize)
 
 
 def product_scratch(inst: Instruction) -> int:
-    """The arena's scratch space a tiled product takes: its packed B, on whole cache lines;
-    none for a B small enough for the stack."""
+    """The arena's scratch space a tiled product takes: none where its B is packed on the
+    stack; else all of packed B, on whole cache lines."""
     if packed_b_on_stack(inst):
         return 0
     _, _, k, n = product_dims(inst)

@@ -13,8 +13,8 @@ from ...ir.module import Instruction
 from ...ir.ops import Group, in_group
 from .. import exprs
 from ..analysis import refuse_float16
-from ..packing import (dot_axes, packed_b_on_stack, packed_b_size, product_dims,
-                       product_scratch, tiled_product)
+from ..packing import (STACK_B_BYTES, dot_axes, packed_b_on_stack, packed_b_size,
+                       product_dims, product_scratch, stack_b_elements, tiled_product)
 from ..writer import np_type, tuple_text
 from .loop import Loops
 
@@ -107,59 +107,89 @@ def _emit_tiled_product(loops: Loops, inst, lhs, rhs, out, plain, batch, m, n, k
     products.gemm = True
     products.line_outputs += [k for k, o in enumerate(core.outputs) if core.out_names[id(o)] == out]
     products.workspace = max(products.workspace, product_scratch(inst))
-    packed = w.fresh("packed")
-    if packed_b_on_stack(inst):
-        elements = packed_b_size(k, n, inst.dtype) // np.dtype(inst.dtype).itemsize
-        place = f"local_array({rhs}{'' if plain else '[0]'}, {elements})"
-        w.line(f"{packed} = {place}  # a small B, packed on this kernel's stack")
-    else:
-        place = f"packed_b({rhs}{'' if plain else '[0]'}, work)"
-        w.line(f"{packed} = {place}")
     serial = options.serial_only
     pack = "pack_b_parallel" if k * n >= options.parallel_threshold and not serial else "pack_b"
     parallel = m * n * k >= options.gemm_parallel_macs and m > gemm.MR and not serial
+    like = rhs if plain else f"{rhs}[0]"
+    place = _Place(w.fresh("packed"), packed_b_on_stack(inst), stack_b_elements(inst),
+                   packed_b_size(k, n, inst.dtype) <= STACK_B_BYTES, like)
+    if not (place.stack and parallel):  # else each thread of the loop makes its own
+        w.line(place.make())
     if plain:
-        _emit_product(loops, lhs, rhs, packed, out, m, parallel, pack, products,
+        _emit_product(loops, lhs, rhs, place, out, m, n, parallel, pack, products,
                       epilogue=_epilogue_in_rows(core, inst) if parallel else None)
         return
     res, t = w.fresh("product"), w.fresh("t")
     w.line(f"{res} = {out}.reshape(({batch}, {m}, {n}))")
     w.line(f"for {t} in range({batch}):")
     w.depth += 1
-    _emit_product(loops, f"{lhs}[{t}]", f"{rhs}[{t}]", packed, f"{res}[{t}]", m, parallel,
+    _emit_product(loops, f"{lhs}[{t}]", f"{rhs}[{t}]", place, f"{res}[{t}]", m, n, parallel,
                   pack, products, epilogue=None)
     w.depth -= 1
 
 
-def _emit_product(loops: Loops, lhs, rhs, packed, out, m, parallel, pack, products: Products,
-                  epilogue) -> None:
-    """C = A @ B: B packed into `packed` (by `pack` on this thread, or by the threads of
-    the loop that shares the product, each its own columns, if `parallel`), then C."""
+@dataclass
+class _Place:
+    """Where a product packs its B: `name`, on the stack of the thread that packs it (a
+    buffer of `elements`, holding all of B if `whole`, else a group of its panels at a
+    time), or in the kernel's scratch space in the arena."""
+
+    name: str
+    stack: bool
+    elements: int
+    whole: bool
+    like: str  # an array of B's dtype
+
+    def make(self, parallel: bool = False) -> str:
+        if not self.stack:
+            return f"{self.name} = packed_b({self.like}, work)  # in the arena: too deep for the stack"
+        held = ("this thread's packed B, a group of panels at a time" if parallel
+                else "packed B, on this kernel's stack" if self.whole
+                else "packed B on this kernel's stack, as many panels at a time as fit")
+        return f"{self.name} = local_array({self.like}, {self.elements})  # {held}"
+
+
+def _emit_product(loops: Loops, lhs, rhs, place: _Place, out, m, n, parallel, pack,
+                  products: Products, epilogue) -> None:
+    """C = A @ B: B packed into `place` (by `pack` on this thread, or by the threads of
+    the loop that shares the product, a group of columns each, if `parallel`), then C."""
     core, w = loops.core, loops.w
-    if not parallel:
+    packed = place.name
+    if not parallel and (place.whole or not place.stack):
         w.line(f"{pack}({rhs}, {packed})  # B in panels of the register tile's width")
         # m as np.int64, not a literal: Numba compiles a callee again for every literal
         # argument's value, so a literal would cost a product compile per matrix height.
         w.line(f"product_rows({lhs}, {packed}, {out}, 0, np.int64({m}))")
         return
+    if not parallel:  # B a group of columns at a time, each packed, then C's columns for it
+        width, c0, c1 = w.fresh("width"), w.fresh("c0"), w.fresh("c1")
+        w.line(f"{width} = group_width({rhs}, {packed})")
+        w.line(f"for {c0} in range(0, {n}, {width}):")
+        w.line(f"    {c1} = min({c0} + {width}, {n})")
+        w.line(f"    {pack.replace('_b', '_columns')}({rhs}, {packed}, {c0}, {c1})")
+        w.line(f"    product_block({lhs}, {packed}, {out}, np.int64(0), np.int64({m}), {c0}, {c1})")
+        return
     # prange over more iterations than there are threads: each iteration claims blocks
     # until none are left, so the first one on each thread does the work and the rest
     # find nothing. The source stays the same whatever the thread count.
     claimed, s = w.fresh("claimed"), w.fresh("s")
-    r0, r1, c0, c1 = (w.fresh(v) for v in ("r0", "r1", "c0", "c1"))
-    w.line(f"{claimed} = claims({rhs})  # B's columns in a group per thread; the "
-           "rows of C and of B handed out in each")
+    r0, r1, c0, c1, g = (w.fresh(v) for v in ("r0", "r1", "c0", "c1", "g"))
+    room = place.elements if place.stack else 0
+    w.line(f"{claimed} = claims({rhs}, np.int64({room}))  # B's columns in groups, a group per "
+           "thread at first; the rows of C handed out in each")
     w.line(f"for {s} in prange({loops.options.gemm_workers}):  # each thread takes blocks of C "
            "until none are left")
     loops.open(with_inner=True)
     loops.parallel = True
+    if place.stack:
+        w.line(place.make(parallel=True))
     w.line("while True:")
     loops.open()
-    w.line(f"{r0}, {r1}, {c0}, {c1} = next_product_block({rhs}, {packed}, {claimed}, "
-           f"np.int64({m}))  # its own columns first; B's panels packed when first reached")
+    w.line(f"{r0}, {r1}, {c0}, {c1}, {g} = next_product_block({rhs}, {packed}, {claimed}, "
+           f"np.int64({m}))  # its own group's rows first; a group packed when first reached")
     w.line(f"if {r0} == {r1}:")
     w.line("    break")
-    w.line(f"product_block({lhs}, {packed}, {out}, {r0}, {r1}, {c0}, {c1})")
+    w.line(f"product_claimed({lhs}, {claimed}, {g}, {out}, {r0}, {r1}, {c0}, {c1})")
     if epilogue:
         i, j = w.fresh("i"), w.fresh("j")
         # The columns counted unsigned: Numba wraps a signed index that may be negative,

@@ -37,9 +37,11 @@ FASTMATH = {fastmath}
 PARALLEL_IMPORT = ("from xla_explorer.codegen.parallel import block_counter, next_block, "
                    "nonnegative, threads\n")
 VIEW_IMPORT = "from xla_explorer.codegen.cpu.views import arena_view\n"
-GEMM_IMPORT = ("from xla_explorer.codegen.gemm import (pack_b, pack_b_parallel, packed_b, "
-               "claims,\n    next_product_block, product_block, product_rows)\n"
-               "from xla_explorer.codegen.gemm_ir import local_array\n")
+GEMM_IMPORT = ("from xla_explorer.codegen.gemm import (group_width, pack_b, pack_b_parallel, "
+               "pack_columns,\n    pack_columns_parallel, packed_b, product_block, product_rows)\n"
+               "from xla_explorer.codegen.gemm_ir import local_array\n"
+               "from xla_explorer.codegen.gemm_threads import claims, next_product_block, "
+               "product_claimed\n")
 
 
 @dataclass

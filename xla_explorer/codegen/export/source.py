@@ -26,7 +26,8 @@ EXPORT_IMPORTS = ("from xla_explorer.codegen.cpu.views import arena_view\n"
                   "from xla_explorer.codegen.export.pages import huge_pages\n")
 # The product's routines compiled into the module (gemm.py's aot_*), under the names the
 # kernels call.
-EXPORT_GEMM_IMPORT = ("from xla_explorer.codegen.gemm import (packed_b, aot_pack_b as pack_b,\n"
+EXPORT_GEMM_IMPORT = ("from xla_explorer.codegen.gemm import (group_width, packed_b,\n"
+                      "    aot_pack_b as pack_b, aot_pack_columns as pack_columns,\n"
                       "    aot_product_block as product_block, aot_product_rows as product_rows)\n"
                       "from xla_explorer.codegen.gemm_ir import local_array\n")
 

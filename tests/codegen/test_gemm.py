@@ -540,14 +540,37 @@ def test_the_outputs_a_product_writes_start_on_a_cache_line(rng):
 @pytest.mark.parametrize("given, policy, spins", [({}, "PASSIVE", "5000"),
                                                   ({"GOMP_SPINCOUNT": "0"}, "PASSIVE", "0")])
 def test_openmp_threads_spin_briefly_then_sleep_unless_told_otherwise(given, policy, spins):
-    # What GNU OpenMP itself read when Numba loaded it (OMP_DISPLAY_ENV prints it): gemm.py's
-    # settings must come before that load, and a user's own setting wins.
+    # What GNU OpenMP itself read when Numba loaded it (OMP_DISPLAY_ENV prints it):
+    # parallel.py's settings must come before that load, and a user's own setting wins.
     env = {k: v for k, v in os.environ.items() if k not in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")}
     env.update(given, OMP_DISPLAY_ENV="verbose")
     shown = subprocess.run([sys.executable, "-c", "import xla_explorer.codegen.gemm"], env=env,
                            capture_output=True, text=True, check=True).stderr
     assert f"OMP_WAIT_POLICY = '{policy}'" in shown
     assert f"GOMP_SPINCOUNT = '{spins}'" in shown
+
+
+@pytest.mark.parametrize("limit, shown", [(8 << 20, "0"), ("unlimited", "4194304")])
+def test_openmp_threads_get_the_stack_a_product_packs_b_on(limit, shown):
+    # A thread packs up to STACK_B_BYTES of B on its stack. glibc gives a new thread
+    # RLIMIT_STACK's soft limit (8 MiB: enough, left alone), or 2 MiB where it is unlimited:
+    # then OpenMP is told 4 MiB.
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_STACK)
+    if limit == "unlimited":
+        if hard != resource.RLIM_INFINITY:
+            pytest.skip("this process may not lift its stack limit")
+        limit = resource.RLIM_INFINITY
+    elif hard != resource.RLIM_INFINITY and hard < limit:
+        pytest.skip("this process may not raise its stack limit that far")
+    env = {k: v for k, v in os.environ.items() if k not in ("OMP_STACKSIZE", "GOMP_STACKSIZE")}
+    env.update(OMP_DISPLAY_ENV="verbose")
+    done = subprocess.run([sys.executable, "-c", "import xla_explorer.codegen.gemm"], env=env,
+                          capture_output=True, text=True, check=True,
+                          preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_STACK,
+                                                                (limit, hard)))
+    assert f"OMP_STACKSIZE = '{shown}'" in done.stderr
 
 
 def _train_step(W1, b1, W2, b2, X, Y, lr):

@@ -34,56 +34,23 @@ them first. A is (m, k), B (k, n), C (m, n), all of one float dtype.
 """
 from __future__ import annotations
 
-import os
+# Numba's threads are started by codegen/parallel.py (imported through gemm_ir below), which
+# first tells OpenMP how they wait and how much stack each gets: the product packs B there.
+import llvmlite.binding as llvm
+import numpy as np
+from numba import carray, cfunc, njit, prange, types
 
-# How OpenMP's threads wait, set before Numba loads its threading layer (below). A parallel
-# kernel after idle must not wait milliseconds for them to wake (docs/machine-facts.md), so
-# they sleep when idle (passive); but first they spin GOMP_SPINCOUNT times (GNU OpenMP's
-# count, a fraction of a millisecond), so that a kernel called straight after another finds
-# its second thread awake, and a loop's threads meet at its end without a wake-up.
-os.environ.setdefault("OMP_WAIT_POLICY", "passive")
-os.environ.setdefault("GOMP_SPINCOUNT", "5000")
-
-
-from .packing import STACK_B_BYTES  # noqa: E402  (imports neither Numba nor its threads)
-
-
-def _thread_stack_default() -> int | None:
-    """The stack GNU OpenMP gives its threads without OMP_STACKSIZE: glibc's default for a new
-    thread, RLIMIT_STACK's soft limit, or 2 MiB where that is unlimited (both measured in the
-    threads of a parallel loop here: 8 MiB under `ulimit -s 8192`, 2 MiB unlimited). None
-    where there is no such limit to read."""
-    try:
-        import resource
-    except ImportError:  # not a Unix
-        return None
-    soft = resource.getrlimit(resource.RLIMIT_STACK)[0]
-    return 2 << 20 if soft == resource.RLIM_INFINITY else soft
-
-
-# A thread of a parallel product packs its group of B's panels on its own stack (up to
-# STACK_B_BYTES, gemm_threads.py) below its packed A block (192 KiB at most) and the frames
-# of Numba's loop: twice STACK_B_BYTES leaves room. Where the default is less (an unlimited
-# or small RLIMIT_STACK), OpenMP is told the size; a larger default is left alone.
-_THREAD_STACK = 2 * STACK_B_BYTES
-_default = _thread_stack_default()
-if _default is None or _default < _THREAD_STACK:
-    os.environ.setdefault("OMP_STACKSIZE", f"{_THREAD_STACK >> 10}K")
-
-import llvmlite.binding as llvm  # noqa: E402
-import numpy as np  # noqa: E402
-from numba import carray, cfunc, njit, prange, types  # noqa: E402
-
-from .gemm_ir import (MR, NV, PACK_ROWS, VECTOR_BYTES, copy_panel_row, local_array,  # noqa: E402
-                      short_tile, tile, tile_packing, transpose_strip)
-from .packing import WIDEST_PANEL_BYTES, packed_b_size  # noqa: E402
+from .gemm_ir import (MR, NV, PACK_ROWS, VECTOR_BYTES, copy_panel_row, local_array, short_tile,
+                      tile, tile_packing, transpose_strip)
+from .packing import WIDEST_PANEL_BYTES, packed_b_size
 
 # packed_b_size, which the buffer assignment asks before Numba loads, sizes panels this wide.
 assert NV * VECTOR_BYTES <= WIDEST_PANEL_BYTES
 
 __all__ = ["MR", "NV", "KC", "VECTOR_BYTES", "panel_width", "packed_b_size", "packed_b",
-           "tile_columns", "panels_of", "group_width", "pack_b", "pack_b_parallel", "pack_columns", "pack_columns_parallel",
-           "product_block", "product_block_at", "pack_panels_at", "product_rows", "aot_pack_b", "aot_pack_columns",
+           "tile_columns", "panels_of", "group_width", "pack_b", "pack_b_parallel",
+           "pack_columns", "pack_columns_parallel", "pack_panels_at", "product_block",
+           "product_block_at", "product_rows", "aot_pack_b", "aot_pack_columns",
            "aot_product_block", "aot_product_rows"]
 
 
@@ -357,26 +324,26 @@ _PACK_SIGNATURE = (_N,) * 6
 
 @cfunc(types.void(_P32, _N, _N, _P32, *_PACK_SIGNATURE), **_ENTRY)
 def _pack_f32(b, k, n, bp, q0, q1, r0, r1, jp0, jp1):
-    _pack_b_rows(carray(b, (k, n)), carray(bp, ((q1 - q0) * tile_columns(4) * k,)), q0, q1, r0, r1,
-                 jp0, jp1)
+    size = (q1 - q0) * tile_columns(4) * k
+    _pack_b_rows(carray(b, (k, n)), carray(bp, (size,)), q0, q1, r0, r1, jp0, jp1)
 
 
 @cfunc(types.void(_P64, _N, _N, _P64, *_PACK_SIGNATURE), **_ENTRY)
 def _pack_f64(b, k, n, bp, q0, q1, r0, r1, jp0, jp1):
-    _pack_b_rows(carray(b, (k, n)), carray(bp, ((q1 - q0) * tile_columns(8) * k,)), q0, q1, r0, r1,
-                 jp0, jp1)
+    size = (q1 - q0) * tile_columns(8) * k
+    _pack_b_rows(carray(b, (k, n)), carray(bp, (size,)), q0, q1, r0, r1, jp0, jp1)
 
 
 @cfunc(types.void(_P32, _N, _N, _P32, *_PACK_SIGNATURE), **_ENTRY)
 def _pack_t_f32(bt, k, n, bp, q0, q1, r0, r1, jp0, jp1):
-    _pack_bt_rows(carray(bt, (n, k)), carray(bp, ((q1 - q0) * tile_columns(4) * k,)), q0, q1, r0, r1,
-                  jp0, jp1)
+    size = (q1 - q0) * tile_columns(4) * k
+    _pack_bt_rows(carray(bt, (n, k)), carray(bp, (size,)), q0, q1, r0, r1, jp0, jp1)
 
 
 @cfunc(types.void(_P64, _N, _N, _P64, *_PACK_SIGNATURE), **_ENTRY)
 def _pack_t_f64(bt, k, n, bp, q0, q1, r0, r1, jp0, jp1):
-    _pack_bt_rows(carray(bt, (n, k)), carray(bp, ((q1 - q0) * tile_columns(8) * k,)), q0, q1, r0, r1,
-                  jp0, jp1)
+    size = (q1 - q0) * tile_columns(8) * k
+    _pack_bt_rows(carray(bt, (n, k)), carray(bp, (size,)), q0, q1, r0, r1, jp0, jp1)
 
 
 def _symbol(entry, name: str, *args) -> types.ExternalFunction:
@@ -386,8 +353,9 @@ def _symbol(entry, name: str, *args) -> types.ExternalFunction:
     return types.ExternalFunction(name, types.void(*args))
 
 
-# Named for what they take: a kernel cached with an older entry point's arguments then links
-# to nothing instead of to a function that reads its arguments differently.
+# Named anew when what they take changes: code cached against the older ones (Numba's cache
+# does not track what a cached function calls) then fails to link instead of passing
+# arguments the entry point reads differently.
 _V = types.voidptr
 _BLOCK = (_V, _N, _N, _V, _V, *[_N] * 5)
 _PACK = (_V, _N, _N, _V, *[_N] * 6)

@@ -96,6 +96,12 @@ def stack_b_elements(inst: Instruction) -> int:
     return max(1, min(packed_b_size(k, n, inst.dtype), STACK_B_BYTES) // itemsize)
 
 
+def stack_holds_all_of_b(inst: Instruction) -> bool:
+    """Whether that buffer holds all of packed B at once: one thread then packs it whole."""
+    _, _, k, n = product_dims(inst)
+    return packed_b_size(k, n, inst.dtype) <= STACK_B_BYTES
+
+
 def product_scratch(inst: Instruction) -> int:
     """The arena's scratch space a tiled product takes: none where its B is packed on the
     stack; else all of packed B, on whole cache lines."""

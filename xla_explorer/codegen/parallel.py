@@ -26,13 +26,52 @@ its blocks with.
 """
 from __future__ import annotations
 
-import llvmlite.binding as llvm
-import numba
-from llvmlite import ir
-from numba import carray, cfunc, types
-from numba.core import cgutils
-from numba.extending import intrinsic
-from numba.np.arrayobj import populate_array
+import os
+
+from .packing import STACK_B_BYTES  # neither Numba nor its threads
+
+# How OpenMP's threads wait, set before Numba starts them (below, `numba.get_num_threads()`).
+# A parallel kernel after idle must not wait milliseconds for them to wake
+# (docs/machine-facts.md), so they sleep when idle (passive); but first they spin
+# GOMP_SPINCOUNT times (GNU OpenMP's count, a fraction of a millisecond), so that a kernel
+# called straight after another finds its second thread awake, and a loop's threads meet at
+# its end without a wake-up.
+os.environ.setdefault("OMP_WAIT_POLICY", "passive")
+os.environ.setdefault("GOMP_SPINCOUNT", "5000")
+
+
+def _thread_stack_default() -> int | None:
+    """The stack GNU OpenMP gives its threads without OMP_STACKSIZE: glibc's default for a new
+    thread, RLIMIT_STACK's soft limit, or 2 MiB where that is unlimited (both measured in the
+    threads of a parallel loop here: 8 MiB under `ulimit -s 8192`, 2 MiB unlimited). None
+    where there is no such limit to read."""
+    try:
+        import resource
+    except ImportError:  # not a Unix
+        return None
+    soft = resource.getrlimit(resource.RLIMIT_STACK)[0]
+    return 2 << 20 if soft == resource.RLIM_INFINITY else soft
+
+
+# A thread of a parallel product packs its group of B's panels on its own stack (up to
+# STACK_B_BYTES, codegen/gemm_threads.py) below its packed A block (192 KiB at most) and the
+# frames of Numba's loop: twice STACK_B_BYTES leaves room. Where the default is less (an
+# unlimited or small RLIMIT_STACK), OpenMP is told the size; a larger default is left alone.
+# (Under `ulimit -s unlimited` with 2 MiB threads, a 1024^3 product crashed here; with this,
+# it ran. The calling thread, the loop's thread 0, keeps its own stack: the main thread's
+# grows to RLIMIT_STACK.)
+_THREAD_STACK = 2 * STACK_B_BYTES
+_default = _thread_stack_default()
+if _default is None or _default < _THREAD_STACK:
+    os.environ.setdefault("OMP_STACKSIZE", f"{_THREAD_STACK >> 10}K")
+
+import llvmlite.binding as llvm  # noqa: E402
+import numba  # noqa: E402
+from llvmlite import ir  # noqa: E402
+from numba import carray, cfunc, types  # noqa: E402
+from numba.core import cgutils  # noqa: E402
+from numba.extending import intrinsic  # noqa: E402
+from numba.np.arrayobj import populate_array  # noqa: E402
 
 __all__ = ["block_counter", "next_block", "nonnegative", "threads"]
 

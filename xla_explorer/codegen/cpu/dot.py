@@ -13,8 +13,8 @@ from ...ir.module import Instruction
 from ...ir.ops import Group, in_group
 from .. import exprs
 from ..analysis import refuse_float16
-from ..packing import (STACK_B_BYTES, dot_axes, packed_b_on_stack, packed_b_size,
-                       product_dims, product_scratch, stack_b_elements, tiled_product)
+from ..packing import (dot_axes, packed_b_on_stack, product_dims, product_scratch,
+                       stack_b_elements, stack_holds_all_of_b, tiled_product)
 from ..writer import np_type, tuple_text
 from .loop import Loops
 
@@ -108,11 +108,12 @@ def _emit_tiled_product(loops: Loops, inst, lhs, rhs, out, plain, batch, m, n, k
     products.line_outputs += [k for k, o in enumerate(core.outputs) if core.out_names[id(o)] == out]
     products.workspace = max(products.workspace, product_scratch(inst))
     serial = options.serial_only
-    pack = "pack_b_parallel" if k * n >= options.parallel_threshold and not serial else "pack_b"
+    # On one thread, B is packed by all of them where it is big enough to share.
+    pack = "_parallel" if k * n >= options.parallel_threshold and not serial else ""
     parallel = m * n * k >= options.gemm_parallel_macs and m > gemm.MR and not serial
     like = rhs if plain else f"{rhs}[0]"
     place = _Place(w.fresh("packed"), packed_b_on_stack(inst), stack_b_elements(inst),
-                   packed_b_size(k, n, inst.dtype) <= STACK_B_BYTES, like)
+                   stack_holds_all_of_b(inst), like)
     if not (place.stack and parallel):  # else each thread of the loop makes its own
         w.line(place.make())
     if plain:
@@ -142,7 +143,8 @@ class _Place:
 
     def make(self, parallel: bool = False) -> str:
         if not self.stack:
-            return f"{self.name} = packed_b({self.like}, work)  # in the arena: too deep for the stack"
+            return (f"{self.name} = packed_b({self.like}, work)  # in the arena: too deep for "
+                    "the stack")
         held = ("this thread's packed B, a group of panels at a time" if parallel
                 else "packed B, on this kernel's stack" if self.whole
                 else "packed B on this kernel's stack, as many panels at a time as fit")
@@ -151,12 +153,13 @@ class _Place:
 
 def _emit_product(loops: Loops, lhs, rhs, place: _Place, out, m, n, parallel, pack,
                   products: Products, epilogue) -> None:
-    """C = A @ B: B packed into `place` (by `pack` on this thread, or by the threads of
-    the loop that shares the product, a group of columns each, if `parallel`), then C."""
+    """C = A @ B: B packed into `place`, by gemm.pack_b or pack_columns with the suffix
+    `pack` (threads packing B's rows, for a product on one thread), or by the threads of
+    the loop that shares the product, a group of columns each, if `parallel`; then C."""
     core, w = loops.core, loops.w
     packed = place.name
     if not parallel and (place.whole or not place.stack):
-        w.line(f"{pack}({rhs}, {packed})  # B in panels of the register tile's width")
+        w.line(f"pack_b{pack}({rhs}, {packed})  # B in panels of the register tile's width")
         # m as np.int64, not a literal: Numba compiles a callee again for every literal
         # argument's value, so a literal would cost a product compile per matrix height.
         w.line(f"product_rows({lhs}, {packed}, {out}, 0, np.int64({m}))")
@@ -166,7 +169,7 @@ def _emit_product(loops: Loops, lhs, rhs, place: _Place, out, m, n, parallel, pa
         w.line(f"{width} = group_width({rhs}, {packed})")
         w.line(f"for {c0} in range(0, {n}, {width}):")
         w.line(f"    {c1} = min({c0} + {width}, {n})")
-        w.line(f"    {pack.replace('_b', '_columns')}({rhs}, {packed}, {c0}, {c1})")
+        w.line(f"    pack_columns{pack}({rhs}, {packed}, {c0}, {c1})")
         w.line(f"    product_block({lhs}, {packed}, {out}, np.int64(0), np.int64({m}), {c0}, {c1})")
         return
     # prange over more iterations than there are threads: each iteration claims blocks

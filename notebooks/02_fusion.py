@@ -197,10 +197,12 @@ for d in _xla.decisions:
 # reads them. Before the transpose was folded into the dot, `k.T` was a second temporary.
 #
 # Here the arena is that one temporary and nothing else. A larger product copies its second
-# operand, while it runs, into panels two vector registers wide, and the CPU backend places
-# that space in the arena too, as a row named `... scratch`, live at the product's step alone
-# (notebook 08's training step has them). These three are too small to pay for it: a product
-# of at most 4,096 multiply-adds is a plain loop nest that reads its operands where they are.
+# operand, while it runs, into panels two vector registers wide, on the stack of each thread
+# that packs them, as OpenBLAS packs into buffers of its own: not in the arena, unless even
+# one panel is too deep for the stack (more than 16,384 rows), and then the CPU backend
+# places that space in the arena, as a row named `... scratch`, live at the product's step
+# alone. These three are too small to pay for packing at all: a product of at most 4,096
+# multiply-adds is a plain loop nest that reads its operands where they are.
 
 # %%
 bufs = _xla.buffers

@@ -177,11 +177,11 @@ plt.show()
 # Is the assignment what the compiled program really uses? Compile the block for the CPU at
 # that batch size, run it, and measure: the outputs it allocates per call (`tracemalloc`)
 # plus the arena, allocated once per executable (`executable.arena_bytes`). A matrix product
-# packs its second operand into panels while it runs; the CPU's own buffer assignment places
-# that scratch space in the arena, where no value lives at that step, unless it is at most
-# 16 KiB, which goes on the kernel's stack (as the packed rows of the first operand always
-# do). This block's packed operands are small (a weight matrix, one sequence's keys or
-# values): its arena holds values only, as the interpreter's assignment, used above, does.
+# packs its second operand into panels while it runs, on the stack of the thread that packs
+# them (up to 2 MiB at a time), as it packs the rows of the first operand; only an operand
+# too deep for that (more than 16,384 rows) is packed into scratch space that the CPU's own
+# buffer assignment places in the arena, where no value lives at that step. So this block's
+# arena holds values only, as the interpreter's assignment, used above, does.
 
 # %%
 xc = rng.standard_normal((n_compiled * T, D)).astype(np.float32)

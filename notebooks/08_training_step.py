@@ -137,9 +137,8 @@ print(f"compiled holds {bufs.peak_bytes / eager_peak:.2f}x eager's peak in its a
 # decisions keep the arena small. The backward pass's mask `h > 0` reads `h`, instead of
 # computing relu again from `X @ W1` (the Decisions tab says why: the copy would keep
 # `X @ W1`'s 512 KiB alive until then), so `X @ W1 + b1` and relu are one kernel and
-# `X @ W1` is never stored. And each product's scratch space (it packs its second operand
-# into panels while it runs) is a slot of the arena live at that step alone, placed where
-# the activations that died before it were.
+# `X @ W1` is never stored. And the products take no space in the arena: each packs its
+# second operand into panels while it runs, on the stacks of the threads that pack it.
 
 # %% [markdown]
 # ## How fast

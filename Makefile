@@ -21,11 +21,11 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install -q -e '.[test,lint,docs]'
 	touch $(STAMP)
 
-# Numba compiles the package's own routines (codegen/gemm.py, fastmath.py, parallel.py,
-# linalg.py) for each element type and layout and caches them beside their source: once here,
+# Numba compiles the package's own routines (codegen/gemm.py, gemm_threads.py, fastmath.py,
+# parallel.py, linalg.py) for each element type and layout and caches them beside their source: once here,
 # for every later process (a learner's first cells, each test worker), not in each
 # (xla_explorer/warm.py).
-$(WARM): $(STAMP) xla_explorer/warm.py $(addprefix xla_explorer/codegen/,gemm.py gemm_ir.py fastmath.py parallel.py linalg.py)
+$(WARM): $(STAMP) xla_explorer/warm.py $(addprefix xla_explorer/codegen/,gemm.py gemm_ir.py gemm_threads.py fastmath.py parallel.py linalg.py)
 	$(PY) -m xla_explorer.warm
 	mkdir -p $(dir $(WARM)) && touch $(WARM)
 

@@ -50,6 +50,12 @@ def scores(q, k):
     return q @ k.T  # B given transposed: the product packs it from k's rows
 
 
+def wide(x, w):
+    # Packed w (2.5 MiB) is over what a thread packs on its stack at once: a group of its
+    # columns at a time, each packed, then C's columns for it.
+    return np.maximum(x @ w, F32(0))
+
+
 def _normal(*shape):
     return RNG.standard_normal(shape).astype(F32)
 
@@ -61,6 +67,8 @@ PROGRAMS = {
     "layernorm": (layernorm, lambda: (_normal(64, 100), _normal(100), _normal(100)), 1e-5),
     "dense": (dense, lambda: (_normal(96, 200), _normal(200, 48), _normal(48)), 1e-5),
     "scores": (scores, lambda: (_normal(64, 96), _normal(80, 96)), 1e-5),
+    # Positive operands: no sum cancels, so every element is within rtol of NumPy's.
+    "wide": (wide, lambda: (np.abs(_normal(16, 600)), np.abs(_normal(600, 1100))), 1e-5),
 }
 
 # Run by the NumPy-only Python: each module's results on the saved inputs, then each argument
@@ -171,6 +179,12 @@ def test_a_product_of_a_transposed_operand_exports_and_runs_with_numpy_alone(tmp
                                                                             numpy_python):
     expected, report = _exported_and_run(["scores"], tmp_path, numpy_python)
     _check("scores", expected, report, tmp_path)
+
+
+@pytest.mark.slow
+def test_a_product_whose_packed_b_is_packed_a_group_at_a_time_exports(tmp_path, numpy_python):
+    expected, report = _exported_and_run(["wide"], tmp_path, numpy_python)
+    _check("wide", expected, report, tmp_path)
 
 
 def test_an_eager_op_cannot_be_exported(tmp_path):

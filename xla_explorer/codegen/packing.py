@@ -72,7 +72,7 @@ def tiled_product(inst: Instruction) -> bool:
 # a time: a group of whole panels (codegen/gemm_threads.py; `gemm.group_width` on one
 # thread), as OpenBLAS packs into buffers of its own for each thread, not into the arena,
 # where it would be held between calls beside the output (notebook 06's 1024^3 product:
-# 4 MiB of arena for a 4 MiB output). Threads are given the stack for it (codegen/gemm.py).
+# 4 MiB of arena for a 4 MiB output). Threads are given the stack for it (codegen/parallel.py).
 STACK_B_BYTES = 2 << 20
 
 
@@ -84,7 +84,8 @@ def _depth_bytes(inst: Instruction) -> int:
 
 def packed_b_on_stack(inst: Instruction) -> bool:
     """Whether a tiled product packs its B on the stack: whenever one panel of it fits
-    there (K <= 16384 float32 rows); else into the arena."""
+    there (K <= 16,384 rows, of either float type: a panel's row is 128 bytes at most);
+    else into the arena."""
     return _depth_bytes(inst) <= STACK_B_BYTES
 
 
@@ -97,7 +98,8 @@ def stack_b_elements(inst: Instruction) -> int:
 
 
 def stack_holds_all_of_b(inst: Instruction) -> bool:
-    """Whether that buffer holds all of packed B at once: one thread then packs it whole."""
+    """Whether that buffer holds all of packed B at once (else a product on one thread packs
+    and makes C a group of B's columns at a time)."""
     _, _, k, n = product_dims(inst)
     return packed_b_size(k, n, inst.dtype) <= STACK_B_BYTES
 

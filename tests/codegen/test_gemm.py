@@ -573,6 +573,45 @@ def test_openmp_threads_get_the_stack_a_product_packs_b_on(limit, shown):
     assert f"OMP_STACKSIZE = '{shown}'" in done.stderr
 
 
+PRODUCT_IN_THREADS = """
+import threading
+import numpy as np
+import xla_explorer as xe
+from numba import threading_layer
+
+a, b = np.ones((512, 1024), np.float32), np.ones((1024, 1024), np.float32)
+dense = xe.jit(lambda a, b: a @ b)
+got = {}
+def run(key):
+    got[key] = dense(a, b)
+run("main")
+worker = threading.Thread(target=run, args=("thread",))
+worker.start()
+worker.join()
+assert all(np.array_equal(g, a @ b) for g in got.values()) and len(got) == 2, got
+print(threading_layer())
+"""
+
+
+def test_a_product_runs_in_any_thread_with_an_unlimited_stack_limit(tmp_path):
+    # glibc gives threads 2 MiB where RLIMIT_STACK is unlimited: too little for a group of
+    # packed B and a packed A block. OMP_STACKSIZE reaches OpenMP's threads alone; the
+    # process's default for new threads (codegen/parallel.py) reaches the workqueue layer's
+    # and the caller's own (a thread of the user, of a Dask worker).
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_STACK)
+    if hard != resource.RLIM_INFINITY:
+        pytest.skip("this process may not lift its stack limit")
+    env = dict(os.environ, NUMBA_THREADING_LAYER="workqueue", XLA_EXPLORER_CACHE=str(tmp_path))
+    done = subprocess.run([sys.executable, "-c", PRODUCT_IN_THREADS], env=env,
+                          capture_output=True, text=True, timeout=300,
+                          preexec_fn=lambda: resource.setrlimit(
+                              resource.RLIMIT_STACK, (resource.RLIM_INFINITY, hard)))
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "workqueue"
+
+
 def _train_step(W1, b1, W2, b2, X, Y, lr):
     h = np.maximum(X @ W1 + b1, 0)
     logits = h @ W2 + b2

@@ -8,6 +8,7 @@ codegen/cpu/dot.py sizes the same space with the same functions when it generate
 """
 from __future__ import annotations
 
+import sys
 from math import prod
 
 import numpy as np
@@ -72,8 +73,10 @@ def tiled_product(inst: Instruction) -> bool:
 # a time: a group of whole panels (codegen/gemm_threads.py; `gemm.group_width` on one
 # thread), as OpenBLAS packs into buffers of its own for each thread, not into the arena,
 # where it would be held between calls beside the output (notebook 06's 1024^3 product:
-# 4 MiB of arena for a 4 MiB output). Threads are given the stack for it (codegen/parallel.py).
-STACK_B_BYTES = 2 << 20
+# 4 MiB of arena for a 4 MiB output). Threads are given the stack for it (codegen/parallel.py)
+# where that can be done: on Linux. Elsewhere threads may have far less and no way to give
+# them more (macOS gives a Numba workqueue thread 512 KiB), so a smaller bound holds there.
+STACK_B_BYTES = 2 << 20 if sys.platform.startswith("linux") else 128 << 10
 
 
 def _depth_bytes(inst: Instruction) -> int:

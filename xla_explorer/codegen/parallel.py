@@ -65,6 +65,36 @@ _default = _thread_stack_default()
 if _default is None or _default < _THREAD_STACK:
     os.environ.setdefault("OMP_STACKSIZE", f"{_THREAD_STACK >> 10}K")
 
+
+def _raise_thread_stack_default(size: int) -> bool:
+    """Give every thread started from now on at least `size` bytes of stack, where glibc
+    lets a process set its default (`pthread_setattr_default_np`): the threads that
+    OMP_STACKSIZE does not reach (Numba's workqueue layer, a Dask worker's threads, a
+    user's) also run products, and a serial one packs its B on the calling thread's stack
+    too. Returns whether the default is now at least `size`."""
+    import ctypes
+
+    try:
+        libc = ctypes.CDLL(None)
+        get, set_ = libc.pthread_getattr_default_np, libc.pthread_setattr_default_np
+    except (OSError, AttributeError):  # not glibc
+        return False
+    attr = ctypes.create_string_buffer(128)  # a pthread_attr_t (56 bytes on x86-64 glibc)
+    if get(attr) != 0:
+        return False
+    try:
+        have = ctypes.c_size_t()
+        libc.pthread_attr_getstacksize(attr, ctypes.byref(have))
+        if have.value >= size:
+            return True
+        return (libc.pthread_attr_setstacksize(attr, ctypes.c_size_t(size)) == 0
+                and set_(attr) == 0)
+    finally:
+        libc.pthread_attr_destroy(attr)
+
+
+_raise_thread_stack_default(_THREAD_STACK)
+
 import llvmlite.binding as llvm  # noqa: E402
 import numba  # noqa: E402
 from llvmlite import ir  # noqa: E402

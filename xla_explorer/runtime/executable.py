@@ -36,9 +36,17 @@ def _aligned_bytes(nbytes: int) -> np.ndarray:
     at a time, again and again, and a vector store that straddles two lines costs two.
     Other outputs keep np.empty: their kernels write each line once, and gain nothing on a
     line (docs/performance.md)."""
+    return _aligned_array((nbytes,), np.dtype(np.uint8))
+
+
+def _aligned_array(dims: tuple, dtype: np.dtype) -> np.ndarray:
+    """np.empty(dims, dtype) starting on a cache line (`_aligned_bytes`): one array over the
+    bytes it is cut from, so that a call's output carries no chain of views (at a few
+    elements, their headers count in what a call allocates)."""
+    nbytes = dtype.itemsize * prod(dims)
     raw = np.empty(nbytes + CACHE_LINE, np.uint8)
-    start = -raw.ctypes.data % CACHE_LINE
-    return raw[start:start + nbytes]
+    start = -raw.__array_interface__["data"][0] % CACHE_LINE
+    return np.ndarray(dims, dtype, buffer=raw, offset=start)
 
 
 class CpuExecutable(GeneratedExecutable):
@@ -130,7 +138,7 @@ class CpuExecutable(GeneratedExecutable):
         """Run on arrays already of the parameters' shapes and dtypes: the cached call path,
         which checked them by its signature key, so nothing here checks them again."""
         outs = [np.empty(dims, dtype) if not on_line else
-                _aligned_bytes(dtype.itemsize * prod(dims)).view(dtype).reshape(dims)
+                _aligned_array(dims, dtype)
                 for dims, dtype, on_line in self._out_specs]
         if self._half:
             self._call([half_bits(a) for a in arrays], [half_bits(o) for o in outs])

@@ -19,7 +19,9 @@ from xla_explorer.codegen.gemm import (pack_b, pack_b_parallel, pack_columns, pa
 from xla_explorer.codegen.gemm_ir import local_array
 from xla_explorer.codegen.gemm_threads import (claims, group_columns, next_product_block,
                                                next_rows, product, product_claimed)
-from xla_explorer.codegen.parallel import LINE, fetch_add, load_acquire, thread
+from xla_explorer.codegen.parallel import LINE, fetch_add, thread
+
+from .held_up import wait_for
 
 
 @pytest.fixture(autouse=True)
@@ -307,9 +309,7 @@ def product_with_thread_0_held_up(a, b, c, room, blocks_by, finished):
         bp = local_array(b, 32768)
         me = thread()
         if me == 0:
-            for _spin in range(1 << 33):
-                if load_acquire(finished, 0) > 0:
-                    break
+            wait_for(finished)
         while True:
             r0, r1, c0, c1, g = next_product_block(b, bp, counters, a.shape[0])
             if r0 == r1:

@@ -15,8 +15,10 @@ from xla_explorer import compiler
 from xla_explorer.backends.cpu import CpuBackend
 from xla_explorer.codegen.cpu import GEMM_IMPORT, PARALLEL_IMPORT
 from xla_explorer.codegen.options import DEFAULT_OPTIONS, CodegenOptions
-from xla_explorer.codegen.parallel import (block_counter, fetch_add, load_acquire, next_block,
-                                           nonnegative, thread, threads)
+from xla_explorer.codegen.parallel import (block_counter, fetch_add, next_block, nonnegative,
+                                           thread, threads)
+
+from .held_up import wait_for
 
 
 @pytest.fixture(autouse=True)
@@ -47,12 +49,8 @@ def claim_with_thread_0_held_up(blocks, owner):
     counter, finished = block_counter(), block_counter()
     for _ in prange(threads()):  # one iteration on each thread
         me = thread()
-        if me == 0:
-            # Held up until another thread finds no block left (or, if none runs, for a
-            # few seconds at most, and the test fails instead of hanging).
-            for _spin in range(1 << 33):
-                if load_acquire(finished, 0) > 0:
-                    break
+        if me == 0:  # held up until another thread finds no block left
+            wait_for(finished)
         while True:
             b = next_block(counter, blocks)
             if b >= blocks:

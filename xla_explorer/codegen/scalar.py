@@ -30,8 +30,32 @@ __all__ = [
     "shift_left", "shift_right_arithmetic", "uint_shift_right_arithmetic",
     "shift_right_logical",
     "float_to_int", "prefetch_read", "prefetch_write",
-    "f16_load", "f16_bits", "f16_round", "f16_round_f64", "f16_from",
+    "f16_load", "f16_bits", "f16_round", "f16_round_f64", "f16_from", "stack_empty",
 ]
+
+
+# -- a kernel's small scratch arrays ----------------------------------------------------------
+# A row a kernel keeps between its passes (softmax's exponentials), or a parallel loop's
+# partial sums, is a few kilobytes at most. np.empty would take them from the heap on every
+# call, and cost Numba a compile of np.empty's implementation, about 0.07 s, in each process
+# and for each signature it is called with: a cold start waited for it. On the stack they
+# cost neither. (codegen/cpu decides what is small: STACK_SCRATCH_BYTES.)
+
+@intrinsic
+def stack_empty(typingctx, dtype, size):
+    """np.empty(size, dtype) (size a constant) in the calling function's stack frame, made
+    once in its entry block: gone when it returns. A parallel loop's threads each get their
+    own when it is called inside the loop."""
+    if not isinstance(size, types.IntegerLiteral) or not isinstance(dtype, types.NumberClass):
+        return None
+    element, n = dtype.instance_type, size.literal_value
+
+    def codegen(context, builder, signature, args):
+        # Imported as the kernel compiles, not with this module, which every kernel imports.
+        from .parallel import stack_array
+        return stack_array(context, builder, element, n, align=64)[0]
+
+    return types.Array(element, 1, "C")(dtype, size), codegen
 
 
 # -- maximum, minimum and clamp -------------------------------------------------------------

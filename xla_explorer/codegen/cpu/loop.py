@@ -16,6 +16,21 @@ from ..options import CodegenOptions
 from ..writer import np_type, tuple_text
 
 
+# A kernel's scratch array of at most this many bytes is made on its stack (scalar.stack_empty),
+# not by np.empty: a row kept between passes, a parallel loop's partial sums.
+STACK_SCRATCH_BYTES = 64 * 1024
+
+
+def scratch_array(dims, dtype) -> str:
+    """Source making an empty array of `dims` and `dtype` (computed in its NumPy type, 8
+    bytes an element at most): on the stack where it is small, else np.empty."""
+    n = prod(dims)
+    if n * 8 <= STACK_SCRATCH_BYTES and n > 0:
+        flat = f"stack_empty({np_type(dtype)}, {n})"
+        return flat if len(dims) == 1 else f"{flat}.reshape({tuple_text(dims)})"
+    return f"np.empty({tuple_text(dims)}, dtype={np_type(dtype)})"
+
+
 def allocate_array(core: Elemental, inst: Instruction, index: int | None) -> str:
     """The CPU's place for a phase's value that is no kernel output: a new array."""
     shape = inst.shape if index is None else inst.shape.elements[index]
@@ -69,7 +84,7 @@ class Loops:
         block, i = w.fresh("block"), w.fresh(index)
         parts = {acc: w.fresh("partials") for acc, _ in sums}
         for acc, dtype in sums:
-            w.line(f"{parts[acc]} = np.empty({blocks}, dtype={np_type(dtype)})")
+            w.line(f"{parts[acc]} = {scratch_array((blocks,), dtype)}")
         self.claims_blocks = True
         w.line(f"{claimed} = block_counter()  # counts the blocks claimed, of {blocks}")
         w.line(f"for {worker} in prange(threads()):  # each thread takes the next block "

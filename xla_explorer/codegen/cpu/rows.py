@@ -17,8 +17,8 @@ from .. import exprs
 from ..analysis import elementwise_closure, phases, refuse_float16
 from ..options import CACHE_LINE
 from ..reducers import wide_accumulator
-from ..writer import np_type, tuple_text
-from .loop import Loops
+from ..writer import np_type
+from .loop import Loops, scratch_array
 from .reduce import accumulate, init_accs, parallel_sums
 
 def emit_rows(loops: Loops, lead: tuple[int, ...], trail: tuple[int, ...]) -> None:
@@ -183,7 +183,7 @@ def _row_loops(loops: Loops, lead, trail, keep, parallel: bool) -> tuple[tuple[s
     def arrays():
         for inst in keep:
             var = w.fresh(f"{inst.name}_row")
-            w.line(f"{var} = np.empty({tuple_text(trail)}, dtype={np_type(inst.dtype)})")
+            w.line(f"{var} = {scratch_array(trail, inst.dtype)}")
             core.stash[id(inst)] = var
 
     if not keep:

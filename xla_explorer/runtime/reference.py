@@ -285,13 +285,9 @@ class Interpreter:
         return list(out) if isinstance(out, tuple) else [out]
 
 
-def evaluate_instruction(module: Module, inst: Instruction, operands: Sequence):
-    """One instruction of `module`'s entry on the values of its operands."""
-    return instruction_evaluator(module)(inst, list(operands))
-
-
 def instruction_evaluator(module: Module) -> Callable[[Instruction, list], object]:
-    """`evaluate_instruction` for `module`, its interpreter made once: (inst, operands)."""
+    """A function running one instruction of `module`'s entry on the values of its operands
+    (a list), its interpreter made once."""
     frame = _Frame(Interpreter(module), ())
     return lambda inst, operands: op(inst.opcode).impl(inst, operands, frame)
 

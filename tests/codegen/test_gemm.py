@@ -17,8 +17,9 @@ from xla_explorer.codegen import gemm, gemm_threads, packing
 from xla_explorer.codegen.gemm import (pack_b, pack_b_parallel, pack_columns, packed_b,
                                        packed_b_size, product_rows)
 from xla_explorer.codegen.gemm_ir import local_array
-from xla_explorer.codegen.gemm_threads import (claims, group_columns, next_product_block,
+from xla_explorer.codegen.gemm_threads import (group_columns, next_product_block,
                                                next_rows, product, product_claimed)
+from xla_explorer.codegen.packing import CLAIMS_STACK
 from xla_explorer.codegen.parallel import LINE, fetch_add, thread
 
 from .held_up import wait_for
@@ -85,8 +86,26 @@ def test_threads_claiming_blocks_write_every_row_once(rng, dtype):
         assert close_to_exact(c, a, b), (m, k, n)
 
 
+def claims_from_python(b, room):
+    """`claims` as a kernel calls it, its counters in room of the size a kernel's stack gives."""
+    return gemm_threads.claims(b, room, np.empty(CLAIMS_STACK, np.int64))
+
+
+def test_counters_are_made_zeroed_in_the_space_given_and_allocated_where_they_do_not_fit():
+    b = np.empty((10, 7 * NR32), np.float32)
+    space = np.full(CLAIMS_STACK, -1, np.int64)  # what a stack frame held before
+    counters = gemm_threads.claims(b, 0, space)
+    groups = counters[gemm_threads.GROUPS]
+    assert len(counters) == (groups + 1 + numba.get_num_threads()) * LINE
+    assert np.shares_memory(counters, space) and not counters[2:].any()
+    small = np.full(LINE, -1, np.int64)  # no room even for the first line
+    elsewhere = gemm_threads.claims(b, 0, small)
+    assert not np.shares_memory(elsewhere, small) and (small == -1).all()
+    assert np.array_equal(elsewhere, counters)
+
+
 def test_claimed_blocks_cover_the_rows_in_order_and_shrink_towards_the_end():
-    claimed = claims(np.empty((1, 5 * NR32), np.float32), 0)
+    claimed = claims_from_python(np.empty((1, 5 * NR32), np.float32), 0)
     m = gemm.MR * gemm.MC_PANELS * 6 + 7
     for g in range(claimed[gemm_threads.GROUPS]):
         ranges = []
@@ -115,7 +134,7 @@ def group_bounds(claimed, n, itemsize):
 def test_the_groups_split_b_into_whole_panels_one_group_for_each_thread(panels):
     n = panels * NR32 - 3
     for room in (0, panels * NR32 * 10):  # the arena, or a stack buffer B fits in
-        claimed = claims(np.empty((10, n), np.float32), room)
+        claimed = claims_from_python(np.empty((10, n), np.float32), room)
         assert claimed[gemm_threads.GROUPS] == max(1, min(numba.get_num_threads(), panels))
         widths = [c1 - c0 for c0, c1 in group_bounds(claimed, n, 4)]
         assert max(widths) - min(widths) <= NR32
@@ -127,7 +146,7 @@ def test_groups_are_narrower_than_a_thread_s_share_where_its_stack_holds_fewer_p
     # 17 panels, a stack buffer holding `fit` of them (k rows each): at least 17 / fit groups.
     nr, k = gemm.panel_width(dtype), 40
     n = 17 * nr - 5
-    claimed = claims(np.empty((k, n), dtype), fit * k * nr + k * nr // 2)
+    claimed = claims_from_python(np.empty((k, n), dtype), fit * k * nr + k * nr // 2)
     groups = claimed[gemm_threads.GROUPS]
     assert groups == max(-(-17 // fit), min(numba.get_num_threads(), 17))
     widths = [c1 - c0 for c0, c1 in group_bounds(claimed, n, np.dtype(dtype).itemsize)]
@@ -188,7 +207,8 @@ def test_the_threads_pack_each_group_once_where_its_owner_put_it(rng):
 @njit(parallel=True)
 def claim_every_block(b, bp, cover):
     """Every block handed out once (its rows counted done), B packed into the arena, bp."""
-    counters = claims(b, 0)
+    # The counters on the heap, not the stack as a kernel has them: they are returned.
+    counters = gemm_threads.claims(b, 0, np.empty(CLAIMS_STACK, np.int64))
     for _ in prange(8):  # more callers than threads: the late ones find every block claimed
         while True:
             r0, r1, c0, c1, g = next_product_block(b, bp, counters, cover.shape[0])
@@ -265,7 +285,7 @@ BUFFER = 1 << 15
 def product_on_stacks(a, b, c, room, workers):
     """C = A @ B as a dot kernel shares it between its threads, each packing a group of B's
     panels at a time into `room` elements (at most BUFFER) on its stack."""
-    counters = claims(b, room)
+    counters = gemm_threads.claims(b, room, np.empty(CLAIMS_STACK, np.int64))  # returned
     for _ in prange(workers):
         bp = local_array(b, 32768)
         while True:
@@ -304,7 +324,7 @@ def test_products_on_stacks_at_ragged_sizes_match_numpy(rng, dtype, b_transposed
 def product_with_thread_0_held_up(a, b, c, room, blocks_by, finished):
     """`product_on_stacks` with thread 0 held up until another thread has found no block
     left (or, if none runs, for a few seconds at most): blocks_by[t] counts thread t's."""
-    counters = claims(b, room)
+    counters = gemm_threads.claims(b, room, np.empty(CLAIMS_STACK, np.int64))  # returned
     for _ in prange(64):
         bp = local_array(b, 32768)
         me = thread()

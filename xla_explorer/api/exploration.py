@@ -35,6 +35,8 @@ _ONE_LEAF = (LEAF, 0)  # the treedef of one value returned
 def _restore(value: np.ndarray, like):
     """Give an output NumPy's own form: a NumPy scalar where NumPy returned one. A lazy
     result (a dask array) keeps its own: giving it NumPy's would compute it."""
+    if type(like) is np.ndarray:  # the common case, first: nothing to restore
+        return value
     if is_lazy(value):
         return value
     if isinstance(like, (bool, int, float)) and not isinstance(like, np.generic):
@@ -289,8 +291,9 @@ class Exploration:
         if ran is not self and traced.aliases:
             ran._check_writes(args)
         n = traced.num_outputs
-        for (_, param), new in zip(traced.aliases, flat[n:]):
-            np.copyto(args[param], new)
+        if traced.aliases:
+            for (_, param), new in zip(traced.aliases, flat[n:]):
+                np.copyto(args[param], new)
         # No list more than needed: at a few elements, the containers a call makes are a
         # visible part of what it allocates (benchmarks/memory.py).
         if ran._flat_arrays and len(flat) == n:
@@ -485,8 +488,9 @@ CHUNKED = " in chunks "  # a chunked array's kind: its dtype, this, its chunks
 
 def is_lazy(a) -> bool:
     """Whether `a` is a lazy collection (Dask's protocol), never to be made a NumPy array
-    here: that would compute it."""
-    return hasattr(type(a), "__dask_graph__")
+    here: that would compute it. (A NumPy array is answered first: on a type, a failed
+    hasattr makes an AttributeError and its message, which would count in a call's peak.)"""
+    return type(a) is not np.ndarray and hasattr(type(a), "__dask_graph__")
 
 
 def _describe(sig: tuple) -> str:

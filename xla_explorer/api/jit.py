@@ -199,8 +199,9 @@ class JitFunction:
                 if calls is not None and self not in calls:
                     calls.append(self)  # for the outer's error, should one of its ops fail
             return self.function(*args)
-        key = _fast_key(args)
-        call = self._fast.get(key)
+        # The key is not held while the program runs: its tuples would count in what a
+        # call allocates (benchmarks/memory.py); a miss makes it again.
+        call = self._fast.get(_fast_key(args))
         if call is not None:
             try:
                 result = call(args)
@@ -209,6 +210,7 @@ class JitFunction:
             else:
                 self._hits += 1
                 return result
+        key = _fast_key(args)
         if self.tiered and key is not None and key not in self._compiling:
             return self._first_answer(key, args)
         ex = self.explore(*args)

@@ -14,7 +14,8 @@ takes a group nobody owns yet, or else claims rows of a group another thread pac
 reading that thread's stack through the published address: legal, since the owner's frame
 is alive until every row of its group is done.
 
-    claimed = claims(b, room)           # room: elements of each thread's stack buffer
+    claimed = claims(b, room, stack_empty(np.int64, CLAIMS_STACK))  # room: elements of
+                                        # each thread's stack buffer
     for _ in prange(workers):
         bp = local_array(b, room)
         while True:
@@ -41,8 +42,9 @@ from numba import njit, prange
 from .gemm import (MC_PANELS, MR, pack_panels_at, packed_b, panels_of, product_block_at,
                    tile_columns)
 from .gemm_ir import local_bytes
-from .packing import STACK_B_BYTES
+from .packing import CLAIMS_STACK, STACK_B_BYTES
 from .parallel import LINE, fetch_add, load_acquire, thread, threads
+from .scalar import stack_empty
 
 __all__ = ["claims", "next_rows", "group_columns", "next_product_block", "product_claimed",
            "product"]
@@ -58,19 +60,27 @@ ROWS_CLAIMED, OWNED, PACKED, AT, ROWS_DONE = 0, 1, 2, 3, 4
 
 
 @njit(cache=True)
-def claims(b, room):
+def claims(b, room, space):
     """Fresh counters for the threads of one parallel product C = A @ B, each packing a group
     of B's panels at a time into `room` elements on its stack (0: into the arena). A group
     for each thread (fewer if B has fewer panels), more where so many panels would not fit.
-    (Made here, not in the kernel: there Numba would turn np.zeros into a parallel loop of
-    its own, compiled and launched for a few numbers.)"""
+    Made in `space` (the calling kernel's stack, CLAIMS_STACK int64s) where they fit: a
+    product's call then allocates nothing (for a 1024^2 product, eager NumPy's call
+    allocates its output alone, and these 320 bytes and their header would have put ours
+    above it). (Made here, not in the kernel: there Numba would turn the zeroing into a
+    parallel loop of its own, compiled and launched for a few numbers.)"""
     k, n = b.shape
     panels = panels_of(n, b.itemsize)
     groups = max(1, min(threads(), panels))
     if room > 0 and k > 0:
         fit = max(1, room // (k * tile_columns(b.itemsize)))  # panels a buffer holds
         groups = max(groups, (panels + fit - 1) // fit)
-    counters = np.zeros((groups + 1 + threads()) * LINE, np.int64)
+    size = (groups + 1 + threads()) * LINE
+    if size <= space.size:
+        counters = space[:size]
+        counters[:] = 0
+    else:
+        counters = np.zeros(size, np.int64)
     counters[GROUPS] = groups
     counters[ROOM] = room
     return counters
@@ -211,9 +221,10 @@ def product(a, b, c, work):
     nr = tile_columns(b.itemsize)
     room = min(STACK_B_BYTES // b.itemsize, max(k, 1) * panels_of(n, b.itemsize) * nr)
     if k * nr > room:  # not even one panel
-        _product_in(a, b, c, packed_b(b, work), claims(b, 0))
+        _product_in(a, b, c, packed_b(b, work),
+                    claims(b, 0, stack_empty(np.int64, CLAIMS_STACK)))
     else:
-        _product_on_stacks(a, b, c, claims(b, room))
+        _product_on_stacks(a, b, c, claims(b, room, stack_empty(np.int64, CLAIMS_STACK)))
 
 
 @njit(parallel=True, cache=True)

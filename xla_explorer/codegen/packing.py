@@ -78,6 +78,11 @@ def tiled_product(inst: Instruction) -> bool:
 # them more (macOS gives a Numba workqueue thread 512 KiB), so a smaller bound holds there.
 STACK_B_BYTES = 2 << 20 if sys.platform.startswith("linux") else 128 << 10
 
+# The int64 counters the threads of a parallel product share (gemm_threads.claims) are made
+# on the calling kernel's stack where they fit in this many: 128 cache lines, 8 KiB, room for
+# 63 groups of B's columns and 64 threads. A product that needs more allocates them.
+CLAIMS_STACK = 128 * 8
+
 
 def _depth_bytes(inst: Instruction) -> int:
     """Bytes of one packed panel of this product's B, NR wide on any host: K rows of it."""

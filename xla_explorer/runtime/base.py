@@ -173,10 +173,12 @@ class GeneratedExecutable(Executable):
             raise TypeError(f"{self.module.name} takes {len(self.params)} arguments, got "
                             f"{len(args)}")
 
-    def host_arguments(self, args: Sequence) -> list:
+    def host_arguments(self, args: Sequence) -> tuple:
         """Each argument as a NumPy array of its parameter's shape and dtype (a TypeError
-        naming a wrong shape); the CPU's arguments, and a device's before their transfer."""
-        return [self.host_argument(a, n) for n, a in enumerate(args)]
+        naming a wrong shape); the CPU's arguments, and a device's before their transfer.
+        A tuple, which Python keeps ready-made, where a list's items would be allocated
+        during the call."""
+        return tuple([self.host_argument(a, n) for n, a in enumerate(args)])
 
     def host_argument(self, a, n: int) -> np.ndarray:
         p = self.params[n]

@@ -13,7 +13,7 @@ from ...ir.module import Instruction
 from ...ir.ops import Group, in_group
 from .. import exprs
 from ..analysis import refuse_float16
-from ..packing import (dot_axes, packed_b_on_stack, product_dims, product_scratch,
+from ..packing import (CLAIMS_STACK, dot_axes, packed_b_on_stack, product_dims, product_scratch,
                        stack_b_elements, stack_holds_all_of_b, tiled_product)
 from ..writer import np_type, tuple_text
 from .loop import Loops
@@ -178,8 +178,9 @@ def _emit_product(loops: Loops, lhs, rhs, place: _Place, out, m, n, parallel, pa
     claimed, s = w.fresh("claimed"), w.fresh("s")
     r0, r1, c0, c1, g = (w.fresh(v) for v in ("r0", "r1", "c0", "c1", "g"))
     room = place.elements if place.stack else 0
-    w.line(f"{claimed} = claims({rhs}, np.int64({room}))  # B's columns in groups, a group per "
-           "thread at first; the rows of C handed out in each")
+    w.line(f"{claimed} = claims({rhs}, np.int64({room}), stack_empty(np.int64, {CLAIMS_STACK}))"
+           "  # B's columns in groups, a group per thread at first; the rows of C handed out "
+           "in each; counters on this kernel's stack")
     w.line(f"for {s} in prange({loops.options.gemm_workers}):  # each thread takes blocks of C "
            "until none are left")
     loops.open(with_inner=True)

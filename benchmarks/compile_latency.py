@@ -76,6 +76,28 @@ def power_iteration(xp, a, v):
     return v
 
 
+def adam_loop(xp, w, g):
+    """300 steps of Adam with bias correction on |w - g|^2: Python computes 1 - 0.9 ** t
+    while tracing, so each step has constants of its own."""
+    m, v = xp.zeros_like(w), xp.zeros_like(w)
+    for t in range(1, 301):
+        grad = F32(2) * (w - g)
+        m = F32(0.9) * m + F32(0.1) * grad
+        v = F32(0.999) * v + F32(0.001) * grad * grad
+        w = w - F32(1e-3) * (m / F32(1 - 0.9 ** t)) / (
+            xp.sqrt(v / F32(1 - 0.999 ** t)) + F32(1e-8))
+    return w
+
+
+def driven_oscillator(xp, x, v):
+    """600 steps of a damped oscillator driven by sin(0.05 i): the force, a number Python
+    computes, changes each step."""
+    for i in range(600):
+        v = v + F32(0.01) * (F32(-4) * x - F32(0.1) * v + F32(np.sin(0.05 * i)))
+        x = x + F32(0.01) * v
+    return x, v
+
+
 def adam(xp, w, g, m, v):
     """Notebook 02's Adam step."""
     m = F32(0.9) * m + F32(0.1) * g
@@ -122,6 +144,8 @@ PROGRAMS = {
     "gradient descent, 100 steps": (gradient_descent, [(256, 16), (256,), (16,)],
                                     [(320, 16), (320,), (16,)]),
     "power iteration, 50 steps": (power_iteration, [(64, 64), (64,)], [(80, 80), (80,)]),
+    "Adam with bias correction, 300 steps": (adam_loop, [(64,)] * 2, [(80,)] * 2),
+    "driven oscillator, 600 steps": (driven_oscillator, [(64,)] * 2, [(80,)] * 2),
     "heat equation, 200 steps, fori_loop": (heat_loop, [(64,)], [(80,)]),
     "power iteration, 50 steps, fori_loop": (power_loop, [(64, 64), (64,)], [(80, 80), (80,)]),
 }

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 import xla_explorer as xe
+from xla_explorer.backends.cpu import CpuBackend
 from xla_explorer.codegen.program import repeats
 
 
@@ -111,16 +112,18 @@ def test_every_viewer_shows_the_loop_the_driver_rolled():
 
 
 def transposed_steps(x, y, steps):
-    for i in range(steps):  # a constant per step: no two steps alike, nothing rolls
+    for i in range(steps):  # a constant per step
         x = (x.T * y + np.float32(i * 1e-3)).T - y
     return x
 
 
 @pytest.mark.slow  # a kernel of 600 or 2400 fused ops compiled by Numba
 @pytest.mark.parametrize("steps", [150, pytest.param(600, marks=pytest.mark.deep)])
-def test_a_chain_through_transposes_compiles_without_a_recursion_error(steps):
+def test_a_chain_through_transposes_compiles_without_a_recursion_error(steps, monkeypatch):
     # Each step reads the last through a transpose, which the element-wise walk alone did
-    # not cross: one Python frame per op again, a RecursionError from 120 steps.
+    # not cross: one Python frame per op again, a RecursionError from 120 steps. The loop
+    # left unrolled (as the cuda backend leaves loops), so that it fuses into one chain.
+    monkeypatch.setattr(CpuBackend, "runs_loops", False)
     x = np.linspace(0, 1, 16, dtype=np.float32).reshape(4, 4)
     y = x.T * np.float32(0.1)
     ex = xe.explore(lambda x, y: transposed_steps(x, y, steps), x, y, backend="cpu")

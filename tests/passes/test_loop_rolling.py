@@ -68,8 +68,18 @@ def every_step_kept(u):
     return np.stack(seen)
 
 
+def forced(x, v):
+    """A driven oscillator: each step adds np.sin(0.05 * i), a number Python computes while
+    tracing, so the steps differ by a constant (read from a table when rolled)."""
+    for i in range(200):
+        v = v - F32(0.01) * (F32(4) * x + F32(0.1) * v) + F32(0.01) * F32(np.sin(0.05 * i))
+        x = x + F32(0.01) * v
+    return x, v
+
+
 PROGRAMS = {
     "heat": (heat, [(64,)]),
+    "forced": (forced, [(32,), (32,)]),
     "leapfrog": (leapfrog, [(32,), (32,)]),
     "gradient_descent": (gradient_descent, [(64, 8), (64,), (8,)]),
     "power_iteration": (power_iteration, [(16, 16), (16,)]),
@@ -204,8 +214,8 @@ def test_a_rolled_loop_in_an_autoclustered_program():
 
 
 def test_steps_that_differ_by_the_loops_counter_are_pointed_to_fori_loop():
-    """`xs[k]` and `/ (k + 1)` make each step's constants its own: no while here, and the
-    note says what would trace it once."""
+    """`xs[k]` makes each step's slice its own (the `/ (k + 1)` alone would roll, from a
+    table): no while here, and the note says what would trace it once."""
     def running_mean(xs):
         m = np.zeros(xs.shape[1])
         for k in range(xs.shape[0]):
@@ -259,9 +269,11 @@ def test_a_rotation_of_three_values_says_what_would_trace_it_once():
         np.testing.assert_allclose(got, want)
 
 
-def test_one_note_for_one_loop_whose_steps_differ_by_its_counter():
-    """Adam's bias correction reads t: its steps differ by constants; one note for the
-    loop, pointing to fori_loop."""
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_steps_that_differ_by_constants_read_them_from_a_table(backend):
+    """Adam's bias correction reads t: Python computes 1 - 0.9 ** t and 1 - 0.999 ** t while
+    tracing, so each step has constants of its own. The loop rolls all the same: the body
+    reads them from tables of their values, one a step, by its counter."""
     def adam(w, target):
         m, v = np.zeros_like(w), np.zeros_like(w)
         for t in range(1, 41):
@@ -271,8 +283,22 @@ def test_one_note_for_one_loop_whose_steps_differ_by_its_counter():
             w = w - 0.01 * (m / (1 - 0.9 ** t)) / (np.sqrt(v / (1 - 0.999 ** t)) + 1e-8)
         return w
 
-    w, target = np.ones(8), np.zeros(8)
-    ex = xe.explore(adam, w, target, backend="interpreter")
+    w, target = np.linspace(0.5, 1.5, 8), np.zeros(8)
+    ex = xe.explore(adam, w, target, backend=backend)
     (note,) = roll_stage(ex).notes
-    assert note.rule == "not-rolled" and "its counter a value" in note.message
-    np.testing.assert_allclose(ex.run(w, target), adam(w, target), rtol=1e-6)
+    module = roll_stage(ex).module
+    (loop,) = loops(module)
+    # A step or two at the ends stay unrolled: m and v start as zeros, which the simplifier
+    # folds into the first step, and the last step's w is the result.
+    n = int(loop.attr("backend_config").split('"n":"')[1].split('"')[0])
+    assert 35 <= n <= 40 and note.rule == "rolled" and f"{n} steps" in note.message
+    assert "2 constants that change" in note.message and f"table of {n} values" in note.message
+    tables = sorted((tuple(i.literal) for i in module.entry.instructions
+                     if i.opcode == "constant" and i.dims == (n,)), reverse=True)
+    first = round(np.log(1 - tables[0][0]) / np.log(0.9))  # the t of the loop's first step
+    t = np.arange(first, first + n)
+    assert 1 <= first and first + n - 1 <= 40
+    assert np.allclose(tables, [1 - 0.9 ** t, 1 - 0.999 ** t], rtol=1e-15)
+    body = module.computation(loop.attr("body"))
+    assert sum(i.opcode == "dynamic-slice" for i in body.instructions) == 2
+    np.testing.assert_allclose(ex.run(w, target), adam(w, target), rtol=1e-12)

@@ -82,21 +82,23 @@ class Steps:
 _FOUND: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-def loop_steps(module: Module, comp: Computation, key=None, exact: bool = True
-               ) -> list[Steps]:
+def loop_steps(module: Module, comp: Computation, key=None, exact: bool = True,
+               alike=None) -> list[Steps]:
     """The runs of `comp`'s instructions that are the steps of an unrolled loop, in order,
     not overlapping: each step the same instructions as the one before (`own_key`, and
     `key(inst)` if given), reading either the same values (what the loop does not change) or
     the previous step's, and at least one of those. Parameters and the root are in none.
     Not `exact`, instructions are alike by opcode and shape alone: steps that differ by a
-    constant or an index (the loop's counter, `xs[k]`) are found too."""
+    constant or an index (the loop's counter, `xs[k]`) are found too. `alike(a, b)`, if
+    given, says which two values from before the steps two steps may read in one place
+    (constants that differ from step to step, which loop rolling reads from a table)."""
     found = _FOUND.setdefault(module, {})
-    if (comp.name, key, exact) not in found:
-        found[comp.name, key, exact] = _loop_steps(module, comp, key, exact)
-    return list(found[comp.name, key, exact])
+    if (comp.name, key, exact, alike) not in found:
+        found[comp.name, key, exact, alike] = _loop_steps(module, comp, key, exact, alike)
+    return list(found[comp.name, key, exact, alike])
 
 
-def _loop_steps(module: Module, comp: Computation, key, exact: bool) -> list[Steps]:
+def _loop_steps(module: Module, comp: Computation, key, exact: bool, alike) -> list[Steps]:
     insts = comp.instructions
     pos = {id(inst): n for n, inst in enumerate(insts)}
     keys = [(own_key(module, i) if exact else (i.opcode, str(i.shape)),
@@ -113,7 +115,9 @@ def _loop_steps(module: Module, comp: Computation, key, exact: bool) -> list[Ste
             return False
         a, b = insts[i].operands, insts[j].operands
         return len(a) == len(b) and all(
-            y is x or pos[id(y)] == pos[id(x)] + length for x, y in zip(a, b))
+            y is x or pos[id(y)] == pos[id(x)] + length
+            or (alike is not None and alike(x, y))
+            for x, y in zip(a, b))
 
     def reads_previous(start: int, length: int) -> bool:
         """The second step reads a value of the first."""

@@ -16,6 +16,11 @@ A loop is rolled only where that is the better trade (`RollOptions`): long enoug
 compiling its copies costs more than the loop's extra kernels, and on arrays small enough
 that no pass over memory is lost (unrolled, fusion can join two or more steps into one kernel
 that reads its arrays once). Each loop found gets a note saying what was done, or why not.
+
+Steps may differ by their scalar constants (`1 - b1 ** t`, `np.sin(0.05 * i)`: tracing
+computes them in Python, one literal a step). Such a loop is rolled too: each constant that
+changes is read from a table of its values, one a step, by the loop's counter
+(`dynamic-slice(table, i)`), where the copies would each be traced, fused and compiled.
 """
 from __future__ import annotations
 
@@ -60,7 +65,7 @@ class RollLoops(Pass):
     def run(self, module: Module) -> PassResult:
         insts = _constants_first(module.entry)
         comp = Computation(module.entry.name, tuple(insts))
-        found = loop_steps(module.with_entry(comp), comp)
+        found = loop_steps(module.with_entry(comp), comp, alike=_alike)
         if not found:
             return PassResult(module, False, tuple(_steps_that_differ(module, insts, [])))
         names = NameGen(module)
@@ -86,7 +91,8 @@ class RollLoops(Pass):
                 f"{_lines(loop.steps[0])}: {loop.count} steps of {loop.length} "
                 f"instructions each, rolled into {loop.name}, a while loop whose body is one "
                 f"step: the passes and the code generator see the step once, not "
-                f"{loop.count} times." + _before(loop), "rolled", (loop.name,)))
+                f"{loop.count} times." + _tables(loop) + _before(loop), "rolled",
+                (loop.name,)))
         notes += _steps_that_differ(module, list(comp.instructions), found)
         if not added:
             return PassResult(module, False, tuple(notes))
@@ -107,10 +113,44 @@ def _before(loop: "_Loop") -> str:
             f"value step {k} made.")
 
 
+def _tables(loop: "_Loop") -> str:
+    """What a rolled loop's note says of the constants it reads from tables."""
+    n = len({tuple(map(id, values)) for values in loop.tables().values()})
+    if not n:
+        return ""
+    which = "a constant that changes" if n == 1 else f"{n} constants that change"
+    return (f" The steps differ by {which} from step to step (computed in Python while "
+            f"tracing): the body reads {'it' if n == 1 else 'them'} from a table of "
+            f"{loop.count} values by the loop's counter.")
+
+
+def _table_entry(v: Instruction) -> tuple | None:
+    """(what v makes of one scalar constant, that constant), for a scalar constant or a
+    broadcast, convert or reshape of one (what tracing makes of a Python number); None for
+    anything else."""
+    chain = []
+    while v.opcode != "constant":
+        if v.opcode not in ("broadcast", "convert", "reshape") or len(v.operands) != 1:
+            return None
+        chain.append((v.opcode, str(v.shape), v.attrs))
+        v = v.operands[0]
+    if v.shape.rank != 0:
+        return None
+    return (tuple(chain), str(v.shape)), v
+
+
+def _alike(a: Instruction, b: Instruction) -> bool:
+    """Whether two steps may read a and b in one place: the same made of two scalar
+    constants (read from a table when the loop is rolled)."""
+    ea, eb = _table_entry(a), _table_entry(b)
+    return ea is not None and eb is not None and ea[0] == eb[0]
+
+
 def _steps_that_differ(module: Module, ordered: list[Instruction], found: list[Steps]
                        ) -> list[Note]:
-    """A note for each run of steps alike but for a constant or an index (the loop reads
-    its counter), where no exact loop was `found`: no while rolls them, and `xe.fori_loop`
+    """A note for each run of steps alike but for an index or another attribute (the loop
+    reads its counter, as in xs[k]), where no loop was `found`: no while rolls them (steps
+    that differ by constants alone roll, reading them from a table), and `xe.fori_loop`
     traces such a loop once. Looked for in the traced order (`found` is in the order with
     the constants first, `ordered`, which takes these steps' differing constants out of
     them)."""
@@ -130,9 +170,9 @@ def _steps_that_differ(module: Module, ordered: list[Instruction], found: list[S
         lengths = sorted({s.length for s, _ in found_here})
         each = str(lengths[0]) if len(lengths) == 1 else f"{lengths[0]}-{lengths[-1]}"
         notes.append(Note(
-            f"{where}: {count} steps of {each} instructions each, alike but for a constant "
-            "or an index that changes from step to step (the loop's counter, as in xs[k] "
-            "or x / (k + 1)), left unrolled: every copy is traced, fused and compiled. "
+            f"{where}: {count} steps of {each} instructions each, alike but for an index "
+            "or another attribute that changes from step to step (the loop's counter, as "
+            "in xs[k]), left unrolled: every copy is traced, fused and compiled. "
             "xe.fori_loop(0, n, body, value) traces such a loop once, its counter a value.",
             "not-rolled", tuple(i.name for _, insts in found_here for i in insts)))
     return notes
@@ -213,7 +253,7 @@ class _Loop:
                     kind, v = sources[r, q]
                     if kind == "inside" and o is not step[v]:
                         return f"{inst.name} reads another value than its step's"
-                    if (kind == "outside" and o is not v) or (
+                    if (kind == "outside" and o is not v and not _alike(o, v)) or (
                             kind == "carried" and k > 0 and o is not steps[k - 1][v]):
                         if s <= pos[id(o)] < s + k * n:
                             return earlier.format(inst.name, k - (pos[id(o)] - s) // n)
@@ -279,7 +319,7 @@ class _Loop:
                 kind, v = self.sources[r, q]
                 if kind == "inside" and o is not step[v]:
                     return False
-                if kind == "outside" and o is not v:
+                if kind == "outside" and o is not v and not _alike(o, v):
                     return False
                 if kind == "carried" and (pos[id(o)] >= s - n or
                                           initial.setdefault(v, o) is not o):
@@ -292,6 +332,17 @@ class _Loop:
         self.steps.insert(0, step)
         self.initial = initial
         return True
+
+    def tables(self) -> dict[tuple[int, int], list[Instruction]]:
+        """(offset in the step, operand number) -> the value each step reads there, where
+        that is a constant that changes from step to step (`_alike`)."""
+        out = {}
+        for (r, q), (kind, _) in self.sources.items():
+            if kind == "outside":
+                values = [step[r].operands[q] for step in self.steps]
+                if any(v is not values[0] for v in values):
+                    out[r, q] = values
+        return out
 
     def why_not(self, options: RollOptions) -> str:
         if self.length * self.count < options.min_instructions:
@@ -313,18 +364,33 @@ class _Loop:
         first = self.steps[0]
         md = first[-1].metadata
         slots = sorted(set(self.initial) | self.after)  # the state handed from step to step
+        tables = self.tables()
         outside: list[Instruction] = []
-        for _, (kind, v) in sorted(self.sources.items(), key=lambda item: item[0]):
-            if kind == "outside" and not _remade(v) and all(v is not o for o in outside):
+        for where, (kind, v) in sorted(self.sources.items(), key=lambda item: item[0]):
+            if kind == "outside" and where not in tables and not _remade(v) and all(
+                    v is not o for o in outside):
                 outside.append(v)
+        # Each table of per-step constants is made before the loop and handed to the body
+        # in its state, as a value from before the loop (a body's compiled program takes no
+        # array constants of its own).
+        table_of: dict[tuple, Instruction] = {}
+        for values in tables.values():
+            if tuple(map(id, values)) not in table_of:
+                _, first_constant = _table_entry(values[0])
+                literals = np.array([_table_entry(v)[1].literal for v in values],
+                                    first_constant.literal.dtype)
+                table_of[tuple(map(id, values))] = Instruction(
+                    names("constant"), "constant", Shape(literals.dtype, literals.shape),
+                    literal=literals, metadata=md)
+        outside += table_of.values()
         counter = Shape(COUNTER, ())
         shape = TupleShape((counter, *(first[r].shape for r in slots),
                             *(o.shape for o in outside)))
-        body, body_root = self._body(names, shape, slots, outside, md)
+        body, body_root = self._body(names, shape, slots, outside, tables, table_of, md)
         cond = self._condition(names, shape, md)
         # Before the loop: the state's first value. A value read only after the loop starts
         # as zeros (the first step overwrites it).
-        made: list[Instruction] = []
+        made: list[Instruction] = list(table_of.values())
         start_values = []
         for r in slots:
             if r in self.initial:
@@ -364,7 +430,7 @@ class _Loop:
             rest.append(inst)
         return insts[:self.start] + made + rest, [cond, body]
 
-    def _body(self, names, shape, slots, outside, md):
+    def _body(self, names, shape, slots, outside, tables, table_of, md):
         param = Instruction(names("state"), "parameter", shape, parameter_number=0,
                             metadata=md)
 
@@ -388,12 +454,34 @@ class _Loop:
                 out.append(copy)
             return remade[id(v)]
 
+        looked_up: dict[tuple, Instruction] = {}  # per-step values, read at the counter
+
+        def look_up(values: list[Instruction]) -> Instruction:
+            key = tuple(map(id, values))
+            if key not in looked_up:
+                _, first = _table_entry(values[0])
+                table = read(table_of[key])
+                at = Instruction(names("dynamic-slice"), "dynamic-slice",
+                                 table.shape.with_dims((1,)), (table, i),
+                                 (("dynamic_slice_sizes", (1,)),), md)
+                v = Instruction(names("reshape"), "reshape", first.shape, (at,), metadata=md)
+                out.extend((at, v))
+                chain, like = [], values[0]
+                while like is not first:  # the broadcast (or convert) made of the number
+                    chain.append(like)
+                    like = like.operands[0]
+                for op in reversed(chain):
+                    v = op.replace(name=names(op.opcode), operands=(v,))
+                    out.append(v)
+                looked_up[key] = v
+            return looked_up[key]
+
         for r, inst in enumerate(self.steps[0]):
             ops = []
             for q in range(len(inst.operands)):
                 kind, v = self.sources[r, q]
                 ops.append(made[v] if kind == "inside" else carried[v] if kind == "carried"
-                           else read(v))
+                           else look_up(tables[r, q]) if (r, q) in tables else read(v))
             made.append(inst.replace(operands=tuple(ops)))
         one = Instruction(names("constant"), "constant", shape.elements[0],
                           literal=np.ones((), COUNTER), metadata=md)

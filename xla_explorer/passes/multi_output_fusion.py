@@ -126,23 +126,30 @@ class MultiOutputFusion(Pass):
         index = GroupIndex(groups)
         decisions: list[Decision] = []
         self._said: set[str] = set()
+        self._facts: dict[int, tuple] = {}  # FusionGroup.id -> what `_find` asks of it
         while True:
             merge = self._find(groups, users, decisions)
             if merge is None:
                 break
             keep, gone, message, rule = merge
-            index.forget(gone)
-            for m in gone.members:
-                index.add(keep, m)
-            keep.row = keep.row or gone.row
-            groups = [g for g in groups if g is not gone]
+            gone_root = gone.root.name
             # An output stays one if something outside the joined kernel still reads it.
             candidates = list({id(o): o for o in gone.outputs + keep.outputs}.values())
-            keep.outputs = [o for o in candidates if _read_outside(o, keep, index, users)
-                            or not users.get(id(o))] or [keep.outputs[-1]]
-            keep.sort(order)
-            decisions.append(Decision(message, rule, (gone.root.name, keep.root.name),
-                                      gone.root.name, keep.root.name, True, self.name))
+            last = keep.outputs[-1]
+            # The smaller group's members move into the larger's object, which takes keep's
+            # place: the joined kernel is the same, and a long chain of kernels merging one
+            # by one is not copied over at every merge (quadratic in an unrolled loop's steps).
+            big, small = (keep, gone) if len(keep.members) >= len(gone.members) else (gone, keep)
+            index.forget(small)
+            for m in small.members:
+                index.add(big, m)
+            big.row = keep.row or gone.row
+            groups = [big if g is keep else g for g in groups if g is not gone]
+            big.outputs = [o for o in candidates if _read_outside(o, big, index, users)
+                           or not users.get(id(o))] or [last]
+            big.sort(order)
+            decisions.append(Decision(message, rule, (gone_root, big.root.name),
+                                      gone_root, big.root.name, True, self.name))
         if not any(d.fused for d in decisions):
             return PassResult(module, False, tuple(decisions))
         # Siblings' outputs keep their place: a kernel's root is its last output.
@@ -151,11 +158,18 @@ class MultiOutputFusion(Pass):
 
     def _find(self, groups, users, decisions):
         # Each group's kind, loop and inputs, worked out once per search rather than once per
-        # pair: a long unrolled loop makes hundreds of kernels, and tens of thousands of pairs.
-        ok = {id(g): _mergeable(g) for g in groups}
-        loop = {id(g): loop_shape(g) for g in groups}
-        inputs = {id(g): g.external_operands() for g in groups}
-        reads = {id(g): {id(x) for x in inputs[id(g)]} for g in groups}
+        # pair (a long unrolled loop makes hundreds of kernels, and tens of thousands of
+        # pairs), and kept between searches for the groups that did not change.
+        ok, loop, inputs, reads = {}, {}, {}, {}
+        for g in groups:
+            facts = self._facts.get(g.id)
+            key = (len(g.members), g.row, id(g.outputs[0]))
+            if facts is None or facts[0] != key:
+                ins = g.external_operands()
+                facts = (key, _mergeable(g), loop_shape(g), ins,
+                         {id(x) for x in ins})
+                self._facts[g.id] = facts
+            _, ok[id(g)], loop[id(g)], inputs[id(g)], reads[id(g)] = facts
         reach = _Reach(groups)
         for gp in groups:
             if not ok[id(gp)]:

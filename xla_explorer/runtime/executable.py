@@ -36,14 +36,17 @@ def _aligned_bytes(nbytes: int) -> np.ndarray:
     the outputs a product writes (`Program.line_outputs`): it stores into C a register tile
     at a time, again and again, and a vector store that straddles two lines costs two.
     Other outputs keep np.empty: their kernels write each line once, and gain nothing on a
-    line (docs/performance.md)."""
-    return _aligned_array((nbytes,), np.dtype(np.uint8))
+    line (docs/performance.md). Made when an executable is, before Numba runs anything:
+    its address from NumPy."""
+    raw = np.empty(nbytes + CACHE_LINE, np.uint8)
+    start = -raw.__array_interface__["data"][0] % CACHE_LINE
+    return raw[start:start + nbytes]
 
 
 def _aligned_array(dims: tuple, dtype: np.dtype) -> np.ndarray:
-    """np.empty(dims, dtype) starting on a cache line (`_aligned_bytes`): one array over the
-    bytes it is cut from, so that a call's output carries no chain of views (at a few
-    elements, their headers count in what a call allocates)."""
+    """An output np.empty(dims, dtype) starting on a cache line (`_aligned_bytes`), made for
+    each call: one array over the bytes it is cut from, so that it carries no chain of views
+    (at a few elements, their headers count in what a call allocates)."""
     nbytes = dtype.itemsize * prod(dims)
     raw = np.empty(nbytes + CACHE_LINE, np.uint8)
     return np.ndarray(dims, dtype, buffer=raw, offset=_to_line(raw))

@@ -213,25 +213,67 @@ def test_a_rolled_loop_in_an_autoclustered_program():
     np.testing.assert_array_equal(ex.run(u), f(u))
 
 
-def test_steps_that_differ_by_the_loops_counter_are_pointed_to_fori_loop():
-    """`xs[k]` makes each step's slice its own (the `/ (k + 1)` alone would roll, from a
-    table): no while here, and the note says what would trace it once."""
-    def running_mean(xs):
+def running_mean(xs):
+    m = np.zeros(xs.shape[1])
+    for k in range(xs.shape[0]):
+        m = m + (xs[k] - m) / (k + 1)
+    return m
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_slice_at_the_counter_is_read_with_a_dynamic_slice(backend):
+    """`xs[k]` slices each step at the next row: the body reads the row at its counter
+    (and `/ (k + 1)` from a table)."""
+    xs = np.random.default_rng(0).standard_normal((150, 5))
+    ex = xe.explore(running_mean, xs, backend=backend)
+    (note,) = roll_stage(ex).notes
+    assert note.rule == "rolled" and "slices xs" in note.message
+    assert "moves with the counter" in note.message and "table of" in note.message
+    module = roll_stage(ex).module
+    (loop,) = loops(module)
+    body = module.computation(loop.attr("body"))
+    (row,) = [i for i in body.instructions
+              if i.opcode == "dynamic-slice" and i.operands[0].shape.dims == (150, 5)]
+    assert row.attr("dynamic_slice_sizes") == (1, 5)
+    np.testing.assert_allclose(ex.run(xs), running_mean(xs), rtol=1e-12)
+
+
+def test_a_slice_that_moves_unevenly_stays_unrolled_and_points_to_fori_loop():
+    """`xs[k * k % 97]` reads rows no counter arithmetic of this pass makes: no while here,
+    and the note says why and what would trace it once."""
+    def squares(xs):
         m = np.zeros(xs.shape[1])
-        for k in range(xs.shape[0]):
-            m = m + (xs[k] - m) / (k + 1)
+        for k in range(45):  # k * k % 97: no row twice
+            m = m * 0.5 + xs[k * k % 97]
         return m
 
-    xs = np.random.default_rng(0).standard_normal((40, 5))
-    ex = xe.explore(running_mean, xs, backend="interpreter")
+    xs = np.random.default_rng(0).standard_normal((97, 8))
+    ex = xe.explore(squares, xs, backend="interpreter")
     (note,) = roll_stage(ex).notes
-    assert note.rule == "not-rolled" and "39 steps of 7 instructions" in note.message
+    assert note.rule == "not-rolled" and "do not move by the same amount" in note.message
     assert "xe.fori_loop" in note.message and "counter" in note.message
     assert not loops(roll_stage(ex).module)
-    np.testing.assert_allclose(ex.run(xs), running_mean(xs))
+    np.testing.assert_allclose(ex.run(xs), squares(xs))
     # A loop that rolls gets its own note, not this one too.
     ex = xe.explore(heat, np.ones(64, F32), backend="interpreter")
     assert [n.rule for n in roll_stage(ex).notes] == ["rolled"]
+
+
+def test_steps_that_differ_by_an_array_of_indices_are_pointed_to_fori_loop():
+    """`xs[[k, k + 1]]` gathers with an index array of each step's own: the steps are alike
+    by opcode and shape alone, and the note says what would trace such a loop once."""
+    def pairs(xs):
+        m = np.zeros(xs.shape[1])
+        for k in range(40):
+            m = m * 0.5 + xs[[k, k + 1]].sum(axis=0)
+        return m
+
+    xs = np.random.default_rng(0).standard_normal((41, 8))
+    ex = xe.explore(pairs, xs, backend="interpreter")
+    (note,) = roll_stage(ex).notes
+    assert note.rule == "not-rolled" and "alike but for an index" in note.message
+    assert "xe.fori_loop" in note.message and not loops(roll_stage(ex).module)
+    np.testing.assert_allclose(ex.run(xs), pairs(xs))
 
 
 def test_a_first_step_read_after_the_loop_stays_before_it():

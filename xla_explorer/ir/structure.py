@@ -83,7 +83,7 @@ _FOUND: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def loop_steps(module: Module, comp: Computation, key=None, exact: bool = True,
-               alike=None) -> list[Steps]:
+               alike=None, own=None) -> list[Steps]:
     """The runs of `comp`'s instructions that are the steps of an unrolled loop, in order,
     not overlapping: each step the same instructions as the one before (`own_key`, and
     `key(inst)` if given), reading either the same values (what the loop does not change) or
@@ -91,17 +91,20 @@ def loop_steps(module: Module, comp: Computation, key=None, exact: bool = True,
     Not `exact`, instructions are alike by opcode and shape alone: steps that differ by a
     constant or an index (the loop's counter, `xs[k]`) are found too. `alike(a, b)`, if
     given, says which two values from before the steps two steps may read in one place
-    (constants that differ from step to step, which loop rolling reads from a table)."""
+    (constants that differ from step to step, which loop rolling reads from a table), and
+    `own(module, inst)` stands for `own_key` (a slice known by its size, not its start)."""
     found = _FOUND.setdefault(module, {})
-    if (comp.name, key, exact, alike) not in found:
-        found[comp.name, key, exact, alike] = _loop_steps(module, comp, key, exact, alike)
-    return list(found[comp.name, key, exact, alike])
+    if (comp.name, key, exact, alike, own) not in found:
+        found[comp.name, key, exact, alike, own] = _loop_steps(module, comp, key, exact,
+                                                                alike, own or own_key)
+    return list(found[comp.name, key, exact, alike, own])
 
 
-def _loop_steps(module: Module, comp: Computation, key, exact: bool, alike) -> list[Steps]:
+def _loop_steps(module: Module, comp: Computation, key, exact: bool, alike, own
+                ) -> list[Steps]:
     insts = comp.instructions
     pos = {id(inst): n for n, inst in enumerate(insts)}
-    keys = [(own_key(module, i) if exact else (i.opcode, str(i.shape)),
+    keys = [(own(module, i) if exact else (i.opcode, str(i.shape)),
              key(i) if key else None) for i in insts]
     later: dict[tuple, list[int]] = {}
     for n, k in enumerate(keys):

@@ -18,9 +18,11 @@ that no pass over memory is lost (unrolled, fusion can join two or more steps in
 that reads its arrays once). Each loop found gets a note saying what was done, or why not.
 
 Steps may differ by their scalar constants (`1 - b1 ** t`, `np.sin(0.05 * i)`: tracing
-computes them in Python, one literal a step). Such a loop is rolled too: each constant that
-changes is read from a table of its values, one a step, by the loop's counter
-(`dynamic-slice(table, i)`), where the copies would each be traced, fused and compiled.
+computes them in Python, one literal a step) and by where a slice starts (`xs[k]`). Such a
+loop is rolled too: each constant that changes is read from a table of its values, one a
+step, by the loop's counter (`dynamic-slice(table, i)`), and the slice is a dynamic-slice at
+the counter (passes/loop_differences.py), where the copies would each be traced, fused and
+compiled.
 """
 from __future__ import annotations
 
@@ -31,9 +33,11 @@ import numpy as np
 from ..ir.library import runs_eagerly
 from ..ir.module import Computation, Instruction, Module, trip_count_config
 from ..ir.shape import Shape, TupleShape
-from ..ir.structure import MIN_STEPS, Steps, loop_steps, own_key
+from ..ir.structure import MIN_STEPS, Steps, loop_steps
 from .base import Note, Pass, PassResult
 from .dce import without_dead
+from .loop_differences import (alike, moving_slices, own, table_entry, tables,
+                               what_differs)
 from .names import NameGen
 
 __all__ = ["RollLoops", "RollOptions"]
@@ -65,7 +69,7 @@ class RollLoops(Pass):
     def run(self, module: Module) -> PassResult:
         insts = _constants_first(module.entry)
         comp = Computation(module.entry.name, tuple(insts))
-        found = loop_steps(module.with_entry(comp), comp, alike=_alike)
+        found = loop_steps(module.with_entry(comp), comp, alike=alike, own=own)
         if not found:
             return PassResult(module, False, tuple(_steps_that_differ(module, insts, [])))
         names = NameGen(module)
@@ -91,7 +95,7 @@ class RollLoops(Pass):
                 f"{_lines(loop.steps[0])}: {loop.count} steps of {loop.length} "
                 f"instructions each, rolled into {loop.name}, a while loop whose body is one "
                 f"step: the passes and the code generator see the step once, not "
-                f"{loop.count} times." + _tables(loop) + _before(loop), "rolled",
+                f"{loop.count} times." + loop.what_differs() + _before(loop), "rolled",
                 (loop.name,)))
         notes += _steps_that_differ(module, list(comp.instructions), found)
         if not added:
@@ -113,47 +117,14 @@ def _before(loop: "_Loop") -> str:
             f"value step {k} made.")
 
 
-def _tables(loop: "_Loop") -> str:
-    """What a rolled loop's note says of the constants it reads from tables."""
-    n = len({tuple(map(id, values)) for values in loop.tables().values()})
-    if not n:
-        return ""
-    which = "a constant that changes" if n == 1 else f"{n} constants that change"
-    return (f" The steps differ by {which} from step to step (computed in Python while "
-            f"tracing): the body reads {'it' if n == 1 else 'them'} from a table of "
-            f"{loop.count} values by the loop's counter.")
-
-
-def _table_entry(v: Instruction) -> tuple | None:
-    """(what v makes of one scalar constant, that constant), for a scalar constant or a
-    broadcast, convert or reshape of one (what tracing makes of a Python number); None for
-    anything else."""
-    chain = []
-    while v.opcode != "constant":
-        if v.opcode not in ("broadcast", "convert", "reshape") or len(v.operands) != 1:
-            return None
-        chain.append((v.opcode, str(v.shape), v.attrs))
-        v = v.operands[0]
-    if v.shape.rank != 0:
-        return None
-    return (tuple(chain), str(v.shape)), v
-
-
-def _alike(a: Instruction, b: Instruction) -> bool:
-    """Whether two steps may read a and b in one place: the same made of two scalar
-    constants (read from a table when the loop is rolled)."""
-    ea, eb = _table_entry(a), _table_entry(b)
-    return ea is not None and eb is not None and ea[0] == eb[0]
-
-
 def _steps_that_differ(module: Module, ordered: list[Instruction], found: list[Steps]
                        ) -> list[Note]:
     """A note for each run of steps alike but for an index or another attribute (the loop
-    reads its counter, as in xs[k]), where no loop was `found`: no while rolls them (steps
-    that differ by constants alone roll, reading them from a table), and `xe.fori_loop`
-    traces such a loop once. Looked for in the traced order (`found` is in the order with
-    the constants first, `ordered`, which takes these steps' differing constants out of
-    them)."""
+    reads its counter, as in xs[[k, k + 1]]), where no loop was `found`: no while rolls them
+    (steps that differ by scalar constants or by where a slice starts roll), and
+    `xe.fori_loop` traces such a loop once. Looked for in the traced order (`found` is in
+    the order with the constants first, `ordered`, which takes these steps' differing
+    constants out of them)."""
     comp = module.entry
     noted = {id(i) for s in found for i in ordered[s.start:s.end]}
     # One note per loop in the source: the steps of one Python loop may be found as
@@ -172,7 +143,7 @@ def _steps_that_differ(module: Module, ordered: list[Instruction], found: list[S
         notes.append(Note(
             f"{where}: {count} steps of {each} instructions each, alike but for an index "
             "or another attribute that changes from step to step (the loop's counter, as "
-            "in xs[k]), left unrolled: every copy is traced, fused and compiled. "
+            "in xs[[k, k + 1]]), left unrolled: every copy is traced, fused and compiled. "
             "xe.fori_loop(0, n, body, value) traces such a loop once, its counter a value.",
             "not-rolled", tuple(i.name for _, insts in found_here for i in insts)))
     return notes
@@ -253,7 +224,7 @@ class _Loop:
                     kind, v = sources[r, q]
                     if kind == "inside" and o is not step[v]:
                         return f"{inst.name} reads another value than its step's"
-                    if (kind == "outside" and o is not v and not _alike(o, v)) or (
+                    if (kind == "outside" and o is not v and not alike(o, v)) or (
                             kind == "carried" and k > 0 and o is not steps[k - 1][v]):
                         if s <= pos[id(o)] < s + k * n:
                             return earlier.format(inst.name, k - (pos[id(o)] - s) // n)
@@ -278,7 +249,8 @@ class _Loop:
         for r in set(loop.initial) | loop.after:
             if loop.steps[0][r].shape.is_tuple:
                 return f"a step hands on a tuple ({loop.steps[0][r].name})"
-        return loop
+        moving = moving_slices(loop.steps)
+        return moving if isinstance(moving, str) else loop
 
     def _read_after(self, insts: list[Instruction]) -> tuple[str, int | None]:
         """Note which of the last step's values are read after the loop (`after`); if a
@@ -313,13 +285,13 @@ class _Loop:
         step = insts[s - n:s]
         initial: dict[int, Instruction] = {}
         for r, (inst, like) in enumerate(zip(step, self.steps[0])):
-            if inst.opcode == "parameter" or own_key(module, inst) != own_key(module, like):
+            if inst.opcode == "parameter" or own(module, inst) != own(module, like):
                 return False
             for q, o in enumerate(inst.operands):
                 kind, v = self.sources[r, q]
                 if kind == "inside" and o is not step[v]:
                     return False
-                if kind == "outside" and o is not v and not _alike(o, v):
+                if kind == "outside" and o is not v and not alike(o, v):
                     return False
                 if kind == "carried" and (pos[id(o)] >= s - n or
                                           initial.setdefault(v, o) is not o):
@@ -333,16 +305,11 @@ class _Loop:
         self.initial = initial
         return True
 
-    def tables(self) -> dict[tuple[int, int], list[Instruction]]:
-        """(offset in the step, operand number) -> the value each step reads there, where
-        that is a constant that changes from step to step (`_alike`)."""
-        out = {}
-        for (r, q), (kind, _) in self.sources.items():
-            if kind == "outside":
-                values = [step[r].operands[q] for step in self.steps]
-                if any(v is not values[0] for v in values):
-                    out[r, q] = values
-        return out
+    def what_differs(self) -> str:
+        """What the note says of the steps' differences the body reads at its counter."""
+        moving = moving_slices(self.steps)
+        return what_differs(self.count, tables(self.sources, self.steps),
+                            {} if isinstance(moving, str) else moving, self.steps[0])
 
     def why_not(self, options: RollOptions) -> str:
         if self.length * self.count < options.min_instructions:
@@ -364,20 +331,20 @@ class _Loop:
         first = self.steps[0]
         md = first[-1].metadata
         slots = sorted(set(self.initial) | self.after)  # the state handed from step to step
-        tables = self.tables()
+        read_at = tables(self.sources, self.steps)
         outside: list[Instruction] = []
         for where, (kind, v) in sorted(self.sources.items(), key=lambda item: item[0]):
-            if kind == "outside" and where not in tables and not _remade(v) and all(
+            if kind == "outside" and where not in read_at and not _remade(v) and all(
                     v is not o for o in outside):
                 outside.append(v)
         # Each table of per-step constants is made before the loop and handed to the body
         # in its state, as a value from before the loop (a body's compiled program takes no
         # array constants of its own).
         table_of: dict[tuple, Instruction] = {}
-        for values in tables.values():
+        for values in read_at.values():
             if tuple(map(id, values)) not in table_of:
-                _, first_constant = _table_entry(values[0])
-                literals = np.array([_table_entry(v)[1].literal for v in values],
+                _, first_constant = table_entry(values[0])
+                literals = np.array([table_entry(v)[1].literal for v in values],
                                     first_constant.literal.dtype)
                 table_of[tuple(map(id, values))] = Instruction(
                     names("constant"), "constant", Shape(literals.dtype, literals.shape),
@@ -386,7 +353,7 @@ class _Loop:
         counter = Shape(COUNTER, ())
         shape = TupleShape((counter, *(first[r].shape for r in slots),
                             *(o.shape for o in outside)))
-        body, body_root = self._body(names, shape, slots, outside, tables, table_of, md)
+        body, body_root = self._body(names, shape, slots, outside, read_at, table_of, md)
         cond = self._condition(names, shape, md)
         # Before the loop: the state's first value. A value read only after the loop starts
         # as zeros (the first step overwrites it).
@@ -430,7 +397,7 @@ class _Loop:
             rest.append(inst)
         return insts[:self.start] + made + rest, [cond, body]
 
-    def _body(self, names, shape, slots, outside, tables, table_of, md):
+    def _body(self, names, shape, slots, outside, read_at, table_of, md):
         param = Instruction(names("state"), "parameter", shape, parameter_number=0,
                             metadata=md)
 
@@ -459,7 +426,7 @@ class _Loop:
         def look_up(values: list[Instruction]) -> Instruction:
             key = tuple(map(id, values))
             if key not in looked_up:
-                _, first = _table_entry(values[0])
+                _, first = table_entry(values[0])
                 table = read(table_of[key])
                 at = Instruction(names("dynamic-slice"), "dynamic-slice",
                                  table.shape.with_dims((1,)), (table, i),
@@ -476,13 +443,41 @@ class _Loop:
                 looked_up[key] = v
             return looked_up[key]
 
+        def index(start: int, delta: int) -> Instruction:
+            """start + delta * i, as an int64: where a moving slice starts in this step."""
+            def constant(value):
+                c = Instruction(names("constant"), "constant", i.shape,
+                                literal=np.asarray(value, COUNTER), metadata=md)
+                out.append(c)
+                return c
+            if delta == 0:
+                return constant(start)
+            at = i if delta == 1 else Instruction(names("multiply"), "multiply", i.shape,
+                                                  (i, constant(delta)), metadata=md)
+            if at is not i:
+                out.append(at)
+            if start:
+                at = Instruction(names("add"), "add", i.shape, (at, constant(start)),
+                                 metadata=md)
+                out.append(at)
+            return at
+
+        moving = moving_slices(self.steps)
+        assert not isinstance(moving, str)
         for r, inst in enumerate(self.steps[0]):
             ops = []
             for q in range(len(inst.operands)):
                 kind, v = self.sources[r, q]
                 ops.append(made[v] if kind == "inside" else carried[v] if kind == "carried"
-                           else look_up(tables[r, q]) if (r, q) in tables else read(v))
-            made.append(inst.replace(operands=tuple(ops)))
+                           else look_up(read_at[r, q]) if (r, q) in read_at else read(v))
+            if r in moving:  # xs[k]: a slice at the counter
+                starts, deltas, sizes = moving[r]
+                made.append(Instruction(
+                    names("dynamic-slice"), "dynamic-slice", inst.shape,
+                    (ops[0], *(index(a, d) for a, d in zip(starts, deltas))),
+                    (("dynamic_slice_sizes", sizes),), inst.metadata))
+            else:
+                made.append(inst.replace(operands=tuple(ops)))
         one = Instruction(names("constant"), "constant", shape.elements[0],
                           literal=np.ones((), COUNTER), metadata=md)
         step = Instruction(names("add"), "add", shape.elements[0], (i, one), metadata=md)

@@ -98,6 +98,13 @@ def driven_oscillator(xp, x, v):
     return x, v
 
 
+def rnn(xp, xs, w, u, h):
+    """An Elman RNN over a sequence of 200 steps: each step reads its row, xs[t]."""
+    for t in range(xs.shape[0]):
+        h = xp.tanh(w @ h + u @ xs[t])
+    return h
+
+
 def adam(xp, w, g, m, v):
     """Notebook 02's Adam step."""
     m = F32(0.9) * m + F32(0.1) * g
@@ -146,6 +153,8 @@ PROGRAMS = {
     "power iteration, 50 steps": (power_iteration, [(64, 64), (64,)], [(80, 80), (80,)]),
     "Adam with bias correction, 300 steps": (adam_loop, [(64,)] * 2, [(80,)] * 2),
     "driven oscillator, 600 steps": (driven_oscillator, [(64,)] * 2, [(80,)] * 2),
+    "RNN over 200 steps": (rnn, [(200, 8), (32, 32), (32, 8), (32,)],
+                           [(200, 8), (40, 40), (40, 8), (40,)]),
     "heat equation, 200 steps, fori_loop": (heat_loop, [(64,)], [(80,)]),
     "power iteration, 50 steps, fori_loop": (power_loop, [(64, 64), (64,)], [(80, 80), (80,)]),
 }

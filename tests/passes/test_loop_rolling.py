@@ -344,3 +344,21 @@ def test_steps_that_differ_by_constants_read_them_from_a_table(backend):
     body = module.computation(loop.attr("body"))
     assert sum(i.opcode == "dynamic-slice" for i in body.instructions) == 2
     np.testing.assert_allclose(ex.run(w, target), adam(w, target), rtol=1e-12)
+
+
+def test_a_long_sequence_sliced_a_row_a_step_rolls_however_large():
+    """Each step reads one row of xs: the sequence's size (2 MiB here, over the 1 MiB a step's
+    arrays may take) does not keep the loop unrolled."""
+    xs = np.random.default_rng(0).standard_normal((2048, 128))
+    assert xs.nbytes > RollOptions().max_array_bytes
+
+    def first_rows(xs):
+        m = np.zeros(xs.shape[1])
+        for k in range(200):
+            m = m * 0.9 + xs[k]
+        return m
+
+    ex = xe.explore(first_rows, xs, backend="interpreter")
+    (note,) = roll_stage(ex).notes
+    assert note.rule == "rolled", note.message
+    np.testing.assert_allclose(ex.run(xs), first_rows(xs))

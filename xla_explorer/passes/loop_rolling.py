@@ -317,8 +317,11 @@ class _Loop:
                     f"{options.min_instructions}: compiled unrolled as fast, and fusion may "
                     "join its steps")
         largest = max(i.shape.nbytes for step in self.steps[:1] for i in step)
-        largest = max([largest] + [v.shape.nbytes for kind, v in self.sources.values()
-                                   if kind == "outside"])
+        # An array a step slices at the counter (xs[k]) is read a row at a time either way.
+        moving = moving_slices(self.steps)
+        sliced = {(r, 0) for r in moving} if isinstance(moving, dict) else set()
+        largest = max([largest] + [v.shape.nbytes for where, (kind, v) in self.sources.items()
+                                   if kind == "outside" and where not in sliced])
         if largest > options.max_array_bytes:
             return (f"it works on arrays of up to {largest / 2**20:.1f} MiB: unrolled, fusion "
                     "can join steps into one kernel that reads them once, which pays more "

@@ -334,7 +334,7 @@ def test_steps_that_differ_by_constants_read_them_from_a_table(backend):
     # folds into the first step, and the last step's w is the result.
     n = int(loop.attr("backend_config").split('"n":"')[1].split('"')[0])
     assert 35 <= n <= 40 and note.rule == "rolled" and f"{n} steps" in note.message
-    assert "2 constants that change" in note.message and f"table of {n} values" in note.message
+    assert "2 constants that change" in note.message and f"tables of {n} values" in note.message
     tables = sorted((tuple(i.literal) for i in module.entry.instructions
                      if i.opcode == "constant" and i.dims == (n,)), reverse=True)
     first = round(np.log(1 - tables[0][0]) / np.log(0.9))  # the t of the loop's first step

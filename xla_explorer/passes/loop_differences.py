@@ -91,8 +91,9 @@ def what_differs(count: int, table_of: dict, moving: dict,
     n = len({tuple(map(id, values)) for values in table_of.values()})
     if n:
         which = "a constant that changes" if n == 1 else f"{n} constants that change"
+        tables_of = "a table of" if n == 1 else "tables of"
         said += (f" The steps differ by {which} from step to step (computed in Python while "
-                 f"tracing): the body reads {'it' if n == 1 else 'them'} from a table of "
+                 f"tracing): the body reads {'it' if n == 1 else 'them'} from {tables_of} "
                  f"{count} values by the loop's counter.")
     if moving:
         names = ", ".join(first[r].operands[0].name for r in moving)

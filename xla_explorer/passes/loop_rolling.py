@@ -82,8 +82,8 @@ class RollLoops(Pass):
             why = loop.why_not(self.options) if isinstance(loop, _Loop) else loop
             if why:
                 notes.append(Note(f"{_lines(insts[steps.start:steps.end])}: {steps.count} "
-                                  f"steps of {steps.length} instructions each, left unrolled: "
-                                  f"{why}.", "not-rolled",
+                                  f"steps of {_instructions(steps.length)} each, left "
+                                  f"unrolled: {why}.", "not-rolled",
                                   tuple(i.name for i in insts[steps.start:steps.end])))
                 continue
             assert isinstance(loop, _Loop)
@@ -92,10 +92,11 @@ class RollLoops(Pass):
             shift += len(insts) - before
             added += new
             notes.append(Note(
-                f"{_lines(loop.steps[0])}: {loop.count} steps of {loop.length} "
-                f"instructions each, rolled into {loop.name}, a while loop whose body is one "
-                f"step: the passes and the code generator see the step once, not "
-                f"{loop.count} times." + loop.what_differs() + _before(loop), "rolled",
+                f"{_lines(loop.steps[0])}: {loop.count} steps of "
+                f"{_instructions(loop.length)} each, rolled into {loop.name}, a while loop "
+                f"whose body is one step: the passes and the code generator see the step "
+                f"once, not {loop.count} times." + loop.what_differs() + _before(loop),
+                "rolled",
                 (loop.name,)))
         notes += _steps_that_differ(module, list(comp.instructions), found)
         if not added:
@@ -105,6 +106,10 @@ class RollLoops(Pass):
         return PassResult(module.replace(entry=entry,
                                          computations=module.computations + tuple(added)),
                           True, tuple(notes))
+
+
+def _instructions(n: int) -> str:
+    return "1 instruction" if n == 1 else f"{n} instructions"
 
 
 def _before(loop: "_Loop") -> str:

@@ -14,8 +14,8 @@ takes a group nobody owns yet, or else claims rows of a group another thread pac
 reading that thread's stack through the published address: legal, since the owner's frame
 is alive until every row of its group is done.
 
-    claimed = claims(b, room, stack_empty(np.int64, CLAIMS_STACK))  # room: elements of
-                                        # each thread's stack buffer
+    # room: elements of each thread's stack buffer; the counters on this kernel's stack
+    claimed = claims(b, room, stack_empty(np.int64, CLAIMS_STACK))
     for _ in prange(workers):
         bp = local_array(b, room)
         while True:

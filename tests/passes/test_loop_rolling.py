@@ -362,3 +362,25 @@ def test_a_long_sequence_sliced_a_row_a_step_rolls_however_large():
     (note,) = roll_stage(ex).notes
     assert note.rule == "rolled", note.message
     np.testing.assert_allclose(ex.run(xs), first_rows(xs))
+
+
+def test_one_loop_rolled_as_two_says_so():
+    """From about step 165, 1 - 0.9 ** t is 1 in float32: the simplifier drops the division
+    by it, the steps get shorter, and the loop rolls as two whiles; the second's note says
+    they are the same lines."""
+    def adam(w, target):
+        m, v = np.zeros_like(w), np.zeros_like(w)
+        for t in range(1, 301):
+            g = F32(2) * (w - target)
+            m = F32(0.9) * m + F32(0.1) * g
+            v = F32(0.999) * v + F32(0.001) * g * g
+            w = w - F32(0.01) * (m / F32(1 - 0.9 ** t)) / (
+                np.sqrt(v / F32(1 - 0.999 ** t)) + F32(1e-8))
+        return w
+
+    w, target = np.linspace(0.5, 1.5, 16, dtype=F32), np.zeros(16, F32)
+    ex = xe.explore(adam, w, target, backend="interpreter")
+    first, second = roll_stage(ex).notes
+    assert "The same lines" not in first.message
+    assert f"The same lines rolled into {first.instructions[0]} before it" in second.message
+    np.testing.assert_allclose(ex.run(w, target), adam(w, target), rtol=1e-5)

@@ -76,6 +76,7 @@ class RollLoops(Pass):
         notes: list[Note] = []
         added: list[Computation] = []
         shift = 0  # how much the rolled loops before have shortened the list
+        last: _Loop | None = None  # the loop rolled before, to say when one loop is two
         for steps in found:
             steps = Steps(steps.start + shift, steps.length, steps.count)
             loop = _Loop.find(module, insts, steps)
@@ -95,9 +96,9 @@ class RollLoops(Pass):
                 f"{_lines(loop.steps[0])}: {loop.count} steps of "
                 f"{_instructions(loop.length)} each, rolled into {loop.name}, a while loop "
                 f"whose body is one step: the passes and the code generator see the step "
-                f"once, not {loop.count} times." + loop.what_differs() + _before(loop),
-                "rolled",
-                (loop.name,)))
+                f"once, not {loop.count} times." + loop.what_differs() + _before(loop)
+                + _split(last, loop), "rolled", (loop.name,)))
+            last = loop
         notes += _steps_that_differ(module, list(comp.instructions), found)
         if not added:
             return PassResult(module, False, tuple(notes))
@@ -110,6 +111,17 @@ class RollLoops(Pass):
 
 def _instructions(n: int) -> str:
     return "1 instruction" if n == 1 else f"{n} instructions"
+
+
+def _split(last: "_Loop | None", loop: "_Loop") -> str:
+    """What a rolled loop's note says when the loop before it came from the same lines: one
+    Python loop whose steps changed part way."""
+    if last is None or _lines(last.steps[0]) != _lines(loop.steps[0]):
+        return ""
+    return (f" The same lines rolled into {last.name} before it, in steps of "
+            f"{_instructions(last.length)}; these steps are {_instructions(loop.length)}, so "
+            "they are a loop of their own (the simplifier drops an operation where a constant "
+            "rounds to 0 or 1: Adam's 1 - 0.9 ** t is 1 in float32 from about step 165).")
 
 
 def _before(loop: "_Loop") -> str:

@@ -26,7 +26,7 @@ compiled.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -206,6 +206,11 @@ class _Loop:
     # after it, and the instruction that reads it.
     unrolled_before: int = 0
     why_before: str = ""
+    # What the final steps differ by, read at the counter (set by `find` once they are
+    # final): the slices that move with it (`moving_slices`) and the constants that change
+    # (`tables`).
+    moving: dict = field(default_factory=dict)
+    read_at: dict = field(default_factory=dict)
 
     @classmethod
     def find(cls, module: Module, insts: list[Instruction], found: Steps) -> "_Loop | str":
@@ -267,7 +272,10 @@ class _Loop:
             if loop.steps[0][r].shape.is_tuple:
                 return f"a step hands on a tuple ({loop.steps[0][r].name})"
         moving = moving_slices(loop.steps)
-        return moving if isinstance(moving, str) else loop
+        if isinstance(moving, str):
+            return moving
+        loop.moving, loop.read_at = moving, tables(loop.sources, loop.steps)
+        return loop
 
     def _read_after(self, insts: list[Instruction]) -> tuple[str, int | None]:
         """Note which of the last step's values are read after the loop (`after`); if a
@@ -324,9 +332,7 @@ class _Loop:
 
     def what_differs(self) -> str:
         """What the note says of the steps' differences the body reads at its counter."""
-        moving = moving_slices(self.steps)
-        return what_differs(self.count, tables(self.sources, self.steps),
-                            {} if isinstance(moving, str) else moving, self.steps[0])
+        return what_differs(self.count, self.read_at, self.moving, self.steps[0])
 
     def why_not(self, options: RollOptions) -> str:
         if self.length * self.count < options.min_instructions:
@@ -335,8 +341,7 @@ class _Loop:
                     "join its steps")
         largest = max(i.shape.nbytes for step in self.steps[:1] for i in step)
         # An array a step slices at the counter (xs[k]) is read a row at a time either way.
-        moving = moving_slices(self.steps)
-        sliced = {(r, 0) for r in moving} if isinstance(moving, dict) else set()
+        sliced = {(r, 0) for r in self.moving}
         largest = max([largest] + [v.shape.nbytes for where, (kind, v) in self.sources.items()
                                    if kind == "outside" and where not in sliced])
         if largest > options.max_array_bytes:
@@ -351,7 +356,7 @@ class _Loop:
         first = self.steps[0]
         md = first[-1].metadata
         slots = sorted(set(self.initial) | self.after)  # the state handed from step to step
-        read_at = tables(self.sources, self.steps)
+        read_at = self.read_at
         outside: list[Instruction] = []
         for where, (kind, v) in sorted(self.sources.items(), key=lambda item: item[0]):
             if kind == "outside" and where not in read_at and not _remade(v) and all(
@@ -373,7 +378,7 @@ class _Loop:
         counter = Shape(COUNTER, ())
         shape = TupleShape((counter, *(first[r].shape for r in slots),
                             *(o.shape for o in outside)))
-        body, body_root = self._body(names, shape, slots, outside, read_at, table_of, md)
+        body, body_root = self._body(names, shape, slots, outside, table_of, md)
         cond = self._condition(names, shape, md)
         # Before the loop: the state's first value. A value read only after the loop starts
         # as zeros (the first step overwrites it).
@@ -417,7 +422,7 @@ class _Loop:
             rest.append(inst)
         return insts[:self.start] + made + rest, [cond, body]
 
-    def _body(self, names, shape, slots, outside, read_at, table_of, md):
+    def _body(self, names, shape, slots, outside, table_of, md):
         param = Instruction(names("state"), "parameter", shape, parameter_number=0,
                             metadata=md)
 
@@ -482,8 +487,7 @@ class _Loop:
                 out.append(at)
             return at
 
-        moving = moving_slices(self.steps)
-        assert not isinstance(moving, str)
+        moving, read_at = self.moving, self.read_at
         for r, inst in enumerate(self.steps[0]):
             ops = []
             for q in range(len(inst.operands)):

@@ -3,7 +3,8 @@
 A generated kernel calls routines written once in the package (the matrix product's packing
 and blocks, `codegen/gemm.py`, and how threads share it, `codegen/gemm_threads.py`; exp, log,
 tanh and their kin, `codegen/fastmath.py`; the parallel loops' scheduler,
-`codegen/parallel.py`; the LAPACK calls behind np.linalg, `codegen/linalg.py`, float64 alone,
+`codegen/parallel.py`, and the launcher that runs their thread workers, `codegen/cpu/launch.py`;
+the LAPACK calls behind np.linalg, `codegen/linalg.py`, float64 alone,
 as NumPy computes them). Numba compiles each for every element type
 and layout it is called with and caches the machine code beside its source, so without this
 the first cell that multiplies two float64 matrices, or the first transposed product, waits

@@ -24,6 +24,7 @@ import pytest
 
 import xla_explorer as xe
 from xla_explorer.codegen.options import DEFAULT_OPTIONS
+from xla_explorer.codegen.cpu.launch import thread_workers
 
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
 
@@ -343,6 +344,12 @@ def test_reductions_still_vectorize(name, f, op, shape, dtype):
     assert ex.check().ok
     ex.run(x)
     (kernel,) = ex.kernels
+    workers = thread_workers(ex.executable._py, kernel)
+    if workers:  # a parallel loop runs in its thread worker (codegen/cpu/launch.py)
+        ir = "".join(w.inspect_llvm() for w in workers)
+        vectors = re.findall(rf"= f{op} reassoc[^\n]*<\d+ x (?:float|double)>", ir)
+        assert len(vectors) >= 2, f"{name}: no vector f{op} in the kernel's thread worker"
+        return
     fn = getattr(ex.executable._py, kernel)
     asm = fn.inspect_asm(fn.signatures[0])
     assert _packed(asm, op) >= 2, f"{name}: no packed v{op}p[sd] in the kernel"

@@ -21,6 +21,7 @@ from xla_explorer.codegen.gemm_threads import (group_columns, next_product_block
                                                next_rows, product, product_claimed)
 from xla_explorer.codegen.packing import CLAIMS_STACK
 from xla_explorer.codegen.parallel import LINE, fetch_add, thread
+from xla_explorer.codegen.cpu.outline import runs_on_threads
 
 from .held_up import wait_for
 
@@ -416,7 +417,7 @@ def test_a_smaller_stack_bound_packs_narrower_groups_or_falls_back_to_the_arena(
             assert ex.executable.arena_bytes >= packed_b_size(k, n, np.float32)
         else:
             assert "local_array(rhs_2, 4096)" in source and "packed_b(" not in source, source
-            assert ("prange(" in source) == (where == "stacks")
+            assert runs_on_threads(source) == (where == "stacks")
             assert ("group_width(" in source) == (where == "stack")
             assert scratch == [] and ex.executable.arena_bytes == 0
         np.testing.assert_allclose(ex.run(x, w, b), dense(x, w, b), rtol=2e-5, atol=2e-4)
@@ -514,7 +515,7 @@ def test_an_element_wise_epilogue_runs_on_each_threads_blocks(rng):
     b = rng.standard_normal(100).astype(np.float32)
     ex = xe.explore(lambda x, w, b: np.tanh(x @ w + b) * 2, x, w, b, backend="cpu")
     (source,) = ex.kernels.values()
-    assert "the epilogue, on this block" in source and "prange(" in source
+    assert "the epilogue, on this block" in source and runs_on_threads(source)
     assert ex.check().ok
 
 

@@ -14,6 +14,7 @@ import xla_explorer as xe
 from xla_explorer import compiler
 from xla_explorer.backends.cpu import CpuBackend
 from xla_explorer.codegen.cpu import GEMM_IMPORT, PARALLEL_IMPORT
+from xla_explorer.codegen.cpu.outline import runs_on_threads
 from xla_explorer.codegen.options import DEFAULT_OPTIONS, CodegenOptions
 from xla_explorer.codegen.parallel import (block_counter, fetch_add, next_block, nonnegative,
                                            thread, threads)
@@ -178,7 +179,7 @@ def test_serial_only_keeps_every_kernel_on_one_thread(rng):
     for options, parallel in ((DEFAULT_OPTIONS, True), (CodegenOptions(serial_only=True), False)):
         exe = compiler.compile(module, CpuBackend(options)).executable
         source = exe.sources[""]
-        assert ("prange(" in source) == parallel, source
+        assert runs_on_threads(source) == parallel, source
         relu, total = exe(x, w, y)
         np.testing.assert_allclose(relu, np.maximum(x @ w, 0), rtol=1e-4, atol=1e-4)
         np.testing.assert_allclose(total, np.sum(y.astype(np.float64) * 2), rtol=1e-5)

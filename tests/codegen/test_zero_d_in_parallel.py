@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import xla_explorer as xe
+from xla_explorer.codegen.cpu.outline import runs_on_threads
 
 from .test_exact_arithmetic import bit_mismatches, sum_tolerance
 from .test_signed_zero_min_max import clamp_module, run_hlo
@@ -43,7 +44,7 @@ def five(x, y):
 
 def explored(f, *args):
     ex = xe.explore(f, *args, backend="cpu")
-    assert any("prange(" in src for src in ex.kernels.values()), "no parallel loop: no test"
+    assert any(runs_on_threads(src) for src in ex.kernels.values()), "no parallel loop: no test"
     return ex, ex.run(*args)
 
 

@@ -118,11 +118,14 @@ _SCALAR_TYPES = frozenset((bool, int, float, complex))
 def _fast_key(args) -> tuple | None:
     """The cache key of a call whose arguments are all NumPy arrays or Python numbers: each
     array's shape and dtype, each number's type; None for anything else (the full
-    `signature` decides those). Cheaper than `signature`: no conversion, no dtype.str."""
+    `signature` decides those). Cheaper than `signature`: no conversion, no dtype.str. A
+    strided array is None too: the full path passes kernels a C-contiguous copy."""
     key = []
     for a in args:
         t = type(a)
         if t is np.ndarray:
+            if not a.flags.c_contiguous:
+                return None
             key.append((a.shape, a.dtype))
         elif t in _SCALAR_TYPES:
             key.append(t)

@@ -42,6 +42,9 @@ class CodegenOptions:
     prefetch_row_bytes: int = 4096
     # Every loop on one thread, whatever its size (a kernel's source then has no prange).
     serial_only: bool = False
+    # Each parallel loop a thread worker, compiled serially and run by one launcher compiled
+    # once (codegen/cpu/launch.py), rather than a `prange` Numba compiles in every kernel.
+    thread_workers: bool = True
 
     def parallel_from(self, expensive: bool) -> int:
         """The element count from which a kernel's loops run in parallel (never, with

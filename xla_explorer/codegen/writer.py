@@ -70,6 +70,7 @@ class KernelSource:
     # Its outputs (by position) that should start on a cache line: those a product writes,
     # tile by tile, once per KC rows of B (see `Program.line_outputs`).
     line_outputs: tuple[int, ...] = ()
+    workers: bool = False  # its parallel loops are thread workers (codegen/cpu/outline.py)
 
     @property
     def scratch(self) -> int:

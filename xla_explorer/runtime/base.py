@@ -186,7 +186,11 @@ class GeneratedExecutable(Executable):
         if arr.shape != p.dims:
             raise TypeError(f"argument {n} has shape {arr.shape}; it was compiled for "
                             f"{p.shape}")
-        return arr if arr.dtype == p.dtype else arr.astype(p.dtype)
+        if arr.dtype != p.dtype:
+            return arr.astype(p.dtype)
+        # Kernels read their arrays C-contiguous (a parallel loop's thread workers rely on
+        # it, codegen/cpu/launch.py): a strided input is copied, which kernels only read.
+        return arr if arr.flags.c_contiguous else np.array(arr, order="C")
 
     def launch_arguments(self, launch: Launch, buffers: dict[str, Sequence]) -> list:
         """What the driver passes `launch`, for calling its kernel alone: a temporary as its

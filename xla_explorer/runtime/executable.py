@@ -20,6 +20,7 @@ from numba.core.errors import NumbaError
 
 from ..codegen import cache
 from ..codegen.cpu import CACHE_LINE, DEFAULT_OPTIONS, CodegenOptions, Program, generate_program
+from ..codegen.cpu.launch import compile_workers
 from ..codegen.writer import identifier
 from ..errors import CompileError
 from ..ir.module import Module
@@ -212,6 +213,7 @@ class CpuExecutable(GeneratedExecutable):
         try:
             # Held throughout: a second first call waits here, then runs on its own arena.
             with self._arena_free, event.install_listener("numba:compiler_lock", compiling):
+                compile_workers(self._py)
                 self.entry(self.arena, *arrays, *self._kernel_constants, *outs)
         except NumbaError as e:
             raise self._compile_error(e) from e

@@ -36,6 +36,8 @@ FASTMATH = {fastmath}
 '''
 PARALLEL_IMPORT = ("from xla_explorer.codegen.parallel import block_counter, next_block, "
                    "nonnegative, threads\n")
+WORKER_IMPORT = ("from xla_explorer.codegen.cpu.launch import (array_at, launch, put, "
+                 "scalar_at, thread_worker,\n    worker_address)\n")
 VIEW_IMPORT = "from xla_explorer.codegen.cpu.views import arena_view\n"
 GEMM_IMPORT = ("from xla_explorer.codegen.gemm import (group_width, pack_b, pack_b_parallel, "
                "pack_columns,\n    pack_columns_parallel, packed_b, product_block, product_rows)\n"
@@ -134,6 +136,8 @@ def generate_program(module: Module, assignment,
         header += PARALLEL_IMPORT
     if any(k.gemm for k in codes):
         header += GEMM_IMPORT
+    if any(k.workers for k in codes):
+        header += WORKER_IMPORT
     if compiled and plan.layout.temporaries:
         header += VIEW_IMPORT
     source = header + "\n\n" + "\n\n".join([k.source for k in codes] + [driver_src])

@@ -17,9 +17,10 @@ from ..options import DEFAULT_OPTIONS, CodegenOptions
 from ..phases.scan import emit_scan
 from ..phases.scatter import emit_scatter
 from ..phases.sort import emit_sort
-from ..writer import KernelSource, Writer
+from ..writer import KernelSource, Writer, storage_type
 from .dot import Products, emit_dot
 from .loop import Loops, allocate_array, emit_outputs
+from .outline import outline
 from .reduce import emit_reduce
 from .rows import emit_rows
 
@@ -53,9 +54,18 @@ def emit_kernel(module: Module, comp: Computation, name: str, kind: str, row: bo
     doc = (f'    """{what} kernel, the fused computation {core.comp.name}: runs as '
            f'{shape}."""')
     body = core.w.lines or ["    pass"]
-    return KernelSource(name, core.comp.name, "\n".join(header + [doc] + body) + "\n",
+    source = "\n".join(header + [doc] + body) + "\n"
+    outlined = None
+    if loops.parallel and options.thread_workers:
+        shapes = ([p.shape for p in sorted(core.params, key=lambda p: p.parameter_number)]
+                  + [o.shape for o in core.outputs])
+        outlined = outline(source, name, {
+            a: ("array", storage_type(s.dtype), s.rank, "C")
+            for a, s in zip(core.arguments + work, shapes + [None] * len(work)) if s})
+    return KernelSource(name, core.comp.name, outlined or source,
                         len(core.params), len(core.outputs), loops.parallel, products.gemm,
-                        products.workspace, loops.claims_blocks, tuple(products.line_outputs))
+                        products.workspace, loops.claims_blocks, tuple(products.line_outputs),
+                        workers=outlined is not None)
 
 
 def _emit_general(loops: Loops, products: Products) -> None:

@@ -51,14 +51,27 @@ def _dims(text: str) -> int:
 def _typed(value: str, known: dict) -> tuple | None:
     """The type of what `value` (a line's right side) makes: ("array", dtype, ndim,
     layout) or ("scalar", dtype), or None if it is not one the worker can be told."""
-    m = re.fullmatch(r"np\.ascontiguousarray\((\w+)\)(\.T)?", value)
+    # A product's operand (cpu/dot.py): a parameter made contiguous, perhaps transposed
+    # first, perhaps reshaped to (batch, rows, columns), perhaps transposed after.
+    m = re.fullmatch(r"np\.ascontiguousarray\((?:np\.transpose\()?(\w+)(?:, \([\d, ]*\)\))?\)"
+                     r"(?:\.reshape\(\(([\d, ]*)\)\))?(\.T|\.transpose\([\d, ]*\))?", value)
     if m:
         base = known.get(m.group(1))
         if base is None or base[0] != "array":
             return None
-        if not m.group(2):
-            return base[:3] + ("C",)
-        return base[:3] + (("F" if base[2] == 2 else "A"),)
+        ndim = _dims(m.group(2)) if m.group(2) is not None else base[2]
+        if not m.group(3):
+            return ("array", base[1], ndim, "C")
+        return ("array", base[1], ndim, "F" if m.group(3) == ".T" and ndim == 2 else "A")
+    m = re.fullmatch(r"(\w+)\.reshape\(\(([\d, ]*)\)\)", value)  # a C array's view
+    if m:
+        base = known.get(m.group(1))
+        return (("array", base[1], _dims(m.group(2)), "C") if base and base[0] == "array"
+                and base[3] == "C" else None)
+    m = re.fullmatch(r"packed_b\((\w+), work\)", value)  # B packed in the kernel's scratch
+    if m:
+        base = known.get(m.group(1))
+        return ("array", base[1], 1, "C") if base and base[0] == "array" else None
     m = re.fullmatch(r"(\w+)\[\(\)\]", value)
     if m:
         base = known.get(m.group(1))

@@ -97,6 +97,8 @@ _raise_thread_stack_default(_THREAD_STACK)
 
 import llvmlite.binding as llvm  # noqa: E402
 import numba  # noqa: E402
+
+from . import numba_start  # noqa: E402,F401  (before Numba's registries load)
 from llvmlite import ir  # noqa: E402
 from numba import carray, cfunc, types  # noqa: E402
 from numba.core import cgutils  # noqa: E402

@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import numpy as np
 from llvmlite import ir as llvm_ir
+
+from . import numba_start  # noqa: F401  (before anything loads Numba's registries)
 from numba import njit, types
 from numba.core import cgutils
 from numba.core.extending import intrinsic, overload

@@ -111,16 +111,17 @@ def test_a_loop_that_reads_a_value_of_unknown_type_keeps_its_prange():
     assert outlined is not None and "prange(" not in outlined
     # Two 1-d arrays first, three slots each (address, size, stride), then the number.
     assert "total = scalar_at(args, 6, np.float32)" in outlined
-    assert 'put(args, 6, total, "")' in outlined
+    assert 'put(args, 6, total, "float32")' in outlined
 
 
-def test_put_refuses_an_array_of_another_layout_than_the_worker_reads():
+def test_put_refuses_a_value_of_another_type_than_the_worker_reads():
     @njit
     def store(block, a):
-        put(block, 0, a, "C")
+        put(block, 0, a, "float64 2 C")
 
     block = np.zeros(8, np.int64)
     store(block, np.ones((3, 4)))
     assert block[1:3].tolist() == [3, 4]  # the shape, after the address
-    with pytest.raises(TypingError, match="layout C"):
-        store(block, np.ones((3, 4)).T)
+    for wrong in (np.ones((3, 4)).T, np.ones((3, 4), np.float32), np.ones(12), 1.0):
+        with pytest.raises(TypingError, match="thread worker reads 'float64 2 C'"):
+            store(block, wrong)

@@ -9,8 +9,8 @@ kernel calls `launch`, compiled once for the package and cached beside this file
 the worker once per thread:
 
     args = stack_empty(np.int64, 8)     # what the body reads from the kernel, by address
-    put(args, 0, p0)
-    put(args, 5, out0)
+    put(args, 0, p0, "float32 2 C")
+    put(args, 5, out0, "float32 2 C")
     launch(worker_address("xe_thread_..."), threads(), args)
 
 The worker reads its arrays and numbers back (`array_at`, `scalar_at`) and claims blocks as
@@ -48,19 +48,26 @@ def _slot(builder, address, k):
 
 
 @intrinsic
-def put(typingctx, block, k, value, layout):
+def put(typingctx, block, k, value, spec):
     """Store `value` in the argument block `block` (an int64 array) from slot k: an
     array as its data pointer, shape and strides (1 + 2 ndim slots), a number in its own
-    bits (one slot). `layout` is the layout the worker reads an array in ("" for a
-    number): an array of another is refused as the kernel compiles, not read wrongly."""
+    bits (one slot). `spec` is what the worker reads there, "float32 2 C" (an array's
+    element type, dimensions and layout, A for any) or "float32" (a number): a value of
+    another type is refused as the kernel compiles, never read wrongly."""
     if not (isinstance(block, types.Array) and block.dtype == types.int64
-            and isinstance(k, types.Integer) and isinstance(layout, types.StringLiteral)
+            and isinstance(k, types.Integer) and isinstance(spec, types.StringLiteral)
             and isinstance(value, (types.Array, types.Number, types.Boolean))):
         return None
-    wanted = layout.literal_value
-    if isinstance(value, types.Array) and wanted not in ("A", value.layout):
-        raise TypingError(f"a thread worker reads this {value} as layout {wanted}: the "
-                          "runtime passes kernels C-contiguous arrays")
+    wanted = spec.literal_value.split()
+    if isinstance(value, types.Array):
+        ok = (len(wanted) == 3 and [str(value.dtype), str(value.ndim)] == wanted[:2]
+              and wanted[2] in ("A", value.layout))
+    else:
+        ok = wanted == [str(value)]
+    if not ok:
+        raise TypingError(f"a thread worker reads {spec.literal_value!r} where its kernel "
+                          f"has {value}: the outliner typed it wrongly "
+                          "(codegen/cpu/outline.py)")
 
     def codegen(context, builder, signature, args):
         arr = context.make_array(signature.args[0])(context, builder, args[0])
@@ -86,7 +93,7 @@ def put(typingctx, block, k, value, layout):
                           builder.bitcast(slot(0), data.as_pointer()))
         return context.get_dummy_value()
 
-    return types.none(block, k, value, layout), codegen
+    return types.none(block, k, value, spec), codegen
 
 
 def _element(dtype):

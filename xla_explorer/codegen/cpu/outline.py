@@ -23,18 +23,19 @@ import hashlib
 import re
 import textwrap
 
-# Lines making a value before a parallel loop, whose type a worker can be told: pattern ->
-# (kind, dtype group, ndim group or number, layout).
+# Lines making an array before a parallel loop, whose type a worker can be told: pattern ->
+# (its element type, or the group naming it; its dimensions, or the group of its shape).
 _NP = r"(np\.\w+)"
 TYPED = [
-    (re.compile(rf"stack_empty\({_NP}, \d+\)$"), ("array", 1, 1, "C")),
-    (re.compile(rf"stack_empty\({_NP}, \d+\)\.reshape\(\((.*)\)\)$"), ("array", 1, "dims", "C")),
-    (re.compile(rf"np\.empty\(\((.*)\), dtype={_NP}\)$"), ("array", 2, "dims1", "C")),
-    (re.compile(r"block_counter\(\)$"), ("array", "np.int64", 1, "C")),
-    (re.compile(r"claims\(.*\)$"), ("array", "np.int64", 1, "C")),
-    (re.compile(r"(np\.(?:float(?:32|64)|u?int(?:8|16|32|64)|bool_|complex(?:64|128)))\(.*\)$"),
-     ("scalar", 1, 0, "")),
+    (re.compile(rf"stack_empty\({_NP}, \d+\)"), (1, 1)),
+    (re.compile(rf"stack_empty\({_NP}, \d+\)\.reshape\(\(([\d, ]*)\)\)"), (1, "2")),
+    (re.compile(rf"np\.empty\(\(([\d, ]*)\), dtype={_NP}\)"), (2, "1")),
+    (re.compile(r"block_counter\(\)"), ("np.int64", 1)),
+    (re.compile(r"claims\(.*\)"), ("np.int64", 1)),
 ]
+# A number: one call of a NumPy scalar type, `np.float32(acc_1)`.
+_SCALAR = re.compile(r"(np\.(?:float(?:32|64)|u?int(?:8|16|32|64)|bool_|complex(?:64|128)))"
+                     r"\([\w.\-+ ]*\)")
 
 
 def runs_on_threads(source: str) -> bool:
@@ -72,25 +73,25 @@ def _typed(value: str, known: dict) -> tuple | None:
     if m:
         base = known.get(m.group(1))
         return ("array", base[1], 1, "C") if base and base[0] == "array" else None
+    m = _SCALAR.fullmatch(value)
+    if m:
+        return ("scalar", m.group(1))
     m = re.fullmatch(r"(\w+)\[\(\)\]", value)
     if m:
         base = known.get(m.group(1))
         return ("scalar", base[1]) if base and base[0] == "array" and base[2] == 0 else None
-    for pattern, (kind, dtype, ndim, layout) in TYPED:
-        m = pattern.match(value)
-        if not m:
-            continue
-        dt = m.group(dtype) if isinstance(dtype, int) else dtype
-        if kind == "scalar":
-            return ("scalar", dt)
-        if ndim == "dims":
-            n = _dims(m.group(2))
-        elif ndim == "dims1":
-            n = _dims(m.group(1))
-        else:
-            n = ndim
-        return ("array", dt, n, layout)
+    for pattern, (dtype, ndim) in TYPED:
+        m = pattern.fullmatch(value)
+        if m:
+            return ("array", m.group(dtype) if isinstance(dtype, int) else dtype,
+                    _dims(m.group(int(ndim))) if isinstance(ndim, str) else ndim, "C")
     return None
+
+
+def _spec(t: tuple) -> str:
+    """What `put` is told the worker reads: "float32 2 C", or "float32" for a number."""
+    dtype = {"np.bool_": "bool"}.get(t[1], t[1].removeprefix("np."))
+    return f"{dtype} {t[2]} {t[3]}" if t[0] == "array" else dtype
 
 
 def _slots(types_: list[tuple]) -> list[int]:
@@ -166,7 +167,7 @@ def outline(source: str, name: str, arguments: dict[str, tuple]) -> str | None:
         count = ast.get_source_segment(source, loop.iter.args[0])
         new = [f"{pad}{block} = stack_empty(np.int64, {max(slots[-1] if slots else 0, 1)})"
                "  # what its threads read"]
-        new += [f"{pad}put({block}, {at}, {v}, \"{known[v][3] if known[v][0] == 'array' else ''}\")"
+        new += [f"{pad}put({block}, {at}, {v}, \"{_spec(known[v])}\")"
                 for v, at in zip(shared, slots)]
         new.append(f"{pad}launch(worker_address(\"{symbol}\"), {count}, {block})  # "
                    f"each thread runs {worker}")

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import re
 import sys
+import threading
 
 import numpy as np
 from llvmlite import binding as llvm
@@ -205,26 +206,32 @@ class _Worker:
     """A thread worker's Python function, compiled as a C function (`WORKER`) by
     `compile_workers`, with its machine code cached on disk like a kernel's."""
 
-    def __init__(self, symbol: str, py_func):
-        self.symbol, self.py_func, self.compiled = symbol, py_func, None
+    def __init__(self, symbol: str, py_func, fastmath):
+        self.symbol, self.py_func, self.fastmath = symbol, py_func, fastmath
+        self.compiled = None
         self.__name__ = py_func.__name__
 
 
 def thread_worker(symbol: str, fastmath):
     """Decorator of a generated thread worker: defined under `symbol` once compiled."""
-    def wrap(py_func):
-        worker = _Worker(symbol, py_func)
-        worker.fastmath = fastmath
-        return worker
-    return wrap
+    return lambda py_func: _Worker(symbol, py_func, fastmath)
 
 
-def compile_workers(module, seen=None) -> None:
+# Held while workers compile: two first calls of one program in two threads must not both
+# compile a worker, and leave a kernel linked to the machine code of the one dropped.
+_COMPILING = threading.Lock()
+
+
+def compile_workers(module) -> None:
     """Compile (or load from disk) every thread worker of a generated module, and of the
     generated modules it calls (a loop's body), and define each one's symbol, before their
     kernels are compiled or loaded: they link to it by name. The compile is Numba's and
     holds its compiler lock, so a program's first call counts it among its compile time."""
-    seen = set() if seen is None else seen
+    with _COMPILING:
+        _compile_workers(module, set())
+
+
+def _compile_workers(module, seen: set) -> None:
     seen.add(module.__name__)
     for value in list(vars(module).values()):
         if isinstance(value, _Worker) and value.compiled is None:
@@ -234,7 +241,7 @@ def compile_workers(module, seen=None) -> None:
         called = getattr(getattr(value, "py_func", None), "__module__", "") or ""
         if called.startswith("xla_explorer_kernels.") and called not in seen \
                 and called in sys.modules:
-            compile_workers(sys.modules[called], seen)
+            _compile_workers(sys.modules[called], seen)
 
 
 def thread_workers(module, kernel: str) -> list:

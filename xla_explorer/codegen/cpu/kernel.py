@@ -61,7 +61,7 @@ def emit_kernel(module: Module, comp: Computation, name: str, kind: str, row: bo
                   + [o.shape for o in core.outputs])
         outlined = outline(source, name, {
             a: ("array", storage_type(s.dtype), s.rank, "C")
-            for a, s in zip(core.arguments + work, shapes + [None] * len(work)) if s})
+            for a, s in zip(core.arguments + work, shapes + [None] * len(work)) if s is not None})
     return KernelSource(name, core.comp.name, outlined or source,
                         len(core.params), len(core.outputs), loops.parallel, products.gemm,
                         products.workspace, loops.claims_blocks, tuple(products.line_outputs),

@@ -73,9 +73,16 @@ class Elemental:
     @property
     def arguments(self) -> list[str]:
         """The kernel's parameters then its outputs, as the driver passes them."""
-        params = sorted(self.params, key=lambda p: p.parameter_number)
-        return ([f"p{p.parameter_number}" for p in params]
+        return ([f"p{p.parameter_number}" for p in self._params_in_order()]
                 + [f"out{k}" for k in range(len(self.outputs))])
+
+    @property
+    def argument_shapes(self) -> list:
+        """The shapes of `arguments`, in their order."""
+        return [p.shape for p in self._params_in_order()] + [o.shape for o in self.outputs]
+
+    def _params_in_order(self) -> list:
+        return sorted(self.params, key=lambda p: p.parameter_number)
 
     # -- scalar values at an index --------------------------------------------------------
 

@@ -8,6 +8,7 @@ dispatch into Numba: the driver `run` calls every kernel in schedule order.
 from __future__ import annotations
 
 import re
+import sys
 import threading
 import time
 from math import prod
@@ -20,7 +21,6 @@ from numba.core.errors import NumbaError
 
 from ..codegen import cache
 from ..codegen.cpu import CACHE_LINE, DEFAULT_OPTIONS, CodegenOptions, Program, generate_program
-from ..codegen.cpu.launch import compile_workers
 from ..codegen.writer import identifier
 from ..errors import CompileError
 from ..ir.module import Module
@@ -213,7 +213,12 @@ class CpuExecutable(GeneratedExecutable):
         try:
             # Held throughout: a second first call waits here, then runs on its own arena.
             with self._arena_free, event.install_listener("numba:compiler_lock", compiling):
-                compile_workers(self._py)
+                # Every generated file with thread workers imports their module: none
+                # imported, none to compile, and a serial program does not start the
+                # threads codegen/parallel.py starts on import.
+                launch = sys.modules.get("xla_explorer.codegen.cpu.launch")
+                if launch is not None:
+                    launch.compile_workers(self._py)
                 self.entry(self.arena, *arrays, *self._kernel_constants, *outs)
         except NumbaError as e:
             raise self._compile_error(e) from e

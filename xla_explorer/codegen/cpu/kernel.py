@@ -57,11 +57,9 @@ def emit_kernel(module: Module, comp: Computation, name: str, kind: str, row: bo
     source = "\n".join(header + [doc] + body) + "\n"
     outlined = None
     if loops.parallel and options.thread_workers:
-        shapes = ([p.shape for p in sorted(core.params, key=lambda p: p.parameter_number)]
-                  + [o.shape for o in core.outputs])
         outlined = outline(source, name, {
             a: ("array", storage_type(s.dtype), s.rank, "C")
-            for a, s in zip(core.arguments + work, shapes + [None] * len(work)) if s is not None})
+            for a, s in zip(core.arguments, core.argument_shapes)})
     return KernelSource(name, core.comp.name, outlined or source,
                         len(core.params), len(core.outputs), loops.parallel, products.gemm,
                         products.workspace, loops.claims_blocks, tuple(products.line_outputs),

@@ -19,9 +19,11 @@
 # inputs: the loop bounds, the buffer sizes and the layout are constants in it. Call the same
 # jit-compiled function on a `[1, 10]` input and then on a `[1, 100]` one, and it is compiled
 # twice (TensorFlow's documentation calls this `recompiled_on_launch`); a shape seen before is
-# a hit in the compilation cache. You will count the compiles, time one, see where the shape
-# sits in the generated kernel, and try the usual cure for many shapes: padding to a few
-# bucket sizes.
+# a hit in the compilation cache. Here a new shape is a new program too, traced, optimised and
+# given its buffers again; but a kernel reads its longer sizes from its arrays, so a new shape
+# whose kernels come out as the same code runs on the machine code made for the first one.
+# You will count the compiles, time them, see where the shape sits in the generated kernel,
+# and try the usual cure for many shapes: padding to a few bucket sizes.
 
 # %%
 import time
@@ -37,7 +39,7 @@ def model(x):
 f = xe.jit(model)
 
 # %% [markdown]
-# ## One compile per shape
+# ## One program per shape
 #
 # `cache_info()` counts hits (a program for this signature existed) and misses (it had to
 # be traced and compiled). Each call is timed: a miss includes the compile.
@@ -45,7 +47,7 @@ f = xe.jit(model)
 # %%
 rng = np.random.default_rng(0)
 calls = []
-for shape in [(1, 10), (1, 100), (1, 10), (1, 100), (1, 10)]:
+for shape in [(1, 1000), (1, 2000), (1, 1000), (1, 10), (1, 2000)]:
     x = rng.random(shape, dtype=np.float32)
     before = f.cache_info().misses
     start = time.perf_counter()
@@ -61,7 +63,9 @@ print(f"hits {info.hits}, misses {info.misses}, signatures {info.signatures}")
 # Where did the time of a compiling call go? The Exploration of each signature records the
 # seconds of each pass, and its executable the seconds Numba held its compiler (making
 # machine code). The rest is tracing, generating the kernel's source and, in the first
-# call of the process only, starting Numba up.
+# call of the process only, starting Numba up. `(1, 2000)` is a program of its own, but its
+# kernel's code is the code `(1, 1000)` gave: Numba has nothing to do. `(1, 10)` gives other
+# code (below), and Numba compiles it.
 
 # %%
 hit_ms = min(s for _, s, c in calls if not c) * 1e3
@@ -73,9 +77,10 @@ for shape, seconds, compiled in calls:
     numba = ex.executable.compile_seconds
     print(f"{str(shape):10} call {seconds * 1e3:7.1f} ms = trace and passes {passes * 1e3:5.1f} ms"
           f" + Numba {numba * 1e3:6.1f} ms + the rest {(seconds - passes - numba) * 1e3:6.1f} ms")
-compile_ms = calls[1][1] * 1e3  # the second shape's compile: no start-up in it
-print(f"a cached call: {hit_ms:.3f} ms; compiling (1, 100) cost as much as "
-      f"{compile_ms / hit_ms:,.0f} cached calls")
+reused_ms, compile_ms = calls[1][1] * 1e3, calls[3][1] * 1e3  # (1, 2000), then (1, 10)
+print(f"a cached call: {hit_ms:.3f} ms; the new program (1, 2000) on the kernel (1, 1000) "
+      f"compiled cost {reused_ms / hit_ms:,.0f} cached calls; compiling (1, 10) cost "
+      f"{compile_ms / hit_ms:,.0f}")
 
 # %% [markdown]
 # ## What an edit costs: a first compile, a disk hit, a new shape
@@ -85,7 +90,8 @@ print(f"a cached call: {hit_ms:.3f} ms; compiling (1, 100) cost as much as "
 # compile**). Running it again in a later session finds the generated kernels on disk: the
 # passes run again, Numba loads their machine code instead of compiling it, and the process
 # pays Numba's start-up once (**disk hit**). A new shape in the running session is a new
-# program (**new shape**): traced, passed and compiled again, with Numba already started.
+# program (**new shape**): traced and passed again, with Numba already started, and compiled
+# only where its kernels' code is new.
 # The first two need fresh Python processes, so each runs in one here, with a kernel cache
 # of its own that starts empty (on a 1000x2000 input: a parallel kernel, the slower kind to
 # compile), and says its CPU time beside the wait: on a busy machine the wait stretches, the
@@ -128,10 +134,10 @@ def fresh_process_seconds(kernel_cache):
 with tempfile.TemporaryDirectory() as kernel_cache:
     first = fresh_process_seconds(kernel_cache)  # empty cache: everything compiles
     disk = fresh_process_seconds(kernel_cache)  # a later session: machine code on disk
-new_shape = calls[1][1]  # (1, 100) in this session, after (1, 10)
+new_shape = calls[1][1]  # (1, 2000) in this session, after (1, 1000)
 for what, seconds in (("first compile (fresh process, empty cache)", first),
                       ("disk hit (fresh process, kernels on disk)", disk),
-                      ("new shape (this process)", new_shape),
+                      ("new shape (this process, its kernel's code seen)", new_shape),
                       ("cached call (this process)", hit_ms / 1e3)):
     wall, cpu = seconds if isinstance(seconds, tuple) else (seconds, None)
     print(f"{what:44} {wall * 1e3:9.3f} ms" + (f"  (CPU {cpu * 1e3:.0f} ms)" if cpu else ""))
@@ -140,8 +146,9 @@ for what, seconds in (("first compile (fresh process, empty cache)", first),
 # XLA's own numbers for comparison, measured on the same kind of machine
 # (`docs/performance.md`, "Time to the first answer"): `jax.jit` answers a small program's
 # first call in 50-180 ms, because XLA:CPU compiles only its fusions and calls a library,
-# compiled once, for everything else. Numba takes 0.1-0.7 s a kernel, so the first compile
-# here is several times slower; the disk hit is mostly Numba starting up.
+# compiled once, for everything else, and a new shape in 20-130 ms, compiling it all again.
+# Numba takes 0.1-0.7 s a kernel, so the first compile here is several times slower; the disk
+# hit is mostly Numba starting up; a new shape that reuses its kernels takes milliseconds.
 #
 # **Not waiting at all.** `xe.jit(f, tiered=True)` answers a call with a new signature on
 # the interpreter (NumPy, op by op, the same HLO) while the kernels compile in a background
@@ -164,27 +171,33 @@ assert np.allclose(got, model(x), rtol=1e-5) and np.allclose(got_compiled, got, 
 # %% [markdown]
 # ## Where the shape lives
 #
-# The kernel's loop bounds are numbers written into its source. That is what makes it fast
-# (the compiler knows the trip count) and what ties it to one shape:
+# A size up to 128 is a number written into the kernel's source: the compiler knows the
+# loop's trip count, vectorizes it to its last element and unrolls a short one whole. A
+# longer size is read from the array as the kernel starts (`size0 = p0.shape[1]`), and the
+# loop runs to that: every shape that gives the same code shares the kernel's machine code.
 
 # %%
 ex10 = f.explore(np.zeros((1, 10), np.float32))
 for name, source in ex10.kernels.items():
     print("\n".join(line for line in source.splitlines() if "range(" in line))
-ex100 = f.explore(np.zeros((1, 100), np.float32))
-for name, source in ex100.kernels.items():
-    print("\n".join(line for line in source.splitlines() if "range(" in line))
+ex1000 = f.explore(np.zeros((1, 1000), np.float32))
+for name, source in ex1000.kernels.items():
+    print("\n".join(line.split("  #")[0] for line in source.splitlines()
+                    if "range(" in line or ".shape[" in line))
 
 # %% [markdown]
-# A **shape-polymorphic** program would take those bounds as arguments: its HLO would need
-# symbolic dimensions (XLA has *bounded* dynamic shapes for this, an array with a maximum
-# size and a run-time size), its buffer assignment sizes that are formulas rather than
-# numbers, and its kernels loops over a length read at run time, giving up some of what a
-# known trip count buys. This compiler, like XLA by default, compiles per shape instead.
+# The HLO and the buffer assignment stay one per shape, as XLA's are: a fully
+# **shape-polymorphic** program would need symbolic dimensions in the HLO itself (XLA has
+# *bounded* dynamic shapes for this, an array with a maximum size and a run-time size) and
+# buffer sizes that are formulas rather than numbers. Only the machine code is shared, and
+# only where the code is the same: a constant computed from a shape in Python (a mean's
+# `1 / n`, written as a number) makes other code, and so does a size that crosses a
+# threshold of the code generator (128 here; the size from which a loop runs on every core).
 #
 # ## Many shapes: padding to buckets
 #
-# Sequences of every length from 1 to 20 would compile 20 programs. Padding each input to
+# Sequences of every length from 1 to 20 would compile 20 programs (their sizes are all
+# written into the code: each is new code). Padding each input to
 # the next power of two (with a value that does not change the answer: here 0, since
 # `max(0 * 2 - 1, 0)` is 0) needs one program per bucket.
 
@@ -298,6 +311,7 @@ print(*(n.message for s in ex.stages if s.name == "roll-loops" for n in s.notes)
 #
 # - Call `f` on a `float64` array of a shape it has seen: the element type is part of the
 #   signature too (`f.cache_info().signatures`).
+# - Call `f` on `(1, 3000)`, then `(3, 3000)`: which is a new program, and which needs Numba?
 # - In a `%%xla` cell, change the shape of an input and run the cell again: its summary
 #   says `compile cache: miss`, and `%xla_cache` lists every signature compiled.
 # - Make the buckets coarser (powers of four) and count compiles and wasted elements.

@@ -101,7 +101,9 @@ def test_01_first_cell(executed):
     assert "kind=kInput" in hlo and "fused add.5 into reduce.10" in hlo
     assert images(find(nb, "_xla.graph(0)")) == 1 and images(find(nb, "_xla.graph()")) == 1
     kernel = text_of(find(nb, "for name, source in _xla.kernels"))
-    assert kernel.count("for ") == 1 and f"range({n})" in kernel  # one loop over the inputs
+    # One loop over the inputs, its length (n) read from the first input's shape.
+    assert kernel.count("for ") == 1 and "range(size0)" in kernel
+    assert "size0 = p0.shape[0]" in kernel
     assert "np.empty" not in kernel and "zeros" not in kernel  # no intermediate array
     moved = text_of(find(nb, "def bytes_moved"))
     # Eager: multiply and add read two vectors and write one; the sum reads one, writes 4 B.
@@ -210,10 +212,14 @@ def test_04_recompilation(executed):
     nb = executed.notebook("04_recompilation")
     calls = text_of(find(nb, "rng = np.random.default_rng(0)\ncalls"))
     assert [line.split()[-1] for line in calls.splitlines()[:5]] == \
-        ["compiled", "compiled", "hit", "hit", "hit"]
-    assert "hits 3, misses 2, signatures ((((1, 10), '<f4'),), (((1, 100), '<f4'),))" in calls
+        ["compiled", "compiled", "hit", "compiled", "hit"]
+    assert ("hits 2, misses 3, signatures ((((1, 1000), '<f4'),), (((1, 2000), '<f4'),), "
+            "(((1, 10), '<f4'),))") in calls
     parts = text_of(find(nb, "hit_ms = "))
-    assert parts.count(" call ") == 2 and "cached calls" in parts
+    assert parts.count(" call ") == 3 and "cached calls" in parts
+    numba = dict(re.findall(r"^(\(1, \d+\)) .* Numba +([\d.]+) ms", parts, re.M))
+    # (1, 2000) runs on the machine code of (1, 1000)'s kernel; (1, 10)'s is new code.
+    assert float(numba["(1, 2000)"]) == 0 and float(numba["(1, 10)"]) > 0, parts
     costs = text_of(find(nb, "import os\nimport subprocess"))
     rows = re.findall(r"^(\w[\w ]+?) \(.*?\) +([\d.]+) ms(?:  \(CPU (\d+) ms\))?$", costs,
                       re.M)
@@ -229,7 +235,9 @@ def test_04_recompilation(executed):
     assert tiered[0].startswith("first answer") and tiered[0].endswith("ran on interpreter")
     assert tiered[1].startswith("after wait()") and tiered[1].endswith("ran on cpu"), tiered
     bounds = text_of(find(nb, "ex10 = "))
-    assert "range(10)" in bounds and "range(100)" in bounds
+    assert "range(10)" in bounds and "range(1000)" not in bounds
+    # The row of 1000, summed in blocks up to its length read from the array.
+    assert "size0 = p0.shape[1]" in bounds and "range(0, size0, 128)" in bounds
     lengths = [3, 5, 6, 7, 9, 12, 17, 20]
     buckets = sorted({1 << (n - 1).bit_length() for n in lengths})
     padded = text_of(find(nb, "lengths = "))

@@ -12,6 +12,8 @@ from xla_explorer.codegen.analysis import elementwise_closure
 from xla_explorer.codegen.options import DEFAULT_OPTIONS
 from xla_explorer.codegen.cpu.outline import runs_on_threads
 
+from .sizes_text import size_text
+
 
 @pytest.fixture(autouse=True)
 def kernel_cache(tmp_path_factory, monkeypatch):
@@ -147,7 +149,7 @@ def test_row_kernels_past_the_last_level_cache_fetch_the_next_row_ahead(
     ex = xe.explore(softmax, x, backend="cpu")
     (source,) = ex.kernels.values()
     *lead, row = ("row_2",) if "row_2" in source else ("i_2", "i_3")[:len(shape) - 1]
-    last = x.shape[-2]
+    last = size_text(source, "p0", x.ndim - 2, x.shape[-2])
     assert f"if {row} + 1 < {last}:" in source, source
     assert f"prefetch_read(p0, ({', '.join(lead + [f'{row} + 1'])}, line_" in source, source
     assert f"prefetch_write(out0, ({', '.join(lead + [row])}, line_" in source, source

@@ -14,6 +14,8 @@ from xla_explorer import compiler
 from xla_explorer.codegen.options import DEFAULT_OPTIONS
 from xla_explorer.codegen.cpu.outline import runs_on_threads
 
+from .sizes_text import size_text
+
 F32 = np.float32
 
 
@@ -36,7 +38,8 @@ def test_a_scan_kernel_is_one_pass_with_no_loop_over_its_window():
     ex = xe.explore(lambda x: np.cumsum(x), x, backend="cpu")
     source = _kernel_with(ex, "reduce-window")
     loops = [n for n in ast.walk(ast.parse(source)) if isinstance(n, (ast.For, ast.While))]
-    scan = [n for n in loops if isinstance(n, ast.For) and _range_arg(n) == "1000"]
+    along = size_text(source, "p0", 0, 1000)
+    scan = [n for n in loops if isinstance(n, ast.For) and _range_arg(n) == along]
     assert len(scan) == 1, source  # one loop along the axis...
     inner = [n for n in ast.walk(scan[0]) if isinstance(n, (ast.For, ast.While))]
     assert inner == [scan[0]], source  # ...with no window loop inside it

@@ -35,11 +35,25 @@ def write_source(name: str, source: str) -> Path:
     """The file holding `source`, written once (atomically) and never touched again."""
     path = source_path(name, source)
     if not path.exists():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-        with os.fdopen(fd, "w") as f:
-            f.write(source)
-        os.replace(tmp, path)
+        _write(path, source)
+    return path
+
+
+def _write(path: Path, source: str) -> None:
+    """`source` into `path`, atomically (another process may be reading it)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+    with os.fdopen(fd, "w") as f:
+        f.write(source)
+    os.replace(tmp, path)
+
+
+def write_named(stem: str, source: str) -> Path:
+    """`write_source` for a name that already says what it holds (a digest of its code):
+    the file `<stem>.py`, written once."""
+    path = cache_dir() / f"{stem}.py"
+    if not path.exists():
+        _write(path, source)
     return path
 
 

@@ -332,9 +332,12 @@ class Elemental:
         self.w.line(f"{lin} = {' + '.join(reversed(terms)) or '0'}")
         out = []
         stride = prod(in_dims)
-        for n in in_dims:
+        for k, n in enumerate(in_dims):
             stride //= n
-            out.append(f"(({lin} // {stride}) % {n})" if stride > 1 else f"({lin} % {n})")
+            part = lin if stride == 1 else f"({lin} // {stride})"
+            # The first index needs no remainder (the linear index is below the size), and
+            # a dimension of one is index 0: no division left where none is needed.
+            out.append("0" if n == 1 else part if k == 0 else f"({part} % {n})")
         return tuple(out)
 
     def _concatenate(self, inst, idx) -> Values:

@@ -45,6 +45,9 @@ class CodegenOptions:
     # Each parallel loop a thread worker, compiled serially and run by one launcher compiled
     # once (codegen/cpu/launch.py), rather than a `prange` Numba compiles in every kernel.
     thread_workers: bool = True
+    # Sizes in a kernel's code read from its arrays (codegen/cpu/sizes.py), so that a new
+    # shape whose code comes out the same reuses the compiled kernel.
+    generic_sizes: bool = True
 
     def parallel_from(self, expensive: bool) -> int:
         """The element count from which a kernel's loops run in parallel (never, with

@@ -97,14 +97,6 @@ def packed_b_on_stack(inst: Instruction) -> bool:
     return _depth_bytes(inst) <= STACK_B_BYTES
 
 
-def stack_b_elements(inst: Instruction) -> int:
-    """Elements of the stack buffer that a thread packs a tiled product's B into, a group of
-    panels at a time: all of packed B, or STACK_B_BYTES of it (at least one element)."""
-    _, _, k, n = product_dims(inst)
-    itemsize = np.dtype(inst.dtype).itemsize
-    return max(1, min(packed_b_size(k, n, inst.dtype), STACK_B_BYTES) // itemsize)
-
-
 def stack_holds_all_of_b(inst: Instruction) -> bool:
     """Whether that buffer holds all of packed B at once (else a product on one thread packs
     and makes C a group of B's columns at a time)."""

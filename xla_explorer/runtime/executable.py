@@ -21,6 +21,7 @@ from numba.core.errors import NumbaError
 
 from ..codegen import cache
 from ..codegen.cpu import CACHE_LINE, DEFAULT_OPTIONS, CodegenOptions, Program, generate_program
+from ..codegen.cpu.sizes import code_key
 from ..codegen.writer import identifier
 from ..errors import CompileError
 from ..ir.module import Module
@@ -97,11 +98,21 @@ class CpuExecutable(GeneratedExecutable):
         self._half = (any(p.dtype == F16 for p in self.params)
                       or any(spec[1] == F16 for spec in self._out_specs))
         self._kernel_constants = [half_bits(c) for c in self.constants]
+        # The driver's offsets and shapes, after every other argument (codegen/cpu/sizes.py).
+        self._layout = (() if self.program.layout is None
+                        else (np.array(self.program.layout, np.int64),))
 
     def generate(self, module: Module, assignment: BufferAssignment):
         program: Program = generate_program(module, assignment, self.options, self.bodies,
                                             self.compiled_driver)
-        return program, cache.write_source(identifier(module.name), program.source)
+        # Each kernel a file named by its code (found again by a new shape that gives the
+        # same code), then the driver's, which loads them.
+        self.files = {cache.write_named(stem, text): text for stem, text in program.files.items()}
+        # Named by its code too: the numbers that change with the shapes come in `layout`.
+        path = cache.write_named(f"{identifier(module.name)}_{code_key(program.entry)}",
+                                 program.entry)
+        self.files[path] = program.entry
+        return program, path
 
     @property
     def arena_bytes(self) -> int:
@@ -119,17 +130,9 @@ class CpuExecutable(GeneratedExecutable):
     def _compile_error(self, error: Exception) -> CompileError:
         """Numba's failure as the generated line it names and the HLO instruction above it."""
         text = str(error)
-        lines = self.program.source.splitlines()
-        # Numba names the file relative to the working directory: match its name.
-        found = [int(n) for n in re.findall(rf'File "[^"]*{re.escape(self.path.name)}", line '
-                                             r'(\d+)', text)]
-        if not found:  # a name Numba cannot resolve comes without a location: find its use
-            missing = re.search(r"name '(\w+)' is not defined", text)
-            found = [n for n, line in enumerate(lines, 1)
-                     if missing and re.search(rf"\b{missing.group(1)}\b", line)][:1]
+        path, lines, n = self._generated_line(text)
         where = ""
-        if found and 0 < found[-1] <= len(lines):
-            n = found[-1]
+        if n is not None:
             hlo = self._hlo_behind(lines[n - 1]) or next(
                 (lines[k].strip()[2:] for k in range(n - 1, -1, -1)
                  if lines[k].strip().startswith("# ")), "")
@@ -137,7 +140,24 @@ class CpuExecutable(GeneratedExecutable):
         causes = re.findall(r"^\w*Error: .*$", text, flags=re.M)
         first = causes[0] if causes else (text.strip().splitlines() or [type(error).__name__])[0]
         return CompileError(f"Numba could not compile {self.module.name}: {first}{where}",
-                            op="numba", hint=f"the generated source is {self.path}")
+                            op="numba", hint=f"the generated source is {path}")
+
+    def _generated_line(self, text: str) -> tuple:
+        """(file, its lines, the line number) of the generated line Numba's message `text`
+        names, in the driver's file or a kernel's; (driver's file, [], None) if none."""
+        for path, source in self.files.items():
+            # Numba names the file relative to the working directory: match its name.
+            found = re.findall(rf'File "[^"]*{re.escape(path.name)}", line (\d+)', text)
+            lines = source.splitlines()
+            if found and 0 < int(found[-1]) <= len(lines):
+                return path, lines, int(found[-1])
+        missing = re.search(r"name '(\w+)' is not defined", text)
+        for path, source in self.files.items():  # a name Numba cannot resolve: find its use
+            lines = source.splitlines()
+            for n, line in enumerate(lines, 1):
+                if missing and re.search(rf"\b{missing.group(1)}\b", line):
+                    return path, lines, n
+        return self.path, [], None
 
     def _hlo_behind(self, line: str) -> str:
         """The HLO instruction a generated assignment computes: its variable is the
@@ -196,14 +216,14 @@ class CpuExecutable(GeneratedExecutable):
             self._first_run(arrays, outs)
         elif self._arena_free.acquire(blocking=False):
             try:
-                self.entry(self.arena, *arrays, *self._kernel_constants, *outs)
+                self.entry(self.arena, *arrays, *self._kernel_constants, *outs, *self._layout)
             finally:
                 self._arena_free.release()
         else:
             # Another thread is running this program on its arena (two chunks of a Dask
             # worker at once): this call gets an arena of its own rather than share it.
             arena = _aligned_bytes(self.program.arena_bytes)
-            self.entry(arena, *arrays, *self._kernel_constants, *outs)
+            self.entry(arena, *arrays, *self._kernel_constants, *outs, *self._layout)
 
     def _first_run(self, arrays, outs) -> None:
         """Numba compiles the program (or loads it from its disk cache) on the first call:
@@ -219,7 +239,7 @@ class CpuExecutable(GeneratedExecutable):
                 launch = sys.modules.get("xla_explorer.codegen.cpu.launch")
                 if launch is not None:
                     launch.compile_workers(self._py)
-                self.entry(self.arena, *arrays, *self._kernel_constants, *outs)
+                self.entry(self.arena, *arrays, *self._kernel_constants, *outs, *self._layout)
         except NumbaError as e:
             raise self._compile_error(e) from e
         self.compile_seconds = compiling.duration if compiling.done else 0.0

@@ -27,7 +27,7 @@ class CompileProgress:
         self.compiled: list[str] = []
         self.loaded: list[str] = []  # found in Numba's cache on disk, not compiled
         self._hits: dict[int, int] = {}
-        self.totals: dict[str, int] = {}  # generated module -> the functions Numba compiles
+        self.functions: set[int] = set()  # the generated functions Numba compiles, by id
         self._listener = None
 
     def __enter__(self) -> CompileProgress:
@@ -75,9 +75,10 @@ class CompileProgress:
         if self.started is None:
             self.started = time.perf_counter()
         self.compiled.append(fn.__name__)
-        # Every generated file met so far: a while loop's body is a program of its own.
-        self.totals[module] = _functions_in(fn.__globals__, module)
-        total = sum(self.totals.values())
+        # Every generated file met so far: each kernel's, the driver's that loads them, and
+        # a while loop's body's, a program of its own.
+        self.functions |= _functions_in(fn.__globals__)
+        total = len(self.functions)
         done = len(self.compiled) - 1
         seconds = time.perf_counter() - self.started
         self.show(f'<progress value="{done}" max="{total}"></progress> '
@@ -95,10 +96,11 @@ def _count(names: list[str]) -> str:
     return f"{len(names)} function{'s' * (len(names) != 1)}"
 
 
-def _functions_in(namespace: dict, module: str) -> int:
-    """The functions Numba compiles for a generated program: its kernels (one function for
-    kernels of one structure) and its driver."""
+def _functions_in(namespace: dict) -> set[int]:
+    """The generated functions a generated file holds or loads that Numba has not compiled
+    yet, by id: a driver's file, its kernels (one function for kernels of one structure)
+    and itself. (A kernel another program compiled already, the same code, is not counted.)"""
     from numba.core.dispatcher import Dispatcher
 
-    return len({id(v) for v in namespace.values()
-                if isinstance(v, Dispatcher) and v.py_func.__module__ == module})
+    return {id(v) for v in namespace.values() if isinstance(v, Dispatcher)
+            and (v.py_func.__module__ or "").startswith(GENERATED) and not v.overloads}

@@ -11,12 +11,13 @@ import numpy as np
 from ...errors import CompileError
 from ...ir.module import Instruction
 from ...ir.ops import Group, in_group
-from .. import exprs
+from .. import exprs, packing
 from ..analysis import refuse_float16
-from ..packing import (CLAIMS_STACK, dot_axes, packed_b_on_stack, product_dims, product_scratch,
-                       stack_b_elements, stack_holds_all_of_b, tiled_product)
+from ..packing import (CLAIMS_STACK, dot_axes, packed_b_on_stack, product_dims,
+                       product_scratch, stack_holds_all_of_b, tiled_product)
 from ..writer import np_type, tuple_text
 from .loop import Loops
+
 
 @dataclass
 class Products:
@@ -112,7 +113,12 @@ def _emit_tiled_product(loops: Loops, inst, lhs, rhs, out, plain, batch, m, n, k
     pack = "_parallel" if k * n >= options.parallel_threshold and not serial else ""
     parallel = m * n * k >= options.gemm_parallel_macs and m > gemm.MR and not serial
     like = rhs if plain else f"{rhs}[0]"
-    place = _Place(w.fresh("packed"), packed_b_on_stack(inst), stack_b_elements(inst),
+    # The stack buffer's length is a constant of the code: the most it may hold, whatever
+    # B's size, so that other shapes give the same code (cpu/sizes.py). Moving the stack
+    # pointer further costs nothing, and only what is packed is touched; claims makes the
+    # same groups as for B's exact length (one a thread where all of B fits).
+    held = packing.STACK_B_BYTES // np.dtype(inst.dtype).itemsize
+    place = _Place(w.fresh("packed"), packed_b_on_stack(inst), held,
                    stack_holds_all_of_b(inst), like)
     if not (place.stack and parallel):  # else each thread of the loop makes its own
         w.line(place.make())

@@ -23,6 +23,7 @@ from .loop import Loops, allocate_array, emit_outputs
 from .outline import outline
 from .reduce import emit_reduce
 from .rows import emit_rows
+from .sizes import generalize
 
 # The general shape's phase body for the ops codegen/phases/ writes for every target.
 PHASES = {"reduce-window": emit_scan, "sort": emit_sort}
@@ -55,6 +56,9 @@ def emit_kernel(module: Module, comp: Computation, name: str, kind: str, row: bo
            f'{shape}."""')
     body = core.w.lines or ["    pass"]
     source = "\n".join(header + [doc] + body) + "\n"
+    if options.generic_sizes:
+        source = generalize(source, [(a, s.dims) for a, s in
+                                     zip(core.arguments, core.argument_shapes)])
     outlined = None
     if loops.parallel and options.thread_workers:
         outlined = outline(source, name, {

@@ -245,7 +245,11 @@ def _compile_workers(module, seen: set) -> None:
 
 
 def thread_workers(module, kernel: str) -> list:
-    """The compiled thread workers (Numba CFuncs) of `kernel` in a generated module that
-    has run: what its parallel loops run, to inspect."""
+    """The compiled thread workers (Numba CFuncs) of `kernel`, a function of a generated
+    module that has run (or the module it was loaded from): what its parallel loops run, to
+    inspect."""
+    home = getattr(getattr(getattr(module, kernel, None), "py_func", None), "__module__", None)
+    if home in sys.modules:
+        module = sys.modules[home]
     return [w.compiled for name, w in vars(module).items() if isinstance(w, _Worker)
             and w.compiled is not None and re.fullmatch(rf"{kernel}_thread\d*", name)]

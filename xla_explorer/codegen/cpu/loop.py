@@ -14,6 +14,7 @@ from ...ir.module import Instruction
 from ..elemental import Elemental
 from ..options import CodegenOptions
 from ..writer import np_type, tuple_text
+from .sizes import stack_length
 
 
 # A kernel's scratch array of at most this many bytes is made on its stack (scalar.stack_empty),
@@ -26,8 +27,9 @@ def scratch_array(dims, dtype) -> str:
     bytes an element at most): on the stack where it is small, else np.empty."""
     n = prod(dims)
     if n * 8 <= STACK_SCRATCH_BYTES and n > 0:
-        flat = f"stack_empty({np_type(dtype)}, {n})"
-        return flat if len(dims) == 1 else f"{flat}.reshape({tuple_text(dims)})"
+        if len(dims) == 1:  # longer, so that nearby shapes share the kernel (sizes.py)
+            return f"stack_empty({np_type(dtype)}, {stack_length(n, STACK_SCRATCH_BYTES // 8)})"
+        return f"stack_empty({np_type(dtype)}, {n}).reshape({tuple_text(dims)})"
     return f"np.empty({tuple_text(dims)}, dtype={np_type(dtype)})"
 
 

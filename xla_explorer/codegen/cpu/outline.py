@@ -19,9 +19,10 @@ else keeps its `prange` (`outline` returns None): slower to compile, the same an
 from __future__ import annotations
 
 import ast
-import hashlib
 import re
 import textwrap
+
+from .sizes import code_key
 
 # Lines making an array before a parallel loop, whose type a worker can be told: pattern ->
 # (its element type, or the group naming it; its dimensions, or the group of its shape).
@@ -29,7 +30,7 @@ _NP = r"(np\.\w+)"
 TYPED = [
     (re.compile(rf"stack_empty\({_NP}, \d+\)"), (1, 1)),
     (re.compile(rf"stack_empty\({_NP}, \d+\)\.reshape\(\(([\d, ]*)\)\)"), (1, "2")),
-    (re.compile(rf"np\.empty\(\(([\d, ]*)\), dtype={_NP}\)"), (2, "1")),
+    (re.compile(rf"np\.empty\(\(([\w, ]*)\), dtype={_NP}\)"), (2, "1")),
     (re.compile(r"block_counter\(\)"), ("np.int64", 1)),
     (re.compile(r"claims\(.*\)"), ("np.int64", 1)),
 ]
@@ -55,7 +56,7 @@ def _typed(value: str, known: dict) -> tuple | None:
     # A product's operand (cpu/dot.py): a parameter made contiguous, perhaps transposed
     # first, perhaps reshaped to (batch, rows, columns), perhaps transposed after.
     m = re.fullmatch(r"np\.ascontiguousarray\((?:np\.transpose\()?(\w+)(?:, \([\d, ]*\)\))?\)"
-                     r"(?:\.reshape\(\(([\d, ]*)\)\))?(\.T|\.transpose\([\d, ]*\))?", value)
+                     r"(?:\.reshape\(\(([\w, ]*)\)\))?(\.T|\.transpose\([\d, ]*\))?", value)
     if m:
         base = known.get(m.group(1))
         if base is None or base[0] != "array":
@@ -64,7 +65,7 @@ def _typed(value: str, known: dict) -> tuple | None:
         if not m.group(3):
             return ("array", base[1], ndim, "C")
         return ("array", base[1], ndim, "F" if m.group(3) == ".T" and ndim == 2 else "A")
-    m = re.fullmatch(r"(\w+)\.reshape\(\(([\d, ]*)\)\)", value)  # a C array's view
+    m = re.fullmatch(r"(\w+)\.reshape\(\(([\w, ]*)\)\)", value)  # a C array's view
     if m:
         base = known.get(m.group(1))
         return (("array", base[1], _dims(m.group(2)), "C") if base and base[0] == "array"
@@ -76,6 +77,8 @@ def _typed(value: str, known: dict) -> tuple | None:
     m = _SCALAR.fullmatch(value)
     if m:
         return ("scalar", m.group(1))
+    if re.fullmatch(r"\w+\.shape\[\d+\]", value):  # a size (codegen/cpu/sizes.py)
+        return ("scalar", "np.int64")
     m = re.fullmatch(r"(\w+)\[\(\)\]", value)
     if m:
         base = known.get(m.group(1))
@@ -160,7 +163,8 @@ def outline(source: str, name: str, arguments: dict[str, tuple]) -> str | None:
                           f'    """A thread\'s share of {name}\'s parallel loop."""']
                          + [f"    {u}" for u in unpack]
                          + textwrap.indent(body, "    ").splitlines())
-        symbol = "xe_thread_" + hashlib.sha256(text.encode()).hexdigest()[:20]
+        # Named by its code alone, as its comments name the shapes (codegen/cpu/sizes.py).
+        symbol = "xe_thread_" + code_key(text)
         workers.append(f'@thread_worker("{symbol}", FASTMATH)\n{text}\n')
         pad = " " * loop.col_offset
         block = f"args_{k}" if len(loops) > 1 else "args"

@@ -1,0 +1,125 @@
+"""Sizes read from a kernel's arrays (codegen/cpu/sizes.py): a new shape whose code comes out
+the same reuses the compiled kernels and driver, and answers as NumPy does."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import xla_explorer as xe
+from xla_explorer.codegen.cpu.sizes import SHORT_LOOP, SMALL, code_key, generalize, lift_numbers
+
+F32 = np.float32
+
+KERNEL = '''@njit(cache=True)
+def k(p0, out0):
+    """runs as 300 rows of [200]: the docstring keeps its numbers."""
+    acc = np.float64(0.0)  # 300 in a comment stays
+    claimed = stack_empty(np.int64, 200)
+    for i in range(0, 300, 64):
+        for j in range(200):
+            out0[i, j] = p0[i, j] * np.float32(200.0) + np.float32(2.5) + 7 + 200.5
+    put(args, 300, out0, "float32 300 C")
+'''
+
+
+def test_a_number_equal_to_a_size_is_read_from_the_array_everywhere_else_it_stays():
+    got = generalize(KERNEL, [("p0", (300, 200)), ("out0", (300, 200))])
+    lines = got.splitlines()
+    # Bound after the docstring, in the order the arrays' axes give them.
+    assert lines[3].strip().startswith("size0 = p0.shape[0]")
+    assert lines[4].strip().startswith("size1 = p0.shape[1]")
+    assert "for i in range(0, size0, 64):" in got and "for j in range(size1):" in got
+    # A whole float of a NumPy type that holds the size exactly is the size, converted.
+    assert "p0[i, j] * np.float32(size1) + np.float32(2.5) + 7 + 200.5" in got
+    # Comments, docstrings, strings, and calls that need constants keep their numbers.
+    assert "runs as 300 rows of [200]" in got and "# 300 in a comment stays" in got
+    assert "stack_empty(np.int64, 200)" in got and 'put(args, 300, out0, "float32 300 C")' in got
+
+
+def test_where_a_number_buys_speed_it_stays_a_number():
+    source = "def k(p0):\n    for i in range(8):\n        p0[i] = 0\n"
+    assert generalize(source, [("p0", (8,))]) == source  # a small size, anywhere
+    source = "def k(p0):\n    p0[0] = 1\n"
+    assert generalize(source, [("p0", (SMALL + 1,))]) == source  # nothing bound unused
+    source = ("def k(p0, out0):\n"
+              "    for i in range(100):\n"
+              "        for j in range(100):\n"
+              "            out0[i, j] = p0[(i * 100 + j) // 300, (i * 100 + j) % 300]\n")
+    got = generalize(source, [("p0", (100, 300)), ("out0", (100, 100))])
+    # The outer loop's bound and the row's length become sizes; the innermost loop's short
+    # trip count and the divisors stay numbers.
+    assert "for i in range(size0):" in got and "for j in range(100):" in got
+    assert "p0[(i * size0 + j) // 300, (i * size0 + j) % 300]" in got
+    assert "size1" not in got
+    long = source.replace("100", str(SHORT_LOOP + 1))
+    got = generalize(long, [("p0", (SHORT_LOOP + 1, 300))])
+    assert f"range({SHORT_LOOP + 1})" not in got
+
+
+def test_a_kernels_identity_is_its_code_without_comments_or_docstrings():
+    a = 'def k(p0):\n    """300 rows"""\n    x = 1  # f32[300]\n'
+    b = 'def k(p0):\n    """400 rows"""\n    x = 1  # f32[400]\n'
+    assert code_key(a) == code_key(b)
+    assert code_key(a) != code_key(a.replace("x = 1", "x = 2"))
+
+
+def test_a_drivers_numbers_come_from_its_layout_argument():
+    body = ["    t = arena_view(arena, 4096, (128, 256), np.float32)",
+            "    kernel(a0, t)  # 128 in a comment",
+            "    u = arena_view(arena, 0, (256,), np.float32)"]
+    lines, values = lift_numbers(body, "layout")
+    assert values == [4096, 128, 256, 0]
+    assert lines[0] == "    t = arena_view(arena, layout[0], (layout[1], layout[2]), np.float32)"
+    assert lines[1] == "    kernel(a0, t)  # 128 in a comment"
+    assert lines[2] == "    u = arena_view(arena, layout[3], (layout[2],), np.float32)"
+
+
+def softmax(x):
+    e = np.exp(x - x.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
+
+
+def layernorm(x, g, b):
+    m = x.mean(axis=1, keepdims=True)
+    v = ((x - m) ** 2).mean(axis=1, keepdims=True)
+    return (x - m) / np.sqrt(v + F32(1e-5)) * g + b
+
+
+def attention(q, k, v):  # three kernels and a driver with temporaries in the arena
+    s = q @ k.T / np.sqrt(F32(q.shape[1]))
+    s = np.exp(s - s.max(axis=1, keepdims=True))
+    return (s / s.sum(axis=1, keepdims=True)) @ v
+
+
+@pytest.mark.parametrize("f, shapes", [
+    (softmax, [[(300, 200)], [(333, 257)], [(129, 1000)]]),
+    (softmax, [[(1000, 700)], [(1200, 641)]]),  # on every core
+    (layernorm, [[(300, 200), (200,), (200,)], [(401, 333), (333,), (333,)]]),
+    (attention, [[(200, 64)] * 3, [(240, 64)] * 3, [(131, 64)] * 3]),
+    (attention, [[(300, 64)] * 3, [(420, 64)] * 3]),  # products on every core
+])
+def test_a_new_shape_with_the_same_code_compiles_nothing_and_answers_as_numpy(rng, f, shapes):
+    first = None
+    for shape in shapes:
+        args = [rng.standard_normal(s).astype(F32) for s in shape]
+        ex = xe.explore(f, *args, backend="cpu")
+        np.testing.assert_allclose(ex.run(*args), f(*args), rtol=2e-5, atol=1e-5)
+        exe = ex.executable
+        if first is None:
+            first = exe
+            continue
+        # The same files, the driver's included, and nothing for Numba to do.
+        assert exe.path == first.path and set(exe.files) == set(first.files)
+        assert exe.compile_seconds == 0.0, (shape, exe.compile_seconds)
+        if exe.program.layout is not None:  # the driver's offsets and shapes differ
+            assert exe.program.layout != first.program.layout
+
+
+def test_a_size_that_crosses_a_threshold_is_new_code(rng):
+    x = rng.standard_normal((4, 300)).astype(F32)
+    short = rng.standard_normal((4, SHORT_LOOP)).astype(F32)  # the row's length a number
+    a, b = (xe.explore(softmax, v, backend="cpu") for v in (x, short))
+    assert a.executable.path != b.executable.path
+    assert f"range({SHORT_LOOP})" in next(iter(b.kernels.values()))
+    for ex, v in ((a, x), (b, short)):
+        np.testing.assert_allclose(ex.run(v), softmax(v), rtol=2e-5, atol=1e-6)

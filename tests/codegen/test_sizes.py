@@ -2,6 +2,8 @@
 the same reuses the compiled kernels and driver, and answers as NumPy does."""
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -63,15 +65,55 @@ def test_a_kernels_identity_is_its_code_without_comments_or_docstrings():
     assert code_key(a) != code_key(a.replace("x = 1", "x = 2"))
 
 
-def test_a_drivers_numbers_come_from_its_layout_argument():
+def test_a_drivers_numbers_come_from_its_layout_and_numbers_arguments():
     body = ["    t = arena_view(arena, 4096, (128, 256), np.float32)",
-            "    kernel(a0, t)  # 128 in a comment",
-            "    u = arena_view(arena, 0, (256,), np.float32)"]
-    lines, values = lift_numbers(body, "layout")
-    assert values == [4096, 128, 256, 0]
+            "    kernel(a0, t, np.float32(0.01), np.float64(-2.5))  # 128 in a comment",
+            "    u = arena_view(arena, 0, (256,), np.float32)",
+            "    other(u, np.float32(0.01), np.float32(-0.0), np.float32(0.0))"]
+    lines, ints, floats = lift_numbers(body, "layout", "numbers")
+    assert ints == [4096, 128, 256, 0] and floats == [0.01, -2.5, -0.0, 0.0]
+    assert np.signbit(floats[2]) and not np.signbit(floats[3])  # each zero its own
     assert lines[0] == "    t = arena_view(arena, layout[0], (layout[1], layout[2]), np.float32)"
-    assert lines[1] == "    kernel(a0, t)  # 128 in a comment"
+    assert lines[1] == ("    kernel(a0, t, np.float32(numbers[0]), np.float64(numbers[1]))"
+                        "  # 128 in a comment")
     assert lines[2] == "    u = arena_view(arena, layout[3], (layout[2],), np.float32)"
+    assert lines[3] == ("    other(u, np.float32(numbers[0]), np.float32(numbers[2]), "
+                        "np.float32(numbers[3]))")
+
+
+def step(lr):
+    def adam_like(w, g):
+        m = F32(0.9) * g + F32(0.1) * g * g
+        return w - F32(lr) * m / (np.sqrt(m * m) + F32(1e-8)), (w * F32(lr)).sum()
+    return adam_like
+
+
+def test_a_constant_is_an_argument_so_another_value_compiles_nothing(rng):
+    w, g = (rng.standard_normal((300, 200)).astype(F32) for _ in range(2))
+    first = None
+    for lr in (0.01, 0.003, 0.5):
+        f = step(lr)
+        ex = xe.explore(f, w, g, backend="cpu")
+        for got, want in zip(ex.run(w, g), f(w, g)):
+            np.testing.assert_allclose(got, want, rtol=2e-5, atol=1e-6)
+        if first is None:
+            first = ex.executable
+            assert any("k0" in src.split(":")[0] for src in ex.kernels.values())
+            continue
+        # The same kernels; the driver, one call from Python here, passes the new value.
+        kernels = set(ex.executable.files) - {ex.executable.path}
+        assert kernels and kernels == set(first.files) - {first.path}
+        assert ex.executable.compile_seconds == 0.0
+
+
+def test_a_divisor_stays_a_number_in_the_code(rng):
+    x = rng.standard_normal((300, 200)).astype(F32)
+    ex = xe.explore(lambda x: x / F32(3.0) + F32(0.25), x, backend="cpu")
+    (source,) = ex.kernels.values()
+    divisor = re.search(r" / (constant_\w+)\)", source)
+    assert divisor and f"{divisor.group(1)} = np.float32(3.0)" in source, source
+    assert "+ k0)" in source  # an addend is an argument
+    np.testing.assert_allclose(ex.run(x), x / F32(3.0) + F32(0.25), rtol=1e-6)
 
 
 def softmax(x):

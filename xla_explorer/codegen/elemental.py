@@ -29,6 +29,11 @@ from .analysis import tuple_rooted
 from .reducers import combine
 from .writer import F16, Writer, affine, index_text, np_type
 
+# The ops that read a constant the same way whether it is a number in the code or an
+# argument: a scalar constant read by these alone can be a kernel's argument (`numbers`).
+PLAIN_USES = frozenset(["add", "subtract", "multiply", "maximum", "minimum", "compare",
+                        "select", "clamp"])
+
 # What computes one element: a generator that yields (operand, index) for each operand element
 # it needs, is sent that element's value, and returns its own (see Elemental.value).
 Values = Generator[tuple, str, str]
@@ -69,6 +74,12 @@ class Elemental:
         # `element`); one-element arrays standing for 0-d values (a GPU's shared memory).
         self.scalar_reads: dict[str, str] = {}
         self.scalar_arrays: set[str] = set()
+        # Scalar constants the kernel takes as arguments rather than as numbers in its code
+        # ({id: (name, dtype, value, the constant's name)}), where its target asks for them
+        # (`numbers = {}`):
+        # a learning rate edited, or a mean's 1 / n at a new shape, then gives the same code.
+        self.numbers: dict[int, tuple[str, np.dtype, float, str]] | None = None
+        self._users: dict | None = None
 
     @property
     def arguments(self) -> list[str]:
@@ -140,7 +151,7 @@ class Elemental:
         if op == "parameter":
             return self.element(f"p{inst.parameter_number}", idx)
         if op == "constant":
-            return exprs.literal(inst.literal.reshape(-1)[0], inst.dtype)
+            return self._number(inst) or exprs.literal(inst.literal.reshape(-1)[0], inst.dtype)
         if op == "iota":
             ramp = f"{np_type(inst.dtype)}({idx[inst.attr('iota_dimension')]})"
             return f"f16_round({ramp})" if inst.dtype == F16 else ramp
@@ -162,6 +173,35 @@ class Elemental:
                                  "inside a kernel", op=op,
                                  source_file=inst.metadata.source_file or None,
                                  source_line=inst.metadata.source_line or None)
+
+    def _number(self, inst: Instruction) -> str | None:
+        """The name of the kernel's argument holding scalar constant `inst`, if it is one:
+        a float other than 0, 1 and the non-finite, read only by ops that a number in the
+        code would not make faster (a division by 2.0 is a multiplication, a power of 2.0 a
+        product, where the number is known)."""
+        if self.numbers is None:
+            return None
+        if id(inst) in self.numbers:
+            return self.numbers[id(inst)][0]
+        dtype = np.dtype(inst.dtype)
+        if dtype.kind != "f" or dtype == F16 or inst.literal.size != 1:
+            return None
+        value = float(inst.literal.reshape(-1)[0])
+        if not np.isfinite(value) or value in (0.0, 1.0) or \
+                not all(u.opcode in PLAIN_USES for u in self._uses(inst)):
+            return None
+        name = f"k{len(self.numbers)}"
+        self.numbers[id(inst)] = (name, dtype, value, inst.name)
+        return name
+
+    def _uses(self, inst: Instruction) -> list[Instruction]:
+        """What reads `inst`'s values in the kernel, through broadcasts and reshapes."""
+        if self._users is None:
+            self._users = self.comp.users()
+        out = []
+        for u in self._users.get(inst, []):
+            out += self._uses(u) if u.opcode in ("broadcast", "reshape") else [u]
+        return out
 
     # -- loads and stores -------------------------------------------------------------------
 

@@ -27,6 +27,7 @@ from ..ir.printer import format_instruction
 from ..passes.buffer_assignment import CONSTANT, EAGER, OUTPUT, PARAMETER, buffer_name
 from ..passes.dataflow import dataflow, is_kernel
 from ..ir.structure import structure
+from . import exprs
 from .analysis import kernel_computation
 from .writer import identifier, storage_type, tuple_text
 
@@ -350,11 +351,13 @@ def _signature(launch: Launch) -> tuple:
 
 
 def call_arguments(launch: Launch) -> list[str]:
-    """What a launch passes: its inputs, its outputs, then its scratch space if any."""
+    """What a launch passes: its inputs, its outputs, then its scratch space if any, then
+    the constants it takes as arguments (KernelSource.numbers)."""
     args = [buffer_text(b) for b in launch.inputs + launch.outputs]
     if launch.scratch is not None:
         s = launch.scratch
         args.append(f"arena[{s.offset}:{s.offset + s.size}]")
+    args += [exprs.literal(value, dtype) for dtype, value in getattr(launch.code, "numbers", ())]
     return args
 
 

@@ -71,6 +71,9 @@ class KernelSource:
     # tile by tile, once per KC rows of B (see `Program.line_outputs`).
     line_outputs: tuple[int, ...] = ()
     workers: bool = False  # its parallel loops are thread workers (codegen/cpu/outline.py)
+    # Scalar constants it takes after its other arguments, (dtype, value) each
+    # (Elemental.numbers): the driver passes them.
+    numbers: tuple = ()
 
     @property
     def scratch(self) -> int:

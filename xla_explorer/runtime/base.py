@@ -195,7 +195,8 @@ class GeneratedExecutable(Executable):
     def launch_arguments(self, launch: Launch, buffers: dict[str, Sequence]) -> list:
         """What the driver passes `launch`, for calling its kernel alone: a temporary as its
         view of the arena, a parameter, constant or output from `buffers` (by kind, in the
-        kernel's storage: float16 as bits), then the kernel's scratch space."""
+        kernel's storage: float16 as bits), then the kernel's scratch space and the
+        constants it takes as arguments."""
         from ..codegen.program import BufferRef  # here: see the imports above
 
         arena = self.arena  # type: ignore[attr-defined]  # each target allocates its own
@@ -208,6 +209,7 @@ class GeneratedExecutable(Executable):
                 args.append(buffers[b.kind][b.number])
         if launch.scratch is not None:
             args.append(arena[launch.scratch.offset:launch.scratch.offset + launch.scratch.size])
+        args += [np.dtype(t).type(v) for t, v in getattr(launch.code, "numbers", ())]
         return args
 
     def time_launches(self, buffers: dict[str, Sequence], launch: Callable[[Launch, list], float],

@@ -98,9 +98,11 @@ class CpuExecutable(GeneratedExecutable):
         self._half = (any(p.dtype == F16 for p in self.params)
                       or any(spec[1] == F16 for spec in self._out_specs))
         self._kernel_constants = [half_bits(c) for c in self.constants]
-        # The driver's offsets and shapes, after every other argument (codegen/cpu/sizes.py).
+        # The driver's offsets and shapes, then its kernels' constants, after every other
+        # argument (codegen/cpu/sizes.py).
         self._layout = (() if self.program.layout is None
-                        else (np.array(self.program.layout, np.int64),))
+                        else (np.array(self.program.layout, np.int64),
+                              np.array(self.program.numbers or (), np.float64)))
 
     def generate(self, module: Module, assignment: BufferAssignment):
         program: Program = generate_program(module, assignment, self.options, self.bodies,

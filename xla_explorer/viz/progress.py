@@ -27,7 +27,7 @@ class CompileProgress:
         self.compiled: list[str] = []
         self.loaded: list[str] = []  # found in Numba's cache on disk, not compiled
         self._hits: dict[int, int] = {}
-        self.functions: set[int] = set()  # the generated functions Numba compiles, by id
+        self.functions: dict[int, object] = {}  # generated functions met, by id
         self._listener = None
 
     def __enter__(self) -> CompileProgress:
@@ -76,9 +76,12 @@ class CompileProgress:
             self.started = time.perf_counter()
         self.compiled.append(fn.__name__)
         # Every generated file met so far: each kernel's, the driver's that loads them, and
-        # a while loop's body's, a program of its own.
-        self.functions |= _functions_in(fn.__globals__)
-        total = len(self.functions)
+        # a while loop's body's, a program of its own. What is left is what none of them
+        # has compiled yet (another program may have compiled the same kernel).
+        self.functions.update(_functions_in(fn.__globals__))
+        left = [d for k, d in self.functions.items()
+                if k not in self.seen and not getattr(d, "overloads", None)]
+        total = len(self.compiled) + len(left)
         done = len(self.compiled) - 1
         seconds = time.perf_counter() - self.started
         self.show(f'<progress value="{done}" max="{total}"></progress> '
@@ -96,11 +99,10 @@ def _count(names: list[str]) -> str:
     return f"{len(names)} function{'s' * (len(names) != 1)}"
 
 
-def _functions_in(namespace: dict) -> set[int]:
-    """The generated functions a generated file holds or loads that Numba has not compiled
-    yet, by id: a driver's file, its kernels (one function for kernels of one structure)
-    and itself. (A kernel another program compiled already, the same code, is not counted.)"""
+def _functions_in(namespace: dict) -> dict[int, object]:
+    """The generated functions a generated file holds or loads, by id: a driver's file, its
+    kernels (one function for kernels of one structure) and itself."""
     from numba.core.dispatcher import Dispatcher
 
-    return {id(v) for v in namespace.values() if isinstance(v, Dispatcher)
-            and (v.py_func.__module__ or "").startswith(GENERATED) and not v.overloads}
+    return {id(v): v for v in namespace.values() if isinstance(v, Dispatcher)
+            and (v.py_func.__module__ or "").startswith(GENERATED)}

@@ -80,9 +80,11 @@ class Program:
     # file holding the driver, which loads them.
     files: dict[str, str] = field(default_factory=dict)
     entry: str = ""
-    # The numbers the entry's driver reads from its last parameter, `layout` (None: it has
-    # none): offsets and shapes in the arena (cpu/sizes.lift_numbers).
+    # The numbers the entry's driver reads from its last parameters, `layout` and `numbers`
+    # (None: it has neither): offsets and shapes in the arena, the kernels' constants
+    # (cpu/sizes.lift_numbers).
     layout: tuple[int, ...] | None = None
+    numbers: tuple[float, ...] | None = None
 
 
 def plan_cpu_program(module: Module, assignment,
@@ -160,19 +162,21 @@ def generate_program(module: Module, assignment,
         stem = f"{k.name}_{sizes.code_key(head + k.source)}"
         files[stem] = head + "\n\n" + k.source
         loads.append(f"{k.name} = loaded_function({stem!r}, {k.name!r})\n")
-    layout = None
+    layout = numbers = None
     entry_driver = driver_src
     if compiled and not compiled_driver:
-        # Its offsets and shapes passed in, so that its code is the same at every shape.
-        body, layout = sizes.lift_numbers(driver, "layout")
-        entry_driver = (decorator + f"def run({', '.join(arguments + ['layout'])}):\n"
+        # Its offsets, shapes and kernels' constants passed in, so that its code is the same
+        # at every shape.
+        body, layout, numbers = sizes.lift_numbers(driver, "layout", "numbers")
+        entry_driver = (decorator + f"def run({', '.join(arguments + ['layout', 'numbers'])}):\n"
                         + "\n".join(body) + "\n")
     entry = (_header(HEADER.format(module=module.name, fastmath=_flags()), [], views) + LOAD_IMPORT
              + "".join(loads) + "\n\n" + entry_driver)
     return Program(module, source, {k.name: k.source for k in codes}, constants,
                    list(plan.outputs), plan.num_outputs, plan.kernel_of, plan.layout.arena_bytes,
                    frozenset(line_outputs), plan, driver_src, files, entry,
-                   None if layout is None else tuple(layout))
+                   None if layout is None else tuple(layout),
+                   None if numbers is None else tuple(numbers))
 
 
 def _flags() -> str:

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 from ...ir.module import Computation, Module
 from ...ir.ops import is_expensive
+from .. import exprs
 from ..analysis import phases, row_plan
 from ..elemental import Elemental
 from ..options import DEFAULT_OPTIONS, CodegenOptions
 from ..phases.scan import emit_scan
 from ..phases.scatter import emit_scatter
 from ..phases.sort import emit_sort
-from ..writer import KernelSource, Writer, storage_type
+from ..writer import KernelSource, Writer, np_type, storage_type
 from .dot import Products, emit_dot
 from .loop import Loops, allocate_array, emit_outputs
 from .outline import outline
@@ -33,6 +34,8 @@ def emit_kernel(module: Module, comp: Computation, name: str, kind: str, row: bo
                 options: CodegenOptions = DEFAULT_OPTIONS) -> KernelSource:
     """The `@njit` function computing `comp` (a fusion's computation, or one op's)."""
     core = Elemental(module, comp, Writer(), allocate=allocate_array, backend="CPU")
+    if options.generic_sizes:
+        core.numbers = {}  # scalar constants as arguments, as sizes are read (sizes.py)
     expensive = any(is_expensive(i) for i in core.comp.instructions)
     loops = Loops(core, options, options.parallel_from(expensive))
     products = Products()
@@ -42,9 +45,10 @@ def emit_kernel(module: Module, comp: Computation, name: str, kind: str, row: bo
     else:
         _emit_general(loops, products)
     work = ["work"] if products.workspace else []
+    numbers = list((core.numbers or {}).values())
     header = [f"@njit(cache=True, fastmath=FASTMATH, error_model=\"numpy\", "
               f"parallel={loops.parallel})",
-              f"def {name}({', '.join(core.arguments + work)}):"]
+              f"def {name}({', '.join(core.arguments + work + [n[0] for n in numbers])}):"]
     if plan is None:
         shape = "loop nests, phase by phase"
     elif plan[0]:
@@ -54,7 +58,10 @@ def emit_kernel(module: Module, comp: Computation, name: str, kind: str, row: bo
     what = "row fusion" if row else kind
     doc = (f'    """{what} kernel, the fused computation {core.comp.name}: runs as '
            f'{shape}."""')
-    body = core.w.lines or ["    pass"]
+    # What each constant taken as an argument is (a comment: the code is the same for any).
+    body = [f"    # {n} = {exprs.literal(value, dtype)}, {hlo}: an argument, so that another "
+            "value reuses this kernel" for n, dtype, value, hlo in numbers]
+    body += core.w.lines or ["    pass"]
     source = "\n".join(header + [doc] + body) + "\n"
     if options.generic_sizes:
         source = generalize(source, [(a, s.dims) for a, s in
@@ -62,12 +69,14 @@ def emit_kernel(module: Module, comp: Computation, name: str, kind: str, row: bo
     outlined = None
     if loops.parallel and options.thread_workers:
         outlined = outline(source, name, {
-            a: ("array", storage_type(s.dtype), s.rank, "C")
-            for a, s in zip(core.arguments, core.argument_shapes)})
+            **{a: ("array", storage_type(s.dtype), s.rank, "C")
+               for a, s in zip(core.arguments, core.argument_shapes)},
+            **{n: ("scalar", np_type(dtype)) for n, dtype, _, _ in numbers}})
     return KernelSource(name, core.comp.name, outlined or source,
                         len(core.params), len(core.outputs), loops.parallel, products.gemm,
                         products.workspace, loops.claims_blocks, tuple(products.line_outputs),
-                        workers=outlined is not None)
+                        workers=outlined is not None,
+                        numbers=tuple((dtype, value) for _, dtype, value, _ in numbers))
 
 
 def _emit_general(loops: Loops, products: Products) -> None:

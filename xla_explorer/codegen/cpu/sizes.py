@@ -79,22 +79,38 @@ def generalize(source: str, arrays: list[tuple[str, tuple[int, ...]]]) -> str:
     return "\n".join(lines[:at] + bound + lines[at:]) + "\n"
 
 
-def lift_numbers(body: list[str], into: str) -> tuple[list[str], list[int]]:
-    """The lines `body` of a function with every integer literal of their code read from
-    the array `into` instead, and the numbers in order: a driver whose offsets and shapes
-    change with the program's shapes, and whose code then does not."""
+def lift_numbers(body: list[str], ints: str, floats: str) -> tuple[list[str], list, list]:
+    """The lines `body` of a function with the numbers of their code read from arrays
+    instead: each integer literal from `ints`, each float made a NumPy float
+    (`np.float32(0.01)`, a constant a kernel takes) from `floats` (float64, which holds a
+    float32 exactly); and the integers and floats, in order. A driver whose offsets, shapes
+    and constants change with the program, and whose code then does not."""
     lines = list(body)
-    values: list[int] = []
+    texts: dict[str, list[str]] = {ints: [], floats: []}  # each number once, by its text
     edits: dict[int, list] = {}
-    for tok in tokenize.generate_tokens(io.StringIO("\n".join(lines) + "\n").readline):
-        if tok.type == tokenize.NUMBER and re.fullmatch(r"\d+", tok.string):
-            if int(tok.string) not in values:
-                values.append(int(tok.string))
-            edits.setdefault(tok.start[0] - 1, []).append(
-                (tok.start[1], len(tok.string), f"{into}[{values.index(int(tok.string))}]"))
+    tokens = list(tokenize.generate_tokens(io.StringIO("\n".join(lines) + "\n").readline))
+    for k, tok in enumerate(tokens):
+        if tok.type != tokenize.NUMBER:
+            continue
+        start, text = tok.start, tok.string
+        if re.fullmatch(r"\d+", text):
+            into = ints
+        elif tokens[k + 1].string != ")":
+            continue
+        elif [t.string for t in tokens[max(k - 4, 0):k]] in _FLOAT_OF:
+            into = floats
+        elif [t.string for t in tokens[max(k - 5, 0):k]] in [f + ["-"] for f in _FLOAT_OF]:
+            into, start, text = floats, tokens[k - 1].start, "-" + text
+        else:
+            continue
+        if text not in texts[into]:
+            texts[into].append(text)
+        width = tok.end[1] - start[1]
+        edits.setdefault(start[0] - 1, []).append(
+            (start[1], width, f"{into}[{texts[into].index(text)}]"))
     for row, line in edits.items():
         lines[row] = _replaced(lines[row], line)
-    return lines, values
+    return lines, [int(t) for t in texts[ints]], [float(t) for t in texts[floats]]
 
 
 def _replaced(text: str, edits: list) -> str:

@@ -220,6 +220,9 @@ def test_04_recompilation(executed):
     numba = dict(re.findall(r"^(\(1, \d+\)) .* Numba +([\d.]+) ms", parts, re.M))
     # (1, 2000) runs on the machine code of (1, 1000)'s kernel; (1, 10)'s is new code.
     assert float(numba["(1, 2000)"]) == 0 and float(numba["(1, 10)"]) > 0, parts
+    edited = text_of(find(nb, "def edited(x)"))
+    assert "(p0, out0, k0):" in edited and "* k0" in edited, edited
+    assert "Numba 0.0 ms" in edited, edited  # another constant, the same machine code
     costs = text_of(find(nb, "import os\nimport subprocess"))
     rows = re.findall(r"^(\w[\w ]+?) \(.*?\) +([\d.]+) ms(?:  \(CPU (\d+) ms\))?$", costs,
                       re.M)

@@ -63,6 +63,9 @@ def test_a_kernels_identity_is_its_code_without_comments_or_docstrings():
     b = 'def k(p0):\n    """400 rows"""\n    x = 1  # f32[400]\n'
     assert code_key(a) == code_key(b)
     assert code_key(a) != code_key(a.replace("x = 1", "x = 2"))
+    # A file's header counts whole: the digest of the helpers its kernels inline is a
+    # comment there, and other helpers must not load machine code made with the old ones.
+    assert code_key(a, "import x  # helpers 1\n") != code_key(a, "import x  # helpers 2\n")
 
 
 def test_a_drivers_numbers_come_from_its_layout_and_numbers_arguments():

@@ -21,7 +21,6 @@ from numba.core.errors import NumbaError
 
 from ..codegen import cache
 from ..codegen.cpu import CACHE_LINE, DEFAULT_OPTIONS, CodegenOptions, Program, generate_program
-from ..codegen.cpu.sizes import code_key
 from ..codegen.writer import identifier
 from ..errors import CompileError
 from ..ir.module import Module
@@ -111,8 +110,7 @@ class CpuExecutable(GeneratedExecutable):
         # same code), then the driver's, which loads them.
         self.files = {cache.write_named(stem, text): text for stem, text in program.files.items()}
         # Named by its code too: the numbers that change with the shapes come in `layout`.
-        path = cache.write_named(f"{identifier(module.name)}_{code_key(program.entry)}",
-                                 program.entry)
+        path = cache.write_named(program.entry_stem, program.entry)
         self.files[path] = program.entry
         return program, path
 

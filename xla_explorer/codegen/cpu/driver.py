@@ -11,7 +11,7 @@ from .. import exprs
 from ..options import CACHE_LINE, DEFAULT_OPTIONS, CodegenOptions
 from ..program import ProgramPlan, Threads, call_arguments, driver_arguments, driver_lines, \
     plan_program
-from ..writer import storage_type, tuple_text
+from ..writer import identifier, storage_type, tuple_text
 from ...ir.library import is_library_call
 from .kernel import emit_kernel
 from . import sizes
@@ -80,6 +80,7 @@ class Program:
     # file holding the driver, which loads them.
     files: dict[str, str] = field(default_factory=dict)
     entry: str = ""
+    entry_stem: str = ""  # its file's name, named by its code as the kernels' are
     # The numbers the entry's driver reads from its last parameters, `layout` and `numbers`
     # (None: it has neither): offsets and shapes in the arena, the kernels' constants
     # (cpu/sizes.lift_numbers).
@@ -159,7 +160,7 @@ def generate_program(module: Module, assignment,
             loads.append(k.source)
             continue
         head = _header(KERNEL_HEADER.format(fastmath=_flags()), [k], False)
-        stem = f"{k.name}_{sizes.code_key(head + k.source)}"
+        stem = f"{k.name}_{sizes.code_key(k.source, head)}"
         files[stem] = head + "\n\n" + k.source
         loads.append(f"{k.name} = loaded_function({stem!r}, {k.name!r})\n")
     layout = numbers = None
@@ -170,11 +171,12 @@ def generate_program(module: Module, assignment,
         body, layout, numbers = sizes.lift_numbers(driver, "layout", "numbers")
         entry_driver = (decorator + f"def run({', '.join(arguments + ['layout', 'numbers'])}):\n"
                         + "\n".join(body) + "\n")
-    entry = (_header(HEADER.format(module=module.name, fastmath=_flags()), [], views) + LOAD_IMPORT
-             + "".join(loads) + "\n\n" + entry_driver)
+    head = _header(HEADER.format(module=module.name, fastmath=_flags()), [], views) + LOAD_IMPORT
+    code = "".join(loads) + "\n\n" + entry_driver
+    entry, entry_stem = head + code, f"{identifier(module.name)}_{sizes.code_key(code, head)}"
     return Program(module, source, {k.name: k.source for k in codes}, constants,
                    list(plan.outputs), plan.num_outputs, plan.kernel_of, plan.layout.arena_bytes,
-                   frozenset(line_outputs), plan, driver_src, files, entry,
+                   frozenset(line_outputs), plan, driver_src, files, entry, entry_stem,
                    None if layout is None else tuple(layout),
                    None if numbers is None else tuple(numbers))
 

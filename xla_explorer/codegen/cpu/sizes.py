@@ -1,4 +1,5 @@
-"""A kernel's sizes read from its arrays, so that a new shape reuses the compiled kernel.
+"""A kernel's sizes read from its arrays and its constants passed in, so that a new shape
+(or an edited constant) reuses the compiled kernel.
 
 XLA compiles a program again for every new shape, and so did we: a kernel's loops were
 written over its sizes as numbers (`for i in range(512)`), and a new shape was a new kernel
@@ -14,6 +15,11 @@ left out, as they name the shapes): two shapes share a compiled kernel only wher
 generated code, sizes named so, is the same text, which then computes each shape's answer.
 A number that happens to equal a size (a slice's end, a block count) becomes the name as
 well; at a shape where it does not, the code differs and is compiled on its own.
+
+A scalar float constant that is only added, multiplied, compared or selected is likewise an
+argument of the kernel (`k0`; `Elemental.numbers` makes it one), and the driver, whose
+offsets and shapes in the arena change with the shapes, reads them and the constants it
+passes from two arrays (`lift_numbers`): its code is the same at every shape too.
 
 Left as numbers, where a number buys speed or Numba needs one: sizes of at most `SMALL`
 anywhere, and up to `SHORT_LOOP` as an innermost loop's bounds; a divisor (`i // 512`, a
@@ -170,13 +176,15 @@ def _is_docstring(node) -> bool:
             and isinstance(node.value.value, str))
 
 
-def code_key(source: str) -> str:
-    """A digest of `source`'s code alone: its syntax tree without docstrings (comments are
-    not in it). Generated kernels name their shapes in both, and two shapes whose code is the
-    same share what Numba compiled for it."""
+def code_key(source: str, header: str = "") -> str:
+    """A digest of `source`'s code alone, its syntax tree without docstrings (comments are
+    not in it), and of `header` as it is: generated kernels name their shapes in both, and
+    two shapes whose code is the same share what Numba compiled for it. The header (a
+    file's imports) counts whole, comments too: the digest of the helpers its kernels
+    inline is a comment there, and new helpers must not find the old machine code."""
     tree = ast.parse(source)
     for node in ast.walk(tree):
         if isinstance(node, (ast.FunctionDef, ast.ClassDef, ast.Module)) and node.body \
                 and _is_docstring(node.body[0]):
             node.body = node.body[1:] or [ast.Pass()]
-    return hashlib.sha256(ast.dump(tree).encode()).hexdigest()[:20]
+    return hashlib.sha256((header + ast.dump(tree)).encode()).hexdigest()[:20]

@@ -16,8 +16,8 @@ from xla_explorer.backends.cpu import CpuBackend
 from xla_explorer.codegen.cpu import GEMM_IMPORT, PARALLEL_IMPORT
 from xla_explorer.codegen.cpu.outline import runs_on_threads
 from xla_explorer.codegen.options import DEFAULT_OPTIONS, CodegenOptions
-from xla_explorer.codegen.parallel import (block_counter, fetch_add, next_block, nonnegative,
-                                           thread, threads)
+from xla_explorer.codegen.parallel import block_counter, fetch_add, next_block, thread, threads
+from xla_explorer.codegen.scalar import nonnegative
 
 from .held_up import wait_for
 

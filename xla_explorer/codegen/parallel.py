@@ -105,7 +105,7 @@ from numba.core import cgutils  # noqa: E402
 from numba.extending import intrinsic  # noqa: E402
 from numba.np.arrayobj import populate_array  # noqa: E402
 
-__all__ = ["block_counter", "next_block", "nonnegative", "threads"]
+__all__ = ["block_counter", "next_block", "threads"]
 
 
 @intrinsic
@@ -259,24 +259,3 @@ def next_block(typingctx, counter, blocks):
         return builder.call(fn, [data, n])
 
     return types.int64(counter, blocks), codegen
-
-
-@intrinsic
-def nonnegative(typingctx, i):
-    """i, which the caller knows is not negative, said to LLVM (`llvm.assume`). A block's
-    loop starts where LLVM cannot see that it is not negative, so it would keep NumPy's
-    wraparound for negative indices (i < 0 ? i + n : i) in every array access, and the loop
-    would gather its elements one at a time (a vector gather, or no vectors at all), far
-    slower than loading them side by side (docs/performance.md). prange's own loops
-    are known not to be negative."""
-    if not isinstance(i, types.Integer):
-        return None
-
-    def codegen(context, builder, signature, args):
-        (x,) = args
-        assume = builder.module.declare_intrinsic(
-            "llvm.assume", fnty=ir.FunctionType(ir.VoidType(), [ir.IntType(1)]))
-        builder.call(assume, [builder.icmp_signed(">=", x, ir.Constant(x.type, 0))])
-        return x
-
-    return i(i), codegen

@@ -33,6 +33,7 @@ __all__ = [
     "shift_right_logical",
     "float_to_int", "prefetch_read", "prefetch_write",
     "f16_load", "f16_bits", "f16_round", "f16_round_f64", "f16_from", "stack_empty",
+    "nonnegative",
 ]
 
 
@@ -58,6 +59,28 @@ def stack_empty(typingctx, dtype, size):
         return stack_array(context, builder, element, n, align=64)[0]
 
     return types.Array(element, 1, "C")(dtype, size), codegen
+
+
+@intrinsic
+def nonnegative(typingctx, i):
+    """i, which the caller knows is not negative, said to LLVM (`llvm.assume`). A block's
+    loop starts where LLVM cannot see that it is not negative, so it would keep NumPy's
+    wraparound for negative indices (i < 0 ? i + n : i) in every array access, and the loop
+    would gather its elements one at a time (a vector gather, or no vectors at all), far
+    slower than loading them side by side (docs/performance.md). prange's own loops
+    are known not to be negative. (Here, not in codegen/parallel.py, which starts threads
+    on import: a serial kernel's blocked row sum needs it too.)"""
+    if not isinstance(i, types.Integer):
+        return None
+
+    def codegen(context, builder, signature, args):
+        (x,) = args
+        assume = builder.module.declare_intrinsic(
+            "llvm.assume", fnty=llvm_ir.FunctionType(llvm_ir.VoidType(), [llvm_ir.IntType(1)]))
+        builder.call(assume, [builder.icmp_signed(">=", x, llvm_ir.Constant(x.type, 0))])
+        return x
+
+    return i(i), codegen
 
 
 # -- maximum, minimum and clamp -------------------------------------------------------------

@@ -134,6 +134,9 @@ def _blocked_sum(loops: Loops, reducer, acc, operand, ridx, trail) -> None:
     span = f"{b}, min({b} + {size}, {n})" if blocks else f"{n}"
     w.line(f"for {i} in range({span}):")
     loops.open()
+    if blocks:  # a block starts where LLVM cannot see it is not negative
+        w.line(f"{i} = nonnegative({i})  # so that indexing with it skips NumPy's "
+               "wraparound, and vectorizes")
     tidx = outer + (i,)
     core.row_index, core.row_tail = ridx + tidx, tidx
     w.line(f"{part} = add_reassoc({part}, {core.value(operand, ridx + tidx)})")

@@ -10,6 +10,8 @@ import pytest
 import xla_explorer as xe
 from xla_explorer.codegen.cpu.sizes import SHORT_LOOP, SMALL, code_key, generalize, lift_numbers
 
+from ..test_fusion_programs import layernorm, softmax
+
 F32 = np.float32
 
 KERNEL = '''@njit(cache=True)
@@ -117,17 +119,6 @@ def test_a_divisor_stays_a_number_in_the_code(rng):
     assert divisor and f"{divisor.group(1)} = np.float32(3.0)" in source, source
     assert "+ k0)" in source  # an addend is an argument
     np.testing.assert_allclose(ex.run(x), x / F32(3.0) + F32(0.25), rtol=1e-6)
-
-
-def softmax(x):
-    e = np.exp(x - x.max(axis=1, keepdims=True))
-    return e / e.sum(axis=1, keepdims=True)
-
-
-def layernorm(x, g, b):
-    m = x.mean(axis=1, keepdims=True)
-    v = ((x - m) ** 2).mean(axis=1, keepdims=True)
-    return (x - m) / np.sqrt(v + F32(1e-5)) * g + b
 
 
 def attention(q, k, v):  # three kernels and a driver with temporaries in the arena

@@ -189,10 +189,11 @@ assert np.allclose(got, model(x), rtol=1e-5) and np.allclose(got_compiled, got, 
 # %% [markdown]
 # ## Where the shape lives
 #
-# A size up to 128 is a number written into the kernel's source: the compiler knows the
-# loop's trip count, vectorizes it to its last element and unrolls a short one whole. A
-# longer size is read from the array as the kernel starts (`size0 = p0.shape[1]`), and the
-# loop runs to that: every shape that gives the same code shares the kernel's machine code.
+# A size up to 16, or up to 128 where it is the length of an innermost loop, is a number
+# written into the kernel's source: the compiler knows the loop's trip count, vectorizes it
+# to its last element and unrolls a short one whole. Any other size is read from the array
+# as the kernel starts (`size0 = p0.shape[1]`), and the loop runs to that: every shape that
+# gives the same code shares the kernel's machine code.
 
 # %%
 ex10 = f.explore(np.zeros((1, 10), np.float32))
@@ -211,7 +212,8 @@ for name, source in ex1000.kernels.items():
 # only where the code is the same: a number computed from the shapes that is not a size (a
 # mean over all of `x` divides by `x.size`; a divisor stays in the code, where a division
 # by 4.0 can be a multiplication) makes other code, and so does a size that crosses a
-# threshold of the code generator (128 here; the size from which a loop runs on every core).
+# threshold of the code generator (16 and 128 here; the size from which a loop runs on every
+# core).
 #
 # ## Many shapes: padding to buckets
 #

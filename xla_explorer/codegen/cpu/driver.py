@@ -154,8 +154,24 @@ def generate_program(module: Module, assignment,
     views = compiled and bool(plan.layout.temporaries)
     header = _header(HEADER.format(module=module.name, fastmath=_flags()), codes, views)
     source = header + "\n\n" + "\n\n".join([k.source for k in codes] + [driver_src])
-    # As the JIT loads it: each kernel a file of its own, named by its code, so that a new
-    # shape (or another program) whose kernel comes out the same reuses it (cpu/sizes.py).
+    files, entry, entry_stem, layout, numbers = _loaded(
+        module, plan, driver, decorator, arguments, compiled and not compiled_driver,
+        compiled, views)
+    return Program(module, source, {k.name: k.source for k in codes}, constants,
+                   list(plan.outputs), plan.num_outputs, plan.kernel_of, plan.layout.arena_bytes,
+                   frozenset(line_outputs), plan, driver_src, files, entry, entry_stem,
+                   None if layout is None else tuple(layout),
+                   None if numbers is None else tuple(numbers))
+
+
+def _loaded(module: Module, plan: ProgramPlan, driver: list[str], decorator: str,
+            arguments: list[str], lift: bool, compiled: bool, views: bool) -> tuple:
+    """The program as the JIT loads it: each kernel a file of its own, named by its code, so
+    that a new shape (or another program) whose kernel comes out the same reuses it
+    (cpu/sizes.py), and the driver's file, which loads them. A compiled driver's offsets,
+    shapes and kernels' constants are passed in (`lift`), so that its code is the same at
+    every shape too. Returns (kernel files by name, the driver's file, its name, the
+    driver's layout, its numbers)."""
     files, loads = {}, []
     for launch in plan.launches:
         k = launch.code
@@ -167,29 +183,22 @@ def generate_program(module: Module, assignment,
         files[stem] = head + "\n\n" + k.source
         loads.append(f"{k.name} = loaded_function({stem!r}, {k.name!r})\n")
     layout = numbers = None
-    entry_driver = driver_src
-    if not compiled:
-        # Python calls the kernel: its constants made once, as the file loads, not in every
-        # call (chain50's kernel called with its two made in the call: 1.42 us, 1.00 us).
+    made = ""
+    if lift:
+        driver, layout, numbers = sizes.lift_numbers(driver, "layout", "numbers")
+        arguments = arguments + ["layout", "numbers"]
+    elif not compiled:
+        # Python calls the kernel: its constants made once, as the file loads (chain50's
+        # kernel: 1.42 us a call with its two constants made in the call, 1.00 us without).
         named: dict[str, str] = {}
-        body = [_FLOAT_ARGUMENT.sub(lambda m: named.setdefault(m.group(), f"K{len(named)}"),
-                                    line) for line in driver]
-        entry_driver = ("".join(f"{k} = {v}\n" for v, k in named.items())
-                        + driver_src.replace("\n".join(driver), "\n".join(body)))
-    elif not compiled_driver:
-        # Its offsets, shapes and kernels' constants passed in, so that its code is the same
-        # at every shape.
-        body, layout, numbers = sizes.lift_numbers(driver, "layout", "numbers")
-        entry_driver = (decorator + f"def run({', '.join(arguments + ['layout', 'numbers'])}):\n"
-                        + "\n".join(body) + "\n")
+        driver = [_FLOAT_ARGUMENT.sub(lambda m: named.setdefault(m.group(), f"K{len(named)}"),
+                                      line) for line in driver]
+        made = "".join(f"{name} = {value}\n" for value, name in named.items())
+    run = decorator + f"def run({', '.join(arguments)}):\n" + ("\n".join(driver) or "    pass")
     head = _header(HEADER.format(module=module.name, fastmath=_flags()), [], views) + LOAD_IMPORT
-    code = "".join(loads) + "\n\n" + entry_driver
-    entry, entry_stem = head + code, f"{identifier(module.name)}_{sizes.code_key(code, head)}"
-    return Program(module, source, {k.name: k.source for k in codes}, constants,
-                   list(plan.outputs), plan.num_outputs, plan.kernel_of, plan.layout.arena_bytes,
-                   frozenset(line_outputs), plan, driver_src, files, entry, entry_stem,
-                   None if layout is None else tuple(layout),
-                   None if numbers is None else tuple(numbers))
+    code = "".join(loads) + "\n\n" + made + run + "\n"
+    stem = f"{identifier(module.name)}_{sizes.code_key(code, head)}"
+    return files, head + code, stem, layout, numbers
 
 
 def _flags() -> str:

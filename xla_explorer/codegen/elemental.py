@@ -76,8 +76,8 @@ class Elemental:
         self.scalar_arrays: set[str] = set()
         # Scalar constants the kernel takes as arguments rather than as numbers in its code
         # ({id: (name, dtype, value, the constant's name)}), where its target asks for them
-        # (`numbers = {}`):
-        # a learning rate edited, or a mean's 1 / n at a new shape, then gives the same code.
+        # (`numbers = {}`): an edited learning rate, or a mean's 1 / n at a new shape, then
+        # gives the same code.
         self.numbers: dict[int, tuple[str, np.dtype, float, str]] | None = None
         self._users: dict | None = None
 

@@ -107,11 +107,12 @@ class CpuExecutable(GeneratedExecutable):
         program: Program = generate_program(module, assignment, self.options, self.bodies,
                                             self.compiled_driver)
         # Each kernel a file named by its code (found again by a new shape that gives the
-        # same code), then the driver's, which loads them.
-        self.files = {cache.write_named(stem, text): text for stem, text in program.files.items()}
+        # same code: its text, comments and all, is the first shape's), then the driver's,
+        # which loads them.
+        self.files = [cache.write_named(stem, text) for stem, text in program.files.items()]
         # Named by its code too: the numbers that change with the shapes come in `layout`.
         path = cache.write_named(program.entry_stem, program.entry)
-        self.files[path] = program.entry
+        self.files.append(path)
         return program, path
 
     @property
@@ -145,15 +146,14 @@ class CpuExecutable(GeneratedExecutable):
     def _generated_line(self, text: str) -> tuple:
         """(file, its lines, the line number) of the generated line Numba's message `text`
         names, in the driver's file or a kernel's; (driver's file, [], None) if none."""
-        for path, source in self.files.items():
+        sources = {path: path.read_text().splitlines() for path in self.files}
+        for path, lines in sources.items():
             # Numba names the file relative to the working directory: match its name.
             found = re.findall(rf'File "[^"]*{re.escape(path.name)}", line (\d+)', text)
-            lines = source.splitlines()
             if found and 0 < int(found[-1]) <= len(lines):
                 return path, lines, int(found[-1])
         missing = re.search(r"name '(\w+)' is not defined", text)
-        for path, source in self.files.items():  # a name Numba cannot resolve: find its use
-            lines = source.splitlines()
+        for path, lines in sources.items():  # a name Numba cannot resolve: find its use
             for n, line in enumerate(lines, 1):
                 if missing and re.search(rf"\b{missing.group(1)}\b", line):
                     return path, lines, n

@@ -8,7 +8,7 @@ on CPU), on the programs the README's table lists.
 1e8 elements and 256x256 to 16384x1024, the steady state only (no compile columns unless
 --compile-repeats is given).
 
-Every runner gets the same float32 inputs. After a warm-up call each, the runners are timed
+Every runner gets the same float32 inputs. After two warm-up calls each, the runners are timed
 interleaved (one call of each per round, so a slow moment hits all of them) and the median is
 reported: xla-explorer beside NumPy and numexpr, then xla-explorer beside XLA alone, so each
 ratio compares runners timed together, and XLA is not timed among NumPy's temporaries. Peak
@@ -111,6 +111,7 @@ def timed_rounds(runners: dict, budget: float) -> dict[str, float]:
     once = {}
     for name, call in runners.items():
         call()  # warm-up
+        call()  # our second call compiles the driver (runtime/executable.py)
         start = time.perf_counter()
         call()
         once[name] = time.perf_counter() - start

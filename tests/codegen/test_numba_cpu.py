@@ -181,6 +181,7 @@ SECOND_PROCESS = textwrap.dedent("""
     for f in (softmax, centre):
         ex = xe.explore(f, x, backend="cpu")
         out, want = ex.run(x), f(x)
+        ex.run(x)  # the second call compiles the driver
         want = want if isinstance(want, tuple) else (want,)
         # The driver's file and the files of the kernels it loads (each a file of its own).
         jitted = [v for v in vars(ex.executable._py).values() if isinstance(v, CPUDispatcher)
@@ -224,6 +225,9 @@ def test_compile_seconds_count_what_numba_compiled_in_the_first_call(rng):
     assert exe.compile_seconds is None  # nothing compiled before the first call
     ex.run(x)
     assert exe.compile_seconds > 0
+    kernels = exe.compile_seconds
+    ex.run(x)  # the second call compiles the driver, and counts it
+    assert exe.compile_seconds > kernels
     # A second executable of the same module shares the generated file and Numba's compiled
     # driver in this process: its first call compiles nothing and counts nothing, though it
     # runs (and its outputs are right).
@@ -231,6 +235,21 @@ def test_compile_seconds_count_what_numba_compiled_in_the_first_call(rng):
     out = again(x)
     assert again.compile_seconds == 0.0
     np.testing.assert_allclose(out[1], x.mean(axis=0), rtol=1e-6)
+
+
+def test_the_first_call_runs_the_kernels_from_python_and_the_second_the_compiled_driver(rng):
+    def steps(x, y):  # three kernels with temporaries between them
+        s = np.exp(x @ y)
+        t = s / s.sum(axis=1, keepdims=True)
+        return t @ y.T + x
+    x, y = f32(rng, 40, 24), f32(rng, 24, 40)
+    exe = xe.explore(steps, x, y, backend="cpu").executable
+    assert exe.first_path is not None and exe.first_path.name in exe.program.first_stem + ".py"
+    assert "@njit" not in exe.first_path.read_text().split("def run")[0].splitlines()[-1]
+    for call in range(3):
+        np.testing.assert_allclose(exe(x, y)[0], steps(x, y), rtol=2e-5, atol=1e-6)
+        # Numba has compiled the compiled driver from the second call on, and only then.
+        assert bool(exe.entry.signatures) == (call > 0), call
 
 
 def test_bench_measures_both_and_a_one_kernel_program_allocates_only_its_outputs(rng):
@@ -302,3 +321,18 @@ def test_a_numba_failure_is_a_compile_error_naming_the_generated_line_and_its_hl
     # ...in the generated file that holds it: the kernel's own.
     (holding,) = [p for p in ex.executable.files if "undefined_helper" in p.read_text()]
     assert f"the generated source is {holding}" in message
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.int32, np.bool_])
+@pytest.mark.parametrize("shapes", [((40, 30), (30,)), ((30,), (30, 20)), ((50,), (50,)),
+                                    ((900, 700), (700,))])  # the last on the threads
+def test_a_vector_product_is_one_dot_read_as_a_matrix_and_answers_as_numpy(rng, dtype,
+                                                                          shapes):
+    a, b = ((rng.standard_normal(s) * 3).astype(dtype) for s in shapes)
+    ex = xe.explore(lambda a, b: a @ b + a.sum(), a, b, backend="cpu")
+    # As jax.numpy writes it: no reshape of the vector to a matrix, which was a copy kernel.
+    assert "reshape(" not in ex.hlo(0) and " dot(" in ex.hlo(0)
+    source = "\n".join(ex.kernels.values())
+    assert "as_matrix(" in source and ".reshape(" not in source
+    want = a @ b + a.sum()
+    np.testing.assert_allclose(ex.run(a, b), want, rtol=1e-4 if dtype == np.float32 else 0)

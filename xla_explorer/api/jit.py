@@ -241,7 +241,8 @@ class JitFunction:
         def compile_kernels():
             try:
                 exe = self._backend.compile(tier.module, tier.compiled.assignment)
-                exe(*copies)  # Numba compiles (or loads) on the first call
+                exe(*copies)  # Numba compiles (or loads) the kernels on the first call,
+                exe(*copies)  # and the driver on the second
                 ex = tier.with_executable(self._backend, exe)
                 self._compiled.setdefault(signature(args), []).append(ex)
                 dump_as_flagged(ex)

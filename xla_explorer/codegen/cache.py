@@ -77,3 +77,11 @@ def loaded_function(stem: str, name: str):
     """Function `name` of the generated file `stem` (in the cache directory), loaded once per
     process: a program that calls another (a loop calling its body's program) names it so."""
     return getattr(load(cache_dir() / f"{stem}.py"), name)
+
+
+def numba_cached(stem: str, name: str) -> bool:
+    """Whether Numba's disk cache holds machine code for function `name` of the generated
+    file `stem`: its index file, `__pycache__/<stem>.<name>-<line>.py311.nbi`, is there. A
+    hint only (an index may lack a signature): whoever asks must work either way."""
+    folder = cache_dir() / "__pycache__"
+    return folder.is_dir() and any(folder.glob(f"{stem}.{name}-*.nbi"))

@@ -33,7 +33,7 @@ __all__ = [
     "shift_right_logical",
     "float_to_int", "prefetch_read", "prefetch_write",
     "f16_load", "f16_bits", "f16_round", "f16_round_f64", "f16_from", "stack_empty",
-    "nonnegative",
+    "nonnegative", "as_matrix", "contiguous",
 ]
 
 
@@ -82,6 +82,57 @@ def nonnegative(typingctx, i):
 
     return i(i), codegen
 
+
+
+@intrinsic
+def as_matrix(typingctx, array, rows, cols):
+    """A C-contiguous array (a vector, a scalar's 0-d array) as the rows x cols matrix of
+    its elements, the same memory: a product's vector operand read as a matrix, where
+    `reshape` would cost Numba a compile of its implementation for each type (tens of
+    milliseconds in a cold start). The caller vouches that rows * cols is its size."""
+    if not (isinstance(array, types.Array) and array.layout == "C"
+            and isinstance(rows, types.Integer) and isinstance(cols, types.Integer)):
+        return None
+    result = types.Array(array.dtype, 2, "C")
+
+    def codegen(context, builder, signature, args):
+        from numba.core.imputils import impl_ret_borrowed
+        from numba.np.arrayobj import populate_array
+
+        src = context.make_array(signature.args[0])(context, builder, args[0])
+        intp = context.get_value_type(types.intp)
+        dims = [context.cast(builder, v, t, types.intp)
+                for v, t in zip(args[1:], signature.args[1:])]
+        out = context.make_array(result)(context, builder)
+        populate_array(out, data=src.data, shape=cgutils.pack_array(builder, dims, ty=intp),
+                       strides=cgutils.pack_array(
+                           builder, [builder.mul(dims[1], src.itemsize), src.itemsize], ty=intp),
+                       itemsize=src.itemsize, meminfo=src.meminfo, parent=src.parent)
+        return impl_ret_borrowed(context, builder, result, out._getvalue())
+
+    return result(array, rows, cols), codegen
+
+
+@intrinsic
+def contiguous(typingctx, array):
+    """np.ascontiguousarray(array), which a kernel's array already is, almost always (the
+    runtime passes C-contiguous arrays): then the array itself, where Numba would compile
+    NumPy's function for each array type (about 0.02 s each in a cold start); else NumPy's
+    copy, as np.ascontiguousarray makes it (a 0-d array's a 1-d one)."""
+    if not isinstance(array, types.Array):
+        return None
+    result = (array if array.ndim and array.layout == "C"
+              else types.Array(array.dtype, max(array.ndim, 1), "C"))
+
+    def codegen(context, builder, signature, args):
+        from numba.core.imputils import impl_ret_borrowed
+
+        if signature.args[0] == signature.return_type:
+            return impl_ret_borrowed(context, builder, signature.return_type, args[0])
+        return context.compile_internal(builder, lambda a: np.ascontiguousarray(a), signature,
+                                        args)
+
+    return result(array), codegen
 
 # -- maximum, minimum and clamp -------------------------------------------------------------
 # Element-wise, np.maximum(a, b) is `a if (a > b or a is NaN) else b`: NaN if either is NaN,

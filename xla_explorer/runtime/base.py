@@ -82,9 +82,10 @@ class Executable:
         return self(*arrays)
 
     def time_kernels(self, arrays: Sequence, repeat: int = 20) -> list[float]:
-        """Seconds of each of `repeat` runs of the program on `arrays`, after one untimed
-        run (which compiles). On the host a run is the kernels; a device times them apart
-        from its transfers."""
+        """Seconds of each of `repeat` runs of the program on `arrays`, after two untimed
+        runs (the first compiles the kernels, the second the CPU's driver). On the host a
+        run is the kernels; a device times them apart from its transfers."""
+        self(*arrays)
         self(*arrays)
         times = []
         for _ in range(repeat):

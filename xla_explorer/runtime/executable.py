@@ -3,7 +3,9 @@
 The arena is allocated once per executable and reused by every call; outputs are allocated
 with NumPy for each call (NumPy's allocator fills a fresh array fastest,
 docs/machine-facts.md) and handed to the caller as arrays of their own. One call is one
-dispatch into Numba: the driver `run` calls every kernel in schedule order.
+dispatch into Numba: the driver `run` calls every kernel in schedule order. The first call
+runs the same driver written in Python, so that Numba compiles each kernel once, and the
+second compiles `run` (which compiles its kernels into its own machine code again).
 """
 from __future__ import annotations
 
@@ -83,6 +85,11 @@ class CpuExecutable(GeneratedExecutable):
         self._arena_free = threading.Lock()
         # The generated Numba function: run(arena, *parameters, *constants, *outputs).
         self.entry = self._py.run
+        # The first call's driver, in Python, while `entry` is not compiled (None: there is
+        # none, or the compiled one is on disk; codegen/cpu/driver.FIRST_DECORATOR).
+        self._first_entry = None
+        if self.program.first and not cache.numba_cached(self.program.entry_stem, "run"):
+            self._first_entry = cache.loaded_function(self.program.first_stem, "run")
         # What each call allocates and returns, worked out once for the call path.
         self._out_specs = [(s.dims, np.dtype(s.dtype), k in self.program.line_outputs)
                            for k, s in enumerate(self.output_shapes)]
@@ -113,6 +120,12 @@ class CpuExecutable(GeneratedExecutable):
         # Named by its code too: the numbers that change with the shapes come in `layout`.
         path = cache.write_named(program.entry_stem, program.entry)
         self.files.append(path)
+        # The first call's driver in Python (Program.first): its numbers are in its text, so
+        # that this file is the one whose name changes with the shapes.
+        self.first_path = (cache.write_named(program.first_stem, program.first)
+                           if program.first else None)
+        if self.first_path is not None:
+            self.files.append(self.first_path)
         return program, path
 
     @property
@@ -212,7 +225,7 @@ class CpuExecutable(GeneratedExecutable):
         return self.gather(outs, arrays, self.constants, _copy)
 
     def _call(self, arrays, outs) -> None:
-        if self.compile_seconds is None:
+        if self.compile_seconds is None or self._first_entry is not None:
             self._first_run(arrays, outs)
         elif self._arena_free.acquire(blocking=False):
             try:
@@ -228,21 +241,32 @@ class CpuExecutable(GeneratedExecutable):
     def _first_run(self, arrays, outs) -> None:
         """Numba compiles the program (or loads it from its disk cache) on the first call:
         timed by Numba's own event for holding its compiler lock, so the seconds are
-        compiling and loading alone, not the run nor the first touch of its output."""
+        compiling and loading alone, not the run nor the first touch of its output. A
+        program with a driver in Python for its first call (`_first_entry`) runs that, and
+        compiles the driver on its second call, its seconds added."""
         compiling = event.TimingListener()
         try:
             # Held throughout: a second first call waits here, then runs on its own arena.
             with self._arena_free, event.install_listener("numba:compiler_lock", compiling):
-                # Every generated file with thread workers imports their module: none
-                # imported, none to compile, and a serial program does not start the
-                # threads codegen/parallel.py starts on import.
-                launch = sys.modules.get("xla_explorer.codegen.cpu.launch")
-                if launch is not None:
-                    launch.compile_workers(self._py)
-                self.entry(self.arena, *arrays, *self._kernel_constants, *outs, *self._layout)
+                if self.compile_seconds is None:
+                    # Every generated file with thread workers imports their module: none
+                    # imported, none to compile, and a serial program does not start the
+                    # threads codegen/parallel.py starts on import.
+                    launch = sys.modules.get("xla_explorer.codegen.cpu.launch")
+                    if launch is not None:
+                        launch.compile_workers(self._py)
+                    first = self._first_entry
+                else:
+                    first = self._first_entry = None
+                if first is not None:  # it takes no layout: its numbers are in its text
+                    first(self.arena, *arrays, *self._kernel_constants, *outs)
+                else:
+                    self.entry(self.arena, *arrays, *self._kernel_constants, *outs,
+                               *self._layout)
         except NumbaError as e:
             raise self._compile_error(e) from e
-        self.compile_seconds = compiling.duration if compiling.done else 0.0
+        seconds = compiling.duration if compiling.done else 0.0
+        self.compile_seconds = (self.compile_seconds or 0.0) + seconds
 
 
 def _copy(a: np.ndarray) -> np.ndarray:

@@ -51,21 +51,26 @@ def emit_dot(loops: Loops, inst: Instruction, products: Products) -> None:
     batch, m, k, n = product_dims(inst)
     pa, pb = f"p{a.parameter_number}", f"p{b.parameter_number}"
     float_dot = tiled_product(inst)
-    plain = not lb and not rb and len(a.dims) == 2 and len(b.dims) == 2
+    # No batch: matrices, a vector operand (or result) read as a matrix of one row or column.
+    plain = not lb and not rb and len(a.dims) <= 2 and len(b.dims) <= 2
     la, rb_ = w.fresh("lhs"), w.fresh("rhs")
     # As (batch, m, k) and (batch, k, n) arrays, copied only where the layout needs it: an
     # operand whose contracting dimensions come first (a) or last (b), as in q @ k.T, is
     # read as the transpose of the parameter, which the product packs as it is.
     w.line(f"{la} = {_operand(pa, lb, lf, lc, batch, m, k, plain)}")
     w.line(f"{rb_} = {_operand(pb, rb, rc, rf, batch, k, n, plain)}")
+    target = out
+    if plain and len(inst.dims) < 2:
+        target = w.fresh("product")
+        w.line(f"{target} = as_matrix({out}, {m}, {n})")
     if float_dot:
-        _emit_tiled_product(loops, inst, la, rb_, out, plain, batch, m, n, k, products)
+        _emit_tiled_product(loops, inst, la, rb_, out, target, plain, batch, m, n, k, products)
         return
     res, t = w.fresh("product"), w.fresh("t")
     i, j, q = w.fresh("i"), w.fresh("j"), w.fresh("k")
     at = (lambda *ix: ", ".join(ix)) if plain else (lambda *ix: ", ".join((t, *ix)))
     lhs_iq, rhs_qj, out_ij = f"{la}[{at(i, q)}]", f"{rb_}[{at(q, j)}]", f"{res}[{at(i, j)}]"
-    w.line(f"{res} = {out}" + ("" if plain else f".reshape(({batch}, {m}, {n}))"))
+    w.line(f"{res} = {target}" + ("" if plain else f".reshape(({batch}, {m}, {n}))"))
     if not plain:
         w.line(f"for {t} in range({batch}):")
         w.depth += 1
@@ -94,12 +99,12 @@ def emit_dot(loops: Loops, inst: Instruction, products: Products) -> None:
         w.depth -= 1
 
 
-def _emit_tiled_product(loops: Loops, inst, lhs, rhs, out, plain, batch, m, n, k,
+def _emit_tiled_product(loops: Loops, inst, lhs, rhs, out, target, plain, batch, m, n, k,
                         products: Products) -> None:
     """C = A @ B by codegen/gemm.py's register-tiled product: B packed into panels, then
-    C in blocks the threads claim, when the product is big enough to share. A plain
-    product whose epilogue is element-wise runs the epilogue in the same loop, on the
-    block the thread has just made, while it is in cache."""
+    C (`out`, as a matrix `target`) in blocks the threads claim, when the product is big
+    enough to share. A plain product whose epilogue is element-wise runs the epilogue in
+    the same loop, on the block the thread has just made, while it is in cache."""
     # Imported here, not with the module: importing it loads the product's compiled entry
     # points, which a program without a product should not wait for.
     from .. import gemm
@@ -122,9 +127,10 @@ def _emit_tiled_product(loops: Loops, inst, lhs, rhs, out, plain, batch, m, n, k
                    stack_holds_all_of_b(inst), like)
     if not (place.stack and parallel):  # else each thread of the loop makes its own
         w.line(place.make())
-    if plain:
-        _emit_product(loops, lhs, rhs, place, out, m, n, parallel, pack, products,
-                      epilogue=_epilogue_in_rows(core, inst) if parallel else None)
+    if plain:  # the epilogue in the blocks' loop indexes C as a matrix
+        in_rows = parallel and len(inst.dims) == 2
+        _emit_product(loops, lhs, rhs, place, target, m, n, parallel, pack, products,
+                      epilogue=_epilogue_in_rows(core, inst) if in_rows else None)
         return
     res, t = w.fresh("product"), w.fresh("t")
     w.line(f"{res} = {out}.reshape(({batch}, {m}, {n}))")
@@ -242,10 +248,12 @@ def _operand(param: str, batch_dims, rows, cols, batch: int, r: int, c: int,
     else a transposed copy."""
     order = [*batch_dims, *rows, *cols]
     if order == sorted(order):
-        view = f"np.ascontiguousarray({param})"
+        view = f"contiguous({param})"
+        if plain and len(order) < 2:  # a vector
+            return f"as_matrix({view}, {r}, {c})"
         return view if plain else f"{view}.reshape(({batch}, {r}, {c}))"
     if [*batch_dims, *cols, *rows] == sorted(order):
-        view = f"np.ascontiguousarray({param})"
+        view = f"contiguous({param})"
         return f"{view}.T" if plain else f"{view}.reshape(({batch}, {c}, {r})).transpose(0, 2, 1)"
-    return (f"np.ascontiguousarray(np.transpose({param}, {tuple_text(order)}))"
+    return (f"contiguous(np.transpose({param}, {tuple_text(order)}))"
             f".reshape(({batch}, {r}, {c}))")

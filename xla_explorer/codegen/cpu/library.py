@@ -48,14 +48,14 @@ def emit_library_call(inst: Instruction, name: str) -> KernelSource:
     first = inst.operands[0].dims
     if target == "linalg.lstsq":  # one problem, no batch; its rank a 1-element array
         lead: tuple[int, ...] = ()
-        views = [f"np.ascontiguousarray(p{k})" for k in range(len(inst.operands))]
+        views = [f"contiguous(p{k})" for k in range(len(inst.operands))]
         views += [f"out{k}" if s.dims else f"out{k}.reshape((1,))"
                   for k, s in enumerate(outputs)]
         batch = 1
     else:
         lead = first[:-2]
         batch = prod(lead)
-        views = [f"np.ascontiguousarray(p{k}).reshape({tuple_text((batch,) + o.dims[len(lead):])})"
+        views = [f"contiguous(p{k}).reshape({tuple_text((batch,) + o.dims[len(lead):])})"
                  for k, o in enumerate(inst.operands)]
         views += [f"out{k}.reshape({tuple_text((batch,) + s.dims[len(lead):])})"
                   for k, s in enumerate(outputs)]

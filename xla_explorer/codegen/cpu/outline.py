@@ -55,7 +55,7 @@ def _typed(value: str, known: dict) -> tuple | None:
     layout) or ("scalar", dtype), or None if it is not one the worker can be told."""
     # A product's operand (cpu/dot.py): a parameter made contiguous, perhaps transposed
     # first, perhaps reshaped to (batch, rows, columns), perhaps transposed after.
-    m = re.fullmatch(r"np\.ascontiguousarray\((?:np\.transpose\()?(\w+)(?:, \([\d, ]*\)\))?\)"
+    m = re.fullmatch(r"contiguous\((?:np\.transpose\()?(\w+)(?:, \([\d, ]*\)\))?\)"
                      r"(?:\.reshape\(\(([\w, ]*)\)\))?(\.T|\.transpose\([\d, ]*\))?", value)
     if m:
         base = known.get(m.group(1))
@@ -65,6 +65,10 @@ def _typed(value: str, known: dict) -> tuple | None:
         if not m.group(3):
             return ("array", base[1], ndim, "C")
         return ("array", base[1], ndim, "F" if m.group(3) == ".T" and ndim == 2 else "A")
+    m = re.fullmatch(r"as_matrix\((.*), \w+, \w+\)", value)  # a vector as a matrix (dot.py)
+    if m:
+        base = known.get(m.group(1)) or _typed(m.group(1), known)
+        return ("array", base[1], 2, "C") if base and base[0] == "array" else None
     m = re.fullmatch(r"(\w+)\.reshape\(\(([\w, ]*)\)\)", value)  # a C array's view
     if m:
         base = known.get(m.group(1))

@@ -36,6 +36,10 @@ def matmul(a, c):
     _, x, y = _promote_pair(a, c, value)
     if x.shape.rank == 0 or y.shape.rank == 0:
         raise located(TraceError, "np.matmul does not take scalars", "np.matmul", "Use *.")
+    if x.shape.rank <= 2 and y.shape.rank <= 2:
+        # No batch: one dot, a vector operand kept a vector, as jax.numpy.matmul writes it
+        # (a reshape to a matrix would be a kernel of its own, a copy, for a parameter).
+        return wrap(b.dot(x, y, (), (x.shape.rank - 1,), (), (0,)), value, "np.matmul")
     xv = x if x.shape.rank > 1 else b.reshape(x, (1,) + x.dims)
     yv = y if y.shape.rank > 1 else b.reshape(y, y.dims + (1,))
     batch = np.broadcast_shapes(xv.dims[:-2], yv.dims[:-2])

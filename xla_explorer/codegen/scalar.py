@@ -83,7 +83,6 @@ def nonnegative(typingctx, i):
     return i(i), codegen
 
 
-
 @intrinsic
 def as_matrix(typingctx, array, rows, cols):
     """A C-contiguous array (a vector, a scalar's 0-d array) as the rows x cols matrix of
@@ -133,6 +132,7 @@ def contiguous(typingctx, array):
                                         args)
 
     return result(array), codegen
+
 
 # -- maximum, minimum and clamp -------------------------------------------------------------
 # Element-wise, np.maximum(a, b) is `a if (a > b or a is NaN) else b`: NaN if either is NaN,

@@ -817,3 +817,32 @@ def test_the_progress_counts_a_loop_bodys_functions_too(shell, monkeypatch, tmp_
     for _ in range(3):
         want = want * 2 + 1
     np.testing.assert_array_equal(shell.user_ns["v"], want)
+
+
+@pytest.mark.slow  # a Jupyter kernel of its own
+def test_a_jupyter_kernel_starts_numba_while_idle_after_load_ext(tmp_path):
+    # Between cells, on the kernel's own thread: Numba imported without SciPy's linear
+    # algebra, and the next %%xla cell compiles and answers.
+    import nbformat
+    from nbclient import NotebookClient
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(c) for c in (
+        "%load_ext xla_explorer\nimport sys\nimport numpy as np\n"
+        "print('numba' in sys.modules)",
+        "import asyncio\nawait asyncio.sleep(1)  # idle, as while the next cell is written\n"
+        "print('numba.np.arraymath' in sys.modules, 'scipy.linalg' in sys.modules)",
+        "x = np.linspace(-1, 1, 300, dtype=np.float32)",
+        "%%xla --quiet\ny = np.tanh(x) * 2",
+        "print(np.allclose(y, np.tanh(x) * 2, rtol=1e-6))")]
+    env = {"XLA_EXPLORER_CACHE": str(tmp_path)}
+    client = NotebookClient(nb, timeout=120, kernel_name="python3", resources={
+        "metadata": {"path": str(tmp_path)}})
+    with pytest.MonkeyPatch.context() as mp:
+        for k, v in env.items():
+            mp.setenv(k, v)
+        client.execute()
+    texts = ["".join(o.get("text", "") for o in c.outputs) for c in nb.cells]
+    assert texts[0] == "False\n"  # loading the extension imports no Numba itself
+    assert texts[1] == "True False\n"
+    assert texts[4] == "True\n"

@@ -7,6 +7,7 @@ shown short, quoting the cell's line, unless --debug asks for the traceback.
 """
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import html
 import re
@@ -23,6 +24,9 @@ from .viz.cell_text import cache_report, short_error, summary
 
 # Backends planned but not registered yet: --backend names them, with what to use instead.
 NOT_BUILT: dict[str, str] = {}
+# After `%load_ext`, how long the kernel waits before starting Numba: long enough that the
+# cell's reply has gone out, so the cell is seen done at once.
+START_AFTER_SECONDS = 0.05
 
 
 def show(run: CellRun, cache_info) -> None:
@@ -148,8 +152,17 @@ class XlaMagics(Magics):
 
 
 def load_ipython_extension(ip) -> None:
-    """`%load_ext xla_explorer`."""
+    """`%load_ext xla_explorer`: the magics; and in a Jupyter kernel, Numba started once
+    this cell is done, while the next is written."""
     ip.register_magics(XlaMagics(ip))
+    try:
+        # The kernel's event loop, on this thread: its callbacks run between cells. (A
+        # thread of its own would import Numba beside the cell's imports, and a first
+        # cell hung on llvmlite's lock; docs/performance.md.)
+        loop = asyncio.get_running_loop()
+    except RuntimeError:  # a terminal's IPython: nothing runs between its cells
+        return
+    loop.call_later(START_AFTER_SECONDS, get_backend("cpu").start)
 
 
 def unload_ipython_extension(ip) -> None:

@@ -63,6 +63,11 @@ class Backend:
         return default_passes(autocluster=options.autocluster, roll_loops=self.runs_loops,
                               scratch=self.scratch_bytes)
 
+    def start(self) -> None:
+        """Do now what this target's first compile in a process would wait for, so that
+        it does not (called while a notebook is idle: `%load_ext xla_explorer`). Nothing,
+        by default."""
+
     def configured(self, **options) -> Backend:
         """This backend with options of its own (`xe.jit(f, backend="dask", chunks=...)`):
         none by default."""

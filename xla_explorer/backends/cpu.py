@@ -35,6 +35,15 @@ class CpuBackend(Backend):
         # its step: a training step's 512 KiB of it goes where the activations were.
         return cpu_scratch_bytes(module, inst)
 
+    def start(self) -> None:
+        """Numba started: imported (as codegen/numba_start.py imports it) and its registries
+        of NumPy's implementations loaded, about 0.3 s of a process's first answer."""
+        from ..codegen import numba_start  # noqa: F401
+        from numba.core.registry import cpu_target
+
+        cpu_target.target_context.refresh()
+        cpu_target.typing_context.refresh()
+
     def compile(self, module: Module, assignment: BufferAssignment | None) -> Executable:
         # Imported here: Numba takes a while to import, and `import xla_explorer` should not.
         from ..runtime.executable import CpuExecutable

@@ -27,7 +27,7 @@ import threading
 import numpy as np
 from llvmlite import binding as llvm
 from llvmlite import ir
-from numba import cfunc, njit, prange, types
+from numba import cfunc, prange, types
 from numba.core import cgutils
 from numba.core.errors import TypingError
 from numba.extending import intrinsic
@@ -181,23 +181,41 @@ def _call_worker(typingctx, worker, thread, address):
     return types.none(types.int64, types.int64, types.int64), codegen
 
 
-@intrinsic
-def _address(typingctx, block):
-    """The data pointer of an array, as an int64."""
-    def codegen(context, builder, signature, args):
-        arr = context.make_array(signature.args[0])(context, builder, args[0])
-        return builder.ptrtoint(arr.data, ir.IntType(64))
-
-    return types.int64(block), codegen
-
-
-@njit(parallel=True, cache=True)
-def launch(worker, count, block):
+@cfunc(types.void(types.int64, types.int64, types.int64), parallel=True, cache=True)
+def _launch(worker, count, address):
     """Run the thread worker at address `worker` as `count` loop iterations shared by the
-    threads, each given `block`'s address; returns once all have."""
-    address = _address(block)
+    threads, each given `address` (its argument block's); returns once all have."""
     for thread in prange(count):
         _call_worker(worker, np.int64(thread), address)
+
+
+# Kernels call the launcher by this name, as they reach a worker: a kernel calling an
+# `@njit` launcher would have its parallel loop linked in and compiled again into its
+# machine code (about 0.05 s of every kernel with a parallel loop, docs/performance.md).
+LAUNCH_SYMBOL = "xe_launch"
+llvm.add_symbol(LAUNCH_SYMBOL, _launch.address)
+
+
+@intrinsic
+def launch(typingctx, worker, count, block):
+    """Run the thread worker at address `worker` as `count` loop iterations shared by the
+    threads, each given `block`'s address (an argument block, an int64 array); returns
+    once all have. A call of the launcher compiled once, by its symbol."""
+    if not (isinstance(worker, types.Integer) and isinstance(count, types.Integer)
+            and isinstance(block, types.Array)):
+        return None
+
+    def codegen(context, builder, signature, args):
+        i64 = ir.IntType(64)
+        fn = cgutils.get_or_insert_function(
+            builder.module, ir.FunctionType(ir.VoidType(), [i64, i64, i64]), LAUNCH_SYMBOL)
+        arr = context.make_array(signature.args[2])(context, builder, args[2])
+        builder.call(fn, [context.cast(builder, args[0], signature.args[0], types.int64),
+                          context.cast(builder, args[1], signature.args[1], types.int64),
+                          builder.ptrtoint(arr.data, i64)])
+        return context.get_dummy_value()
+
+    return types.none(worker, count, block), codegen
 
 
 # -- thread workers: compiled lazily, when their program first runs -------------------------

@@ -138,7 +138,11 @@ def generate_program(module: Module, assignment,
     # tenth of a second to the cold compile.
     statements = sum(1 for d in driver if not d.lstrip().startswith("#"))
     compiled = statements > 1 or compiled_driver
-    decorator = ("@njit(cache=True)\n" if compiled else
+    # A loop body's driver is inlined into the loop's kernel, the one that calls it, as
+    # Numba IR: compiled on its own as well, its kernels were compiled into machine code
+    # three times (heat, 200 steps as a fori_loop: 0.45 -> 0.39 s after Numba's start).
+    decorator = ("@njit(cache=True, inline='always')\n" if compiled_driver else
+                 "@njit(cache=True)\n" if compiled else
                  "# One kernel: calling it from Python is already one dispatch.\n")
     python_driver = driver
     if compiled:

@@ -163,10 +163,11 @@ for what, seconds in (("first compile (fresh process, empty cache)", first),
 # %% [markdown]
 # XLA's own numbers for comparison, measured on the same kind of machine
 # (`docs/performance.md`, "Time to the first answer"): `jax.jit` answers a small program's
-# first call in 50-180 ms, because XLA:CPU compiles only its fusions and calls a library,
-# compiled once, for everything else, and a new shape in 20-130 ms, compiling it all again.
-# Numba takes 0.1-0.7 s a kernel, so the first compile here is several times slower; the disk
-# hit is mostly Numba starting up; a new shape that reuses its kernels takes milliseconds.
+# first call in 40-140 ms, because XLA:CPU compiles only its fusions and calls a library,
+# compiled once, for everything else, and a new shape in 15-110 ms, compiling it all again.
+# Numba takes about 0.25 s to start in a process and 0.05-0.2 s a kernel, so the first
+# compile here is several times slower; the disk hit is mostly Numba starting up; a new
+# shape that reuses its kernels takes milliseconds.
 #
 # **Not waiting at all.** `xe.jit(f, tiered=True)` answers a call with a new signature on
 # the interpreter (NumPy, op by op, the same HLO) while the kernels compile in a background

@@ -223,3 +223,25 @@ def test_importing_the_package_leaves_numba_unloaded():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout.strip()
     assert out == "False"
+
+
+def test_the_cpu_backend_starts_numba_without_scipy_unless_a_compile_thread_may_be():
+    # What `%load_ext xla_explorer` runs while the kernel is idle: Numba imported and its
+    # NumPy implementations loaded, SciPy's linear algebra left out (codegen/numba_start.py);
+    # nothing while a thread of ours (a tiered compile) may be importing Numba itself.
+    import subprocess
+    import sys
+
+    code = ("import sys, threading, xla_explorer\n"
+            "from xla_explorer.backends import get_backend\n"
+            "busy = threading.Event()\n"
+            "t = threading.Thread(target=busy.wait, name='xla-explorer: compiling f')\n"
+            "t.start()\n"
+            "get_backend('cpu').start()\n"
+            "print('numba' in sys.modules)\n"
+            "busy.set(); t.join()\n"
+            "get_backend('cpu').start()\n"
+            "print('numba.np.arraymath' in sys.modules, 'scipy.linalg' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.split()
+    assert out == ["False", "True", "False"]

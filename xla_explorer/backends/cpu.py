@@ -5,6 +5,8 @@ tuning values (parallel thresholds, prefetching) than the measured defaults."""
 from __future__ import annotations
 
 import dataclasses
+import sys
+import threading
 
 from ..codegen.options import DEFAULT_OPTIONS, CodegenOptions
 from ..codegen.packing import cpu_scratch_bytes
@@ -37,12 +39,20 @@ class CpuBackend(Backend):
 
     def start(self) -> None:
         """Numba started: imported (as codegen/numba_start.py imports it) and its registries
-        of NumPy's implementations loaded, about 0.3 s of a process's first answer."""
+        of NumPy's implementations loaded, about 0.3 s of a process's first answer. Not
+        where Numba is imported already, or may be being imported by a compile in a thread
+        of ours (`tiered=True`): two threads importing it at once can hang on llvmlite's
+        lock."""
+        if "numba" in sys.modules or any(t.name.startswith("xla-explorer")
+                                         for t in threading.enumerate()):
+            return
         from ..codegen import numba_start  # noqa: F401
+        from numba.core.compiler_lock import global_compiler_lock
         from numba.core.registry import cpu_target
 
-        cpu_target.target_context.refresh()
-        cpu_target.typing_context.refresh()
+        with global_compiler_lock:  # as a compile holds it while it loads them
+            cpu_target.target_context.refresh()
+            cpu_target.typing_context.refresh()
 
     def compile(self, module: Module, assignment: BufferAssignment | None) -> Executable:
         # Imported here: Numba takes a while to import, and `import xla_explorer` should not.

@@ -83,6 +83,28 @@ def nonnegative(typingctx, i):
     return i(i), codegen
 
 
+def contiguous_view(context, builder, result, data, dims, parent):
+    """Codegen of an intrinsic that views memory: the C-contiguous array of type `result`
+    over `data` (a pointer to its elements) with sizes `dims` (intp values), sharing the
+    memory of `parent` (an array's struct) and keeping it alive, as NumPy's views do. One
+    array made in a few instructions, where `reshape` or `view` would cost Numba a compile
+    of its implementation for each type (codegen/cpu/views.py)."""
+    from numba.core.imputils import impl_ret_borrowed
+    from numba.np.arrayobj import populate_array
+
+    intp = context.get_value_type(types.intp)
+    itemsize = llvm_ir.Constant(intp, context.get_abi_sizeof(context.get_data_type(result.dtype)))
+    strides, stride = [], itemsize
+    for d in reversed(dims):
+        strides.insert(0, stride)
+        stride = builder.mul(stride, d)
+    out = context.make_array(result)(context, builder)
+    populate_array(out, data=data, shape=cgutils.pack_array(builder, dims, ty=intp),
+                   strides=cgutils.pack_array(builder, strides, ty=intp), itemsize=itemsize,
+                   meminfo=parent.meminfo, parent=parent.parent)
+    return impl_ret_borrowed(context, builder, result, out._getvalue())
+
+
 @intrinsic
 def as_matrix(typingctx, array, rows, cols):
     """A C-contiguous array (a vector, a scalar's 0-d array) as the rows x cols matrix of
@@ -95,19 +117,10 @@ def as_matrix(typingctx, array, rows, cols):
     result = types.Array(array.dtype, 2, "C")
 
     def codegen(context, builder, signature, args):
-        from numba.core.imputils import impl_ret_borrowed
-        from numba.np.arrayobj import populate_array
-
         src = context.make_array(signature.args[0])(context, builder, args[0])
-        intp = context.get_value_type(types.intp)
         dims = [context.cast(builder, v, t, types.intp)
                 for v, t in zip(args[1:], signature.args[1:])]
-        out = context.make_array(result)(context, builder)
-        populate_array(out, data=src.data, shape=cgutils.pack_array(builder, dims, ty=intp),
-                       strides=cgutils.pack_array(
-                           builder, [builder.mul(dims[1], src.itemsize), src.itemsize], ty=intp),
-                       itemsize=src.itemsize, meminfo=src.meminfo, parent=src.parent)
-        return impl_ret_borrowed(context, builder, result, out._getvalue())
+        return contiguous_view(context, builder, result, src.data, dims, src)
 
     return result(array, rows, cols), codegen
 

@@ -165,16 +165,17 @@ def generate_program(module: Module, assignment,
     views = compiled and bool(plan.layout.temporaries)
     header = _header(HEADER.format(module=module.name, fastmath=_flags()), codes, views)
     source = header + "\n\n" + "\n\n".join([k.source for k in codes] + [driver_src])
-    files, entry, entry_stem, layout, numbers = _loaded(
-        module, plan, driver, decorator, arguments, compiled and not compiled_driver,
+    files, loads = _kernel_files(plan)
+    entry, entry_stem, layout, numbers = _driver_file(
+        module, loads, driver, decorator, arguments, compiled and not compiled_driver,
         compiled, views)
     first = first_stem = ""
     if compiled and not compiled_driver:
         # The first call's driver, in Python: its kernels compile as they are called, and
         # the compiled driver, which Numba would build by compiling every kernel again into
         # its own machine code, waits for a second call (the MLP step's: 0.37 s of 1.4 s).
-        _, first, first_stem, _, _ = _loaded(
-            module, plan, python_driver, FIRST_DECORATOR.format(entry=f"{entry_stem}.py"),
+        first, first_stem, _, _ = _driver_file(
+            module, loads, python_driver, FIRST_DECORATOR.format(entry=f"{entry_stem}.py"),
             arguments, False, False, False)
     return Program(module, source, {k.name: k.source for k in codes}, constants,
                    list(plan.outputs), plan.num_outputs, plan.kernel_of, plan.layout.arena_bytes,
@@ -183,14 +184,11 @@ def generate_program(module: Module, assignment,
                    None if numbers is None else tuple(numbers), first, first_stem)
 
 
-def _loaded(module: Module, plan: ProgramPlan, driver: list[str], decorator: str,
-            arguments: list[str], lift: bool, compiled: bool, views: bool) -> tuple:
-    """The program as the JIT loads it: each kernel a file of its own, named by its code, so
-    that a new shape (or another program) whose kernel comes out the same reuses it
-    (cpu/sizes.py), and the driver's file, which loads them. A compiled driver's offsets,
-    shapes and kernels' constants are passed in (`lift`), so that its code is the same at
-    every shape too. Returns (kernel files by name, the driver's file, its name, the
-    driver's layout, its numbers)."""
+def _kernel_files(plan: ProgramPlan) -> tuple[dict[str, str], list[str]]:
+    """The program's kernels as the JIT loads them: each a file of its own, named by its
+    code, so that a new shape (or another program) whose kernel comes out the same reuses it
+    (cpu/sizes.py). Returns (the files' texts by name, the lines a driver's file binds its
+    kernels with)."""
     files, loads = {}, []
     for launch in plan.launches:
         k = launch.code
@@ -201,6 +199,15 @@ def _loaded(module: Module, plan: ProgramPlan, driver: list[str], decorator: str
         stem = f"{k.name}_{sizes.code_key(k.source, head)}"
         files[stem] = head + "\n\n" + k.source
         loads.append(f"{k.name} = loaded_function({stem!r}, {k.name!r})\n")
+    return files, loads
+
+
+def _driver_file(module: Module, loads: list[str], driver: list[str], decorator: str,
+                 arguments: list[str], lift: bool, compiled: bool, views: bool) -> tuple:
+    """The driver's file, which loads the kernels (`loads`, from `_kernel_files`). A
+    compiled driver's offsets, shapes and kernels' constants are passed in (`lift`), so that
+    its code is the same at every shape too. Returns (its text, its name, the driver's
+    layout, its numbers)."""
     layout = numbers = None
     made = ""
     if lift:
@@ -217,7 +224,7 @@ def _loaded(module: Module, plan: ProgramPlan, driver: list[str], decorator: str
     head = _header(HEADER.format(module=module.name, fastmath=_flags()), [], views) + LOAD_IMPORT
     code = "".join(loads) + "\n\n" + made + run + "\n"
     stem = f"{identifier(module.name)}_{sizes.code_key(code, head)}"
-    return files, head + code, stem, layout, numbers
+    return head + code, stem, layout, numbers
 
 
 def _flags() -> str:

@@ -12,12 +12,11 @@ from a pointer.
 from __future__ import annotations
 
 import numpy as np
-from llvmlite import ir
 from numba import njit, types
 from numba.core import cgutils
-from numba.core.imputils import impl_ret_borrowed
 from numba.extending import intrinsic
-from numba.np.arrayobj import populate_array
+
+from ..scalar import contiguous_view
 
 __all__ = ["arena_view", "copy_into", "flat"]
 
@@ -40,24 +39,12 @@ def arena_view(typingctx, arena, offset, shape, dtype):
     def codegen(context, builder, signature, args):
         arena_t, offset_t, shape_t = signature.args[:3]
         parent = context.make_array(arena_t)(context, builder, args[0])
-        intp = context.get_value_type(types.intp)
         start = context.cast(builder, args[1], offset_t, types.intp)
-        itemsize = context.get_abi_sizeof(context.get_data_type(element))
         dims = [context.cast(builder, builder.extract_value(args[2], k), shape_t[k], types.intp)
                 for k in range(len(shape_t))]
-        strides, stride = [], ir.Constant(intp, itemsize)
-        for d in reversed(dims):
-            strides.insert(0, stride)
-            stride = builder.mul(stride, d)
         data = builder.bitcast(builder.gep(parent.data, [start]),
                                context.get_data_type(element).as_pointer())
-        out = context.make_array(result)(context, builder)
-        populate_array(out, data=data, shape=cgutils.pack_array(builder, dims, ty=intp),
-                       strides=cgutils.pack_array(builder, strides, ty=intp),
-                       itemsize=ir.Constant(intp, itemsize), meminfo=parent.meminfo,
-                       parent=parent.parent)
-        # The view holds a reference to the arena's memory, as NumPy's views do.
-        return impl_ret_borrowed(context, builder, result, out._getvalue())
+        return contiguous_view(context, builder, result, data, dims, parent)
 
     return result(arena, offset, shape, dtype), codegen
 
@@ -72,15 +59,10 @@ def flat(typingctx, array):
 
     def codegen(context, builder, signature, args):
         src = context.make_array(signature.args[0])(context, builder, args[0])
-        intp = context.get_value_type(types.intp)
-        size = ir.Constant(intp, 1)
+        size = context.get_constant(types.intp, 1)
         for d in cgutils.unpack_tuple(builder, src.shape, signature.args[0].ndim):
             size = builder.mul(size, d)
-        out = context.make_array(result)(context, builder)
-        populate_array(out, data=src.data, shape=cgutils.pack_array(builder, [size], ty=intp),
-                       strides=cgutils.pack_array(builder, [src.itemsize], ty=intp),
-                       itemsize=src.itemsize, meminfo=src.meminfo, parent=src.parent)
-        return impl_ret_borrowed(context, builder, result, out._getvalue())
+        return contiguous_view(context, builder, result, src.data, [size], src)
 
     return result(array), codegen
 

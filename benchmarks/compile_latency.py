@@ -8,7 +8,10 @@ For each program, per round (rounds interleave the runners, so a slow moment hit
   cold       a fresh process and an empty kernel cache: `xe.jit(f)(*args)` from the call to
              the result (imports and making the inputs are not counted; Numba's start-up,
              paid by the first compile of a process, is)
-  disk       a second fresh process on the same cache: the kernels are on disk
+  disk       a second fresh process on the same cache: the program's kernel image is on
+             disk (runtime/native.py), linked without starting Numba
+  numba disk a third, with images turned off (XLA_EXPLORER_IMAGES=0): the kernels from
+             Numba's own disk cache, Numba started
   new shape  in the cold process, right after: the same program on inputs of a new shape
   tiered     a fresh process, an empty cache, `xe.jit(f, tiered=True)`: the first answer
              (the interpreter's, while the kernels compile in the background), and the time
@@ -206,10 +209,11 @@ print(json.dumps(seconds))
 LIMIT_SECONDS = 300
 
 
-def child(name: str, runner: str, cache: str) -> list[float]:
+def child(name: str, runner: str, cache: str, images: bool = True) -> list[float]:
     code = CHILD.format(bench_dir=os.path.dirname(os.path.abspath(__file__)), name=name,
                         runner=runner)
-    env = dict(os.environ, XLA_EXPLORER_CACHE=cache, JAX_PLATFORMS="cpu")
+    env = dict(os.environ, XLA_EXPLORER_CACHE=cache, JAX_PLATFORMS="cpu",
+               XLA_EXPLORER_IMAGES="1" if images else "0")
     try:
         done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
                               text=True, timeout=LIMIT_SECONDS)
@@ -221,14 +225,16 @@ def child(name: str, runner: str, cache: str) -> list[float]:
 
 
 def measure(name: str, repeats: int) -> dict:
-    rounds: dict[str, list] = {k: [] for k in ("cold", "disk", "new shape", "tiered",
-                                               "tiered ready", "jax", "jax new shape")}
+    rounds: dict[str, list] = {k: [] for k in ("cold", "disk", "numba disk", "new shape",
+                                               "tiered", "tiered ready", "jax",
+                                               "jax new shape")}
     for _ in range(repeats):
         with tempfile.TemporaryDirectory() as cache:
             cold = child(name, "ours", cache)
             rounds["cold"].append(cold[0])
             rounds["new shape"].append(cold[1])
             rounds["disk"].append(child(name, "ours", cache)[0])
+            rounds["numba disk"].append(child(name, "ours", cache, images=False)[0])
         with tempfile.TemporaryDirectory() as cache:
             tiered = child(name, "tiered", cache)
             rounds["tiered"].append(tiered[0])
@@ -246,12 +252,13 @@ def seconds(s: float) -> str:
 
 
 def table(results: dict) -> str:
-    head = ("| program | ours, empty cache | ours, kernels on disk | new shape | tiered: "
-            "first answer | tiered: kernels ready | jax.jit | jax, new shape | cold / jax "
-            "| disk / jax | tiered / jax |")
-    rows = [head, "|" + "---|" * 11]
+    head = ("| program | ours, empty cache | ours, kernel image on disk | Numba's cache on "
+            "disk | new shape | tiered: first answer | tiered: kernels ready | jax.jit | jax, "
+            "new shape | cold / jax | disk / jax | tiered / jax |")
+    rows = [head, "|" + "---|" * 12]
     for name, r in results.items():
         rows.append(f"| {name} | {seconds(r['cold'])} | {seconds(r['disk'])} | "
+                    f"{seconds(r['numba disk'])} | "
                     f"{seconds(r['new shape'])} | {seconds(r['tiered'])} | "
                     f"{seconds(r['tiered ready'])} | {seconds(r['jax'])} | "
                     f"{seconds(r['jax new shape'])} | {r['cold'] / r['jax']:.1f}x | "

@@ -119,12 +119,14 @@ def _fast_key(args) -> tuple | None:
     """The cache key of a call whose arguments are all NumPy arrays or Python numbers: each
     array's shape and dtype, each number's type; None for anything else (the full
     `signature` decides those). Cheaper than `signature`: no conversion, no dtype.str. A
-    strided array is None too: the full path passes kernels a C-contiguous copy."""
+    strided array is None too: the full path passes kernels a C-contiguous copy; so is one
+    whose elements are not aligned (kernels are compiled for aligned ones)."""
     key = []
     for a in args:
         t = type(a)
         if t is np.ndarray:
-            if not a.flags.c_contiguous:
+            flags = a.flags
+            if not (flags.c_contiguous and flags.aligned):
                 return None
             key.append((a.shape, a.dtype))
         elif t in _SCALAR_TYPES:

@@ -55,11 +55,28 @@ class CpuBackend(Backend):
             cpu_target.typing_context.refresh()
 
     def compile(self, module: Module, assignment: BufferAssignment | None) -> Executable:
+        """The program from its kernel image where an earlier process left one and Numba
+        has not started here (runtime/native.py: images are there to spare its start; once
+        it runs, its own cache loads a kernel in milliseconds), else compiled by Numba."""
+        from ..runtime import native
+
+        if self.loop_body or assignment is None or not native.enabled():
+            return self._compile(module, assignment, None)
+        key = native.image_key(module, self.compile_key())
+        found = None
+        if "numba" not in sys.modules:
+            found = native.open_image(module, assignment, key,
+                                      lambda: self._compile(module, assignment, key))
+        return found if found is not None else self._compile(module, assignment, key)
+
+    def _compile(self, module: Module, assignment, image_key: str | None) -> Executable:
         # Imported here: Numba takes a while to import, and `import xla_explorer` should not.
         from ..runtime.executable import CpuExecutable
 
-        return CpuExecutable(module, assignment, self.options, self._loop_bodies(module),
-                             compiled_driver=self.loop_body)
+        executable = CpuExecutable(module, assignment, self.options, self._loop_bodies(module),
+                                   compiled_driver=self.loop_body)
+        executable.image_key = image_key  # its image is written after its first calls
+        return executable
 
     def _loop_bodies(self, module: Module) -> dict:
         """Each while loop's body, compiled by the same pipeline as a program of its own

@@ -36,12 +36,12 @@ from __future__ import annotations
 
 # Numba's threads are started by codegen/parallel.py (imported through gemm_ir below), which
 # first tells OpenMP how they wait and how much stack each gets: the product packs B there.
-import llvmlite.binding as llvm
 import numpy as np
 from numba import carray, cfunc, njit, prange, types
 
 from .gemm_ir import (MR, NV, PACK_ROWS, VECTOR_BYTES, copy_panel_row, local_array, short_tile,
                       tile, tile_packing, transpose_strip)
+from . import objects
 from .packing import WIDEST_PANEL_BYTES, packed_b_size
 
 # packed_b_size, which the buffer assignment asks before Numba loads, sizes panels this wide.
@@ -349,7 +349,7 @@ def _pack_t_f64(bt, k, n, bp, q0, q1, r0, r1, jp0, jp1):
 def _symbol(entry, name: str, *args) -> types.ExternalFunction:
     """`entry` as an external symbol LLVM resolves by name when a kernel is linked, which keeps
     the kernels cacheable (an address would be baked into their code)."""
-    llvm.add_symbol(name, entry.address)
+    objects.define(name, entry)
     return types.ExternalFunction(name, types.void(*args))
 
 

@@ -7,11 +7,14 @@ of every process's first answer here, kernels on disk included (docs/performance
 kernel of ours calls those two; the linear algebra we do call (`np.linalg`, codegen/linalg.py)
 imports SciPy's LAPACK when it compiles, as before. So arraymath is imported here first, told
 that there is no BLAS: Numba's `np.correlate` and `np.convolve` then use their own loop.
-Imported by every module whose import compiles or loads Numba code.
+Imported by every module whose import compiles or loads Numba code; it also has Numba keep
+each cached function's object code, for kernel images (codegen/objects.py).
 """
 from __future__ import annotations
 
 import sys
+
+from . import objects
 
 
 def _start() -> None:
@@ -32,4 +35,5 @@ def _start() -> None:
             linalg.ensure_blas = real
 
 
+objects.install()  # before Numba makes its code generator
 _start()

@@ -230,17 +230,23 @@ class GeneratedExecutable(Executable):
 
     def gather(self, outs: list, arguments: Sequence, constants: Sequence,
                copy: Callable) -> list:
-        """The root's values in order, from the program's outputs (`program.outputs`): an
-        output buffer, a parameter, or a constant, each `copy`'d where the caller would
-        otherwise share it (an input, a constant, one buffer returned twice)."""
-        results = []
-        for where, k in self.program.outputs:
-            if where == "output":
-                value = outs[k]
-                # The same array returned twice is the caller's twice: copy the repeat.
-                results.append(value if not any(r is value for r in results) else copy(value))
-            elif where == "parameter":
-                results.append(copy(arguments[k]))
-            else:
-                results.append(copy(constants[k]))
-        return results
+        """The root's values in order, from the program's outputs (`gather`)."""
+        return gather(self.program.outputs, outs, arguments, constants, copy)
+
+
+def gather(outputs: Sequence[tuple[str, int]], outs: Sequence, arguments: Sequence,
+           constants: Sequence, copy: Callable) -> list:
+    """The root's values in order, from a program's `outputs`: each an output buffer, a
+    parameter, or a constant, `copy`'d where the caller would otherwise share it (an input,
+    a constant, one buffer returned twice)."""
+    results: list = []
+    for where, k in outputs:
+        if where == "output":
+            value = outs[k]
+            # The same array returned twice is the caller's twice: copy the repeat.
+            results.append(value if not any(r is value for r in results) else copy(value))
+        elif where == "parameter":
+            results.append(copy(arguments[k]))
+        else:
+            results.append(copy(constants[k]))
+    return results

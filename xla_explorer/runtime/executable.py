@@ -1,8 +1,5 @@
-"""A compiled module: the generated Numba program, its arena, and a NumPy-in, NumPy-out call.
-
-The arena is allocated once per executable and reused by every call; outputs are allocated
-with NumPy for each call (NumPy's allocator fills a fresh array fastest,
-docs/machine-facts.md) and handed to the caller as arrays of their own. One call is one
+"""A compiled module: the generated Numba program, its arena, and a NumPy-in, NumPy-out call
+(runtime/arena_call.py). One call is one
 dispatch into Numba: the driver `run` calls every kernel in schedule order. The first call
 runs the same driver written in Python, so that Numba compiles each kernel once, and the
 second compiles `run` (which compiles its kernels into its own machine code again).
@@ -11,10 +8,7 @@ from __future__ import annotations
 
 import re
 import sys
-import threading
 import time
-from math import prod
-from typing import Sequence
 
 import numpy as np
 from numba import njit
@@ -28,48 +22,23 @@ from ..errors import CompileError
 from ..ir.module import Module
 from ..ir.printer import format_instruction
 from ..passes.buffer_assignment import BufferAssignment
-from .base import F16, GeneratedExecutable, half_bits
-
-
-def _aligned_bytes(nbytes: int) -> np.ndarray:
-    """np.empty(nbytes, np.uint8) starting at a multiple of CACHE_LINE bytes: a view into a
-    byte array CACHE_LINE bytes longer. The arena is made so (NumPy aligns to 16 bytes): the
-    threads of a product split the packed B in it, and a line holding the end of one thread's
-    part and the start of another's would pass between their cores at every write. So are
-    the outputs a product writes (`Program.line_outputs`): it stores into C a register tile
-    at a time, again and again, and a vector store that straddles two lines costs two.
-    Other outputs keep np.empty: their kernels write each line once, and gain nothing on a
-    line (docs/performance.md). Made when an executable is, before Numba runs anything:
-    its address from NumPy."""
-    raw = np.empty(nbytes + CACHE_LINE, np.uint8)
-    start = -raw.__array_interface__["data"][0] % CACHE_LINE
-    return raw[start:start + nbytes]
-
-
-def _aligned_array(dims: tuple, dtype: np.dtype) -> np.ndarray:
-    """An output np.empty(dims, dtype) starting on a cache line (`_aligned_bytes`), made for
-    each call: one array over the bytes it is cut from, so that it carries no chain of views
-    (at a few elements, their headers count in what a call allocates)."""
-    nbytes = dtype.itemsize * prod(dims)
-    raw = np.empty(nbytes + CACHE_LINE, np.uint8)
-    return np.ndarray(dims, dtype, buffer=raw, offset=_to_line(raw))
-
-
-def _new_output(dims: tuple, dtype: np.dtype, on_line: bool) -> np.ndarray:
-    return _aligned_array(dims, dtype) if on_line else np.empty(dims, dtype)
+from .arena_call import ArenaCall, aligned_bytes, copy_array
+from .base import GeneratedExecutable, half_bits
 
 
 @njit(cache=True)
 def _to_line(raw):
-    """Bytes from raw's start to the next cache line. Asked of Numba: NumPy's own ways to
-    tell an address (`__array_interface__`, `.ctypes`) build a dict or an object for it,
-    which weighed 300 to 400 bytes in every product's call (notebook 06's 1024^2 product
-    allocated more than eager NumPy's for it)."""
+    """Bytes from raw's start to the next cache line (ArenaCall._to_line): NumPy's own ways
+    to tell an address weighed 300 to 400 bytes in every product's call (notebook 06's
+    1024^2 product allocated more than eager NumPy's for it)."""
     return -raw.ctypes.data % CACHE_LINE
 
 
-class CpuExecutable(GeneratedExecutable):
+class CpuExecutable(ArenaCall, GeneratedExecutable):
     """`module` compiled for the CPU with its buffer assignment."""
+
+    # Where its kernel image goes once it has run (runtime/native.py); None: nowhere.
+    image_key: str | None = None
 
     def __init__(self, module: Module, assignment: BufferAssignment,
                  options: CodegenOptions = DEFAULT_OPTIONS, bodies: dict | None = None,
@@ -80,9 +49,8 @@ class CpuExecutable(GeneratedExecutable):
         self.compiled_driver = compiled_driver
         super().__init__(module, assignment)
         # The buffer assignment's temporaries, then the kernels' scratch space (packed B).
-        self.arena = _aligned_bytes(self.program.arena_bytes)
-        # Held by the call running on `arena`; a concurrent call allocates its own (`_call`).
-        self._arena_free = threading.Lock()
+        self.arena = aligned_bytes(self.program.arena_bytes)
+        self._to_line = _to_line
         # The generated Numba function: run(arena, *parameters, *constants, *outputs).
         self.entry = self._py.run
         # The first call's driver, in Python, while `entry` is not compiled (None: there is
@@ -90,19 +58,8 @@ class CpuExecutable(GeneratedExecutable):
         self._first_entry = None
         if self.program.first and not cache.numba_cached(self.program.entry_stem, "run"):
             self._first_entry = cache.loaded_function(self.program.first_stem, "run")
-        # What each call allocates and returns, worked out once for the call path.
-        self._out_specs = [(s.dims, np.dtype(s.dtype), k in self.program.line_outputs)
-                           for k, s in enumerate(self.output_shapes)]
-        self._returns_outputs = list(self.program.outputs) == [
-            ("output", k) for k in range(len(self.output_shapes))]
-        # Output buffers only, each once but in another order: picked without `gather`'s
-        # checks, which allocate (a clustered call's peak counts them).
-        picks = [k for where, k in self.program.outputs if where == "output"]
-        self._picks = (picks if len(picks) == len(self.program.outputs) == len(set(picks))
-                       else None)
-        # Kernels take float16 arrays as their bits (codegen/writer.storage_type).
-        self._half = (any(p.dtype == F16 for p in self.params)
-                      or any(spec[1] == F16 for spec in self._out_specs))
+        self._prepare_call(self.output_shapes, self.program.outputs, self.program.line_outputs,
+                           self.params)
         self._kernel_constants = [half_bits(c) for c in self.constants]
         # The driver's offsets and shapes, then its kernels' constants, after every other
         # argument (codegen/cpu/sizes.py).
@@ -184,26 +141,6 @@ class CpuExecutable(GeneratedExecutable):
                     return format_instruction(inst, metadata=False).strip()
         return ""
 
-    def run_arrays(self, arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
-        """Run on arrays already of the parameters' shapes and dtypes: the cached call path,
-        which checked them by its signature key, so nothing here checks them again. The
-        outputs are a tuple while the kernels run (Python keeps tuples ready-made, where a
-        list's items would count in the call's peak) and a list once they are done."""
-        specs = self._out_specs
-        if len(specs) == 1:  # no comprehension: its function object would count there too
-            outs: tuple = (_new_output(*specs[0]),)
-        else:
-            outs = tuple([_new_output(*spec) for spec in specs])
-        if self._half:
-            self._call([half_bits(a) for a in arrays], [half_bits(o) for o in outs])
-        else:
-            self._call(arrays, outs)
-        if self._returns_outputs:  # each output once, in order: the common case
-            return list(outs)
-        if self._picks is not None:
-            return [outs[k] for k in self._picks]
-        return self.gather(outs, arrays, self.constants, _copy)
-
     def profile(self, *args, repeat: int = 5) -> list:
         """The call with each kernel called alone from Python, in schedule order, as the
         driver would call it, and timed (`last_call.kernels`)."""
@@ -222,7 +159,7 @@ class CpuExecutable(GeneratedExecutable):
             return time.perf_counter() - start
 
         self.last_call = self.time_launches(buffers, launch, repeat)
-        return self.gather(outs, arrays, self.constants, _copy)
+        return self.gather(outs, arrays, self.constants, copy_array)
 
     def _call(self, arrays, outs) -> None:
         if self.compile_seconds is None or self._first_entry is not None:
@@ -235,7 +172,7 @@ class CpuExecutable(GeneratedExecutable):
         else:
             # Another thread is running this program on its arena (two chunks of a Dask
             # worker at once): this call gets an arena of its own rather than share it.
-            arena = _aligned_bytes(self.program.arena_bytes)
+            arena = aligned_bytes(self.program.arena_bytes)
             self.entry(arena, *arrays, *self._kernel_constants, *outs, *self._layout)
 
     def _first_run(self, arrays, outs) -> None:
@@ -267,7 +204,16 @@ class CpuExecutable(GeneratedExecutable):
             raise self._compile_error(e) from e
         seconds = compiling.duration if compiling.done else 0.0
         self.compile_seconds = (self.compile_seconds or 0.0) + seconds
+        if self.image_key is not None:
+            self._save_image(compiled=first is None and hasattr(self.entry, "overloads"))
 
+    def _save_image(self, compiled: bool) -> None:
+        """The kernel image of what this call ran (its compiled driver, or its Python driver
+        and kernels), for a later process (runtime/native.py)."""
+        from .native_image import program_image
+        from .native import save_image
 
-def _copy(a: np.ndarray) -> np.ndarray:
-    return np.array(a, copy=True)
+        image = program_image(self, compiled)
+        if image is not None:
+            save_image(self.image_key, image)
+

@@ -95,6 +95,10 @@ class Program:
     # only driver): its file's text and name.
     first: str = ""
     first_stem: str = ""
+    # The Python driver's code without its file's imports (the first call's, or the one
+    # kernel's call): `run` and the constants it makes, which a kernel image runs with its
+    # kernels bound by name (runtime/native.py). "" for a loop body's program.
+    python_driver: str = ""
 
 
 def plan_cpu_program(module: Module, assignment,
@@ -144,7 +148,7 @@ def generate_program(module: Module, assignment,
     decorator = ("@njit(cache=True, inline='always')\n" if compiled_driver else
                  "@njit(cache=True)\n" if compiled else
                  "# One kernel: calling it from Python is already one dispatch.\n")
-    python_driver = driver
+    python_lines = driver
     if compiled:
         driver = driver_lines(plan, call, _arena_view)
     arguments = driver_arguments(plan)
@@ -166,22 +170,25 @@ def generate_program(module: Module, assignment,
     header = _header(HEADER.format(module=module.name, fastmath=_flags()), codes, views)
     source = header + "\n\n" + "\n\n".join([k.source for k in codes] + [driver_src])
     files, loads = _kernel_files(plan)
-    entry, entry_stem, layout, numbers = _driver_file(
+    entry, entry_stem, layout, numbers, python_driver = _driver_file(
         module, loads, driver, decorator, arguments, compiled and not compiled_driver,
         compiled, views)
     first = first_stem = ""
+    if compiled:
+        python_driver = ""  # the entry is compiled: the first call's driver, below, is not
     if compiled and not compiled_driver:
         # The first call's driver, in Python: its kernels compile as they are called, and
         # the compiled driver, which Numba would build by compiling every kernel again into
         # its own machine code, waits for a second call (the MLP step's: 0.37 s of 1.4 s).
-        first, first_stem, _, _ = _driver_file(
-            module, loads, python_driver, FIRST_DECORATOR.format(entry=f"{entry_stem}.py"),
+        first, first_stem, _, _, python_driver = _driver_file(
+            module, loads, python_lines, FIRST_DECORATOR.format(entry=f"{entry_stem}.py"),
             arguments, False, False, False)
     return Program(module, source, {k.name: k.source for k in codes}, constants,
                    list(plan.outputs), plan.num_outputs, plan.kernel_of, plan.layout.arena_bytes,
                    frozenset(line_outputs), plan, driver_src, files, entry, entry_stem,
                    None if layout is None else tuple(layout),
-                   None if numbers is None else tuple(numbers), first, first_stem)
+                   None if numbers is None else tuple(numbers), first, first_stem,
+                   python_driver)
 
 
 def _kernel_files(plan: ProgramPlan) -> tuple[dict[str, str], list[str]]:
@@ -207,7 +214,7 @@ def _driver_file(module: Module, loads: list[str], driver: list[str], decorator:
     """The driver's file, which loads the kernels (`loads`, from `_kernel_files`). A
     compiled driver's offsets, shapes and kernels' constants are passed in (`lift`), so that
     its code is the same at every shape too. Returns (its text, its name, the driver's
-    layout, its numbers)."""
+    layout, its numbers, its code after the imports)."""
     layout = numbers = None
     made = ""
     if lift:
@@ -224,7 +231,7 @@ def _driver_file(module: Module, loads: list[str], driver: list[str], decorator:
     head = _header(HEADER.format(module=module.name, fastmath=_flags()), [], views) + LOAD_IMPORT
     code = "".join(loads) + "\n\n" + made + run + "\n"
     stem = f"{identifier(module.name)}_{sizes.code_key(code, head)}"
-    return head + code, stem, layout, numbers
+    return head + code, stem, layout, numbers, made + run + "\n"
 
 
 def _flags() -> str:

@@ -25,7 +25,6 @@ import sys
 import threading
 
 import numpy as np
-from llvmlite import binding as llvm
 from llvmlite import ir
 from numba import cfunc, prange, types
 from numba.core import cgutils
@@ -33,6 +32,7 @@ from numba.core.errors import TypingError
 from numba.extending import intrinsic
 from numba.np.arrayobj import populate_array
 
+from .. import objects
 from ..parallel import threads  # noqa: F401  (defines the threading layer's names first)
 
 __all__ = ["WORKER", "array_at", "compile_workers", "launch", "put",
@@ -193,7 +193,7 @@ def _launch(worker, count, address):
 # `@njit` launcher would have its parallel loop linked in and compiled again into its
 # machine code (about 0.05 s of every kernel with a parallel loop, docs/performance.md).
 LAUNCH_SYMBOL = "xe_launch"
-llvm.add_symbol(LAUNCH_SYMBOL, _launch.address)
+objects.define(LAUNCH_SYMBOL, _launch)
 
 
 @intrinsic
@@ -255,7 +255,7 @@ def _compile_workers(module, seen: set) -> None:
         if isinstance(value, _Worker) and value.compiled is None:
             value.compiled = cfunc(WORKER, cache=True, error_model="numpy",
                                    fastmath=value.fastmath)(value.py_func)
-            llvm.add_symbol(value.symbol, value.compiled.address)
+            objects.define(value.symbol, value.compiled)
         called = getattr(getattr(value, "py_func", None), "__module__", "") or ""
         if called.startswith("xla_explorer_kernels.") and called not in seen \
                 and called in sys.modules:

@@ -30,8 +30,10 @@ from ..errors import XlaExplorerError
 
 __all__ = ["LoadError", "link", "undefined_symbols"]
 
-# Numba's threading layers by the name `numba.threading_layer()` gives.
-LAYERS = {"omp": "omppool", "tbb": "tbbpool", "workqueue": "workqueue"}
+# The threading layers an image starts itself, by the name `numba.threading_layer()` gives:
+# OpenMP's, whose start Numba may repeat if it starts later here (it only sets the count of
+# threads; tested). An image that ran on another layer is linked only where Numba runs.
+LAYERS = {"omp": "omppool"}
 # What a threading layer defines for the code that calls it (Numba's parallel.py names them
 # so, and so does codegen/parallel.py).
 LAYER_SYMBOLS = {"numba_parallel_for": "parallel_for", "do_scheduling_signed": None,

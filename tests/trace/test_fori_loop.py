@@ -221,3 +221,35 @@ def test_a_loop_in_a_loops_body(backend):
 
     x = np.linspace(0, 1, 5)
     same(xe.jit(nested, backend=backend)(x), nested(x))
+
+
+@pytest.mark.parametrize("closes_over", [False, True], ids=["plain-steps", "traced-steps"])
+def test_the_traces_value_of_the_loop_is_numpys(monkeypatch, closes_over):
+    # A body that reads nothing from the trace has its later steps computed by NumPy alone
+    # (trace/loops._plain_steps); one that closes over a traced array has them traced again.
+    # Either way the value tracing gives (the eager answer) is NumPy's loop, bit for bit.
+    from xla_explorer.trace import loops
+    from xla_explorer.trace.tracer import trace
+
+    ran = []
+    plain = loops._plain_steps
+    monkeypatch.setattr(loops, "_plain_steps", lambda *a: ran.append(a[1:3]) or plain(*a))
+    u = np.sin(np.linspace(0, 6, 48)).astype(F32)
+    w = np.cos(np.linspace(0, 3, 48)).astype(F32)
+
+    def body(i, state):  # reads the counter (int64 in NumPy), keeps float32 and a tuple
+        v, s = state
+        v = heat_step(i, v) + F32(1e-3) * (i % 7).astype(F32) * (w if closes_over else v)
+        return v, s + v.sum()
+
+    def f(u, w_traced):
+        nonlocal w
+        if closes_over:
+            w = w_traced
+        return loops.fori_loop(2, 60, body, (u, F32(0)))
+
+    traced = trace(f, (u, w))
+    w = np.cos(np.linspace(0, 3, 48)).astype(F32)
+    want = numpy_loop(2, 60, lambda i, state: body(np.int64(i), state), (u, F32(0)))
+    same(tuple(traced.eager_outputs), want)
+    assert ran == ([] if closes_over else [(3, 60)])

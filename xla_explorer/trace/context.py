@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import functools
 import inspect
 import linecache
 import os
@@ -40,12 +41,20 @@ def user_frame(depth: int = 1):
     """The innermost frame outside this package and NumPy: the user's line."""
     frame = sys._getframe(depth)
     while frame is not None:
-        path = os.path.abspath(frame.f_code.co_filename)
-        if not (path.startswith(_PACKAGE_DIR) or path.startswith(_NUMPY_DIR)
-                or path in _SKIP_FILES):
+        if _is_user_file(frame.f_code.co_filename):
             return frame
         frame = frame.f_back
     return None
+
+
+@functools.lru_cache(maxsize=1024)
+def _is_user_file(filename: str) -> bool:
+    """Whether code in `filename` is the user's: asked for every frame of every traced op,
+    and os.path.abspath is not free (a 200-step loop's tracing spent a sixth of its time
+    there)."""
+    path = os.path.abspath(filename)
+    return not (path.startswith(_PACKAGE_DIR) or path.startswith(_NUMPY_DIR)
+                or path in _SKIP_FILES)
 
 
 def user_site() -> tuple[str | None, int | None]:
@@ -184,6 +193,18 @@ def while_tracing(scope: Callable[[], contextlib.AbstractContextManager]):
     """Register `scope` (a context manager factory) to be entered around every trace."""
     _TRACING_SCOPES.append(scope)
     return scope
+
+
+@contextlib.contextmanager
+def not_tracing():
+    """No trace active on this thread inside: NumPy computes on arrays as it would anywhere
+    (the tracing scopes' patches call NumPy when no trace is)."""
+    previous = active_builder()
+    _state.builder = None
+    try:
+        yield
+    finally:
+        _state.builder = previous
 
 
 @contextlib.contextmanager

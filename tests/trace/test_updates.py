@@ -56,3 +56,37 @@ def test_jit_and_a_cell_give_the_same_refusal(case):
         assert e.op == "x (in place)"
     assert jitted.value.message == cell.value.message
     np.testing.assert_array_equal(b, np.arange(8.0))  # neither wrote anything
+
+
+def test_tracing_reads_the_arguments_in_place_and_copies_them_only_to_update_them():
+    # The trace's values are read-only views of the caller's arrays (no copy of the inputs
+    # on a first call); a function that updates an argument is traced again from copies.
+    # Either way the caller's arrays are left as they were and the answers are NumPy's.
+    from xla_explorer.trace.tracer import trace
+
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    before = x.copy()
+    reads = trace(lambda x: (x * 2).sum(axis=0), (x,))
+    assert np.shares_memory(reads.eager_args[0], x) and not reads.eager_args[0].flags.writeable
+    np.testing.assert_array_equal(reads.eager_outputs[0], (before * 2).sum(axis=0))
+
+    calls = []
+
+    def update(x):
+        calls.append(1)
+        x[1] += 5
+        y = x[:, ::2]
+        y *= 2  # through a view of the argument
+        return x.sum()
+
+    updated = trace(update, (x,))
+    assert len(calls) == 2  # traced again, from copies
+    np.testing.assert_array_equal(x, before)
+    want = before.copy()
+    want_sum = update(want)
+    assert not np.shares_memory(updated.eager_args[0], x)
+    np.testing.assert_array_equal(updated.eager_args[0], want)
+    assert updated.eager_outputs[0] == want_sum and updated.aliases
+    # A write NumPy refuses too is refused with its own message, from the copies' trace.
+    with pytest.raises(xe.TraceError, match="np.broadcast_to"):
+        trace(lambda x: np.broadcast_to(x[0], (3, 4)).__setitem__(0, 1.0), (x,))

@@ -14,7 +14,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from ..ir.shape import SUPPORTED_NAMES, is_supported_dtype
-from ..trace.tracer import subclass_refusal
+from ..trace.arguments import subclass_refusal
 from .containers import Tree, flatten_used_whole, structure_key
 from .scan import Use
 from .values import (INPUT, OBJECT, STATIC, TREE, CellError, describe, descends, identity,

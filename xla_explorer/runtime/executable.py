@@ -1,8 +1,9 @@
 """A compiled module: the generated Numba program, its arena, and a NumPy-in, NumPy-out call
-(runtime/arena_call.py). One call is one
-dispatch into Numba: the driver `run` calls every kernel in schedule order. The first call
-runs the same driver written in Python, so that Numba compiles each kernel once, and the
-second compiles `run` (which compiles its kernels into its own machine code again).
+(runtime/arena_call.py). One call is one dispatch into Numba: the driver `run` calls every
+kernel in schedule order. The first call runs the same driver written in Python, so that
+Numba compiles each kernel once, and the second compiles `run` (which compiles its kernels
+into its own machine code again). After the first call, and again once `run` is compiled,
+the program's kernel image is written (runtime/native.py).
 """
 from __future__ import annotations
 

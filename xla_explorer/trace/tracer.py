@@ -15,7 +15,6 @@ changes; writes through an index view become writes to the base.
 from __future__ import annotations
 
 import difflib
-import inspect
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -28,6 +27,8 @@ from ..tree import flatten
 from .builder import Builder
 from .context import (active_builder, builtin_hint, dtype_error, inside_numpy, leaked_error,
                       located, refuse_unreturnable, tracing, user_site, vectorize_error)
+from .arguments import (argument_names, check_plain_array, dtype_refusal, read_only_view,
+                        sanitize, wrote_to_argument)
 from .scalars import ScalarProgram, check_argument
 
 
@@ -419,97 +420,10 @@ class Traced:
                 for out, p in self.aliases}
 
 
-def argument_names(f, n: int) -> list[str]:
-    try:
-        params = list(inspect.signature(f).parameters.values())
-    except (TypeError, ValueError):
-        params = []
-    names = []
-    for i in range(n):
-        if i < len(params) and params[i].kind in (params[i].POSITIONAL_ONLY,
-                                                  params[i].POSITIONAL_OR_KEYWORD):
-            names.append(params[i].name)
-        elif params and params[-1].kind == params[-1].VAR_POSITIONAL:
-            names.append(f"{params[-1].name}{i}")
-        else:
-            names.append(f"arg{i}")
-    return names
-
-
-def _sanitize(name: str) -> str:
-    out = "".join(c if c.isalnum() or c == "_" else "_" for c in name)
-    return out if out and not out[0].isdigit() else f"p_{out}"
-
-
-_SUPPORTED = SUPPORTED_NAMES
-
-# Per dtype kind the explorer refuses: what it is called, and what to pass instead ({name}: the
-# argument's name).
-_REFUSED_KINDS = {
-    "c": ("complex numbers are", "Pass the real and imaginary parts as two float arrays "
-                                 "({name}.real, {name}.imag)."),
-    "M": ("dates and times (datetime64) are", "Pass them as numbers: {name}.astype(np.int64) "
-                                              "counts the dtype's units since 1970-01-01."),
-    "m": ("time spans (timedelta64) are", "Pass them as numbers: {name}.astype(np.int64) "
-                                          "counts the dtype's units."),
-    "U": ("strings are", "Pass numbers that stand for them, e.g. the codes "
-                         "np.unique({name}, return_inverse=True)[1]."),
-    "S": ("bytes are", "Pass numbers that stand for them, e.g. the codes "
-                       "np.unique({name}, return_inverse=True)[1]."),
-    "V": ("structured and void arrays are", "Pass each field as an array of its own: "
-                                            "{name}['field']."),
-    "O": ("object arrays are", "Convert it to a number type first: {name}.astype(np.float64)."),
-}
-
-def subclass_refusal(arg, name: str) -> tuple[str, str] | None:
-    """Why an ndarray subclass (np.matrix, np.ma.MaskedArray, ...) `name` is refused ("is a
-    numpy.matrix, ..."), and what to pass instead; None for anything else. The trace sees a plain array, so what the subclass
-    changes (`*` as a matrix product, a mask) would be lost, and the compiled answer would
-    differ from NumPy's silently."""
-    if not isinstance(arg, np.ndarray) or type(arg) is np.ndarray:
-        return None
-    cls = type(arg)
-    if isinstance(arg, np.ma.MaskedArray):
-        lost = "its mask would be ignored"
-        fix = (f"{name}.filled(v), with v the value a masked entry should count as (0 for a "
-               f"sum), or np.asarray({name}) to drop the mask")
-    elif isinstance(arg, np.matrix):
-        lost = "* and ** would be element-wise instead of matrix products"
-        fix = f"np.asarray({name}), and write @ for a matrix product"
-    else:
-        lost = "what the subclass changes would be lost"
-        fix = f"np.asarray({name})"
-    return (f"is a {cls.__module__}.{cls.__qualname__}, a subclass of np.ndarray; the "
-            f"explorer traces plain arrays, so {lost}", fix)
-
-
-def check_plain_array(arg, name: str) -> None:
-    """A TypeError, at the user's line, for an ndarray subclass passed as argument `name`."""
-    refusal = subclass_refusal(arg, name)
-    if refusal is not None:
-        why, fix = refusal
-        raise located(as_python_class(TypeError), f"argument {name!r} {why}", name,
-                      f"Pass {fix}.")
-
-
-def _dtype_refusal(name: str, dtype: np.dtype) -> tuple[str, str]:
-    """Why an argument's dtype is refused, and what to pass instead."""
-    if not dtype.isnative and is_supported_dtype(dtype.newbyteorder("=")):
-        order = "big" if dtype.byteorder == ">" else "little"
-        return (f"argument {name!r} has dtype {dtype.str}, {dtype.newbyteorder('=')} in "
-                f"{order}-endian byte order, not this machine's, which the explorer does not "
-                "support",
-                f"Pass {name}.astype({name}.dtype.newbyteorder('=')).")
-    if dtype.kind in _REFUSED_KINDS:
-        what, hint = _REFUSED_KINDS[dtype.kind]
-        return (f"argument {name!r} has dtype {dtype}: {what} not supported "
-                f"(the explorer's types are {_SUPPORTED})", hint.format(name=name))
-    return (f"argument {name!r} has dtype {dtype}; supported are {_SUPPORTED}",
-            f"Convert it first: {name}.astype(np.float64) or similar.")
-
-
-def make_parameter(b: Builder, number: int, arg, name: str) -> Tracer:
-    """A parameter Tracer for one argument; arrays are copied so tracing never changes them."""
+def make_parameter(b: Builder, number: int, arg, name: str, copy: bool = True) -> Tracer:
+    """A parameter Tracer for one argument. Tracing never changes the caller's arrays: the
+    Tracer's value is a copy, or, without `copy`, a read-only view, which an in-place
+    update refuses (`trace` then traces again with copies)."""
     if isinstance(arg, Tracer):
         raise TypeError("nested tracing is not supported: pass NumPy arrays")
     check_plain_array(arg, name)
@@ -520,12 +434,13 @@ def make_parameter(b: Builder, number: int, arg, name: str) -> Tracer:
         dtype = np.dtype(bool if isinstance(arg, bool) else int if isinstance(arg, int) else float)
         dims = ()
     elif isinstance(arg, (np.ndarray, np.generic)):
-        value = np.array(arg, copy=True) if isinstance(arg, np.ndarray) else arg
+        value = ((np.array(arg, copy=True) if copy else read_only_view(arg))
+                 if isinstance(arg, np.ndarray) else arg)
         dtype, dims = arg.dtype, np.shape(arg)
     elif isinstance(arg, complex):
         raise located(as_python_class(TypeError),
                       f"argument {name!r} is the Python complex {arg!r}: complex numbers are "
-                      f"not supported (the explorer's types are {_SUPPORTED})", name,
+                      f"not supported (the explorer's types are {SUPPORTED_NAMES})", name,
                       "Pass the real and imaginary parts as two floats.")
     else:
         raise located(as_python_class(TypeError),
@@ -534,9 +449,9 @@ def make_parameter(b: Builder, number: int, arg, name: str) -> Tracer:
                       "Other values (None, strings, tuples) cannot be arguments of a compiled "
                       f"program: close over them instead (xe.jit(lambda x: f(x, {name}=...))).")
     if not is_supported_dtype(dtype):
-        message, hint = _dtype_refusal(name, np.dtype(dtype))
+        message, hint = dtype_refusal(name, np.dtype(dtype))
         raise located(as_python_class(TypeError), message, name, hint)
-    node = b.parameter(number, Shape(dtype, dims), _sanitize(name))
+    node = b.parameter(number, Shape(dtype, dims), sanitize(name))
     tracer = Tracer(b, node, value, weak=weak)
     if weak:
         tracer._ref = b.scalars.argument(number, arg, name, b.site)
@@ -545,8 +460,24 @@ def make_parameter(b: Builder, number: int, arg, name: str) -> Tracer:
 
 def trace(f: Callable, args, *, name: str | None = None, autocluster: bool = False) -> Traced:
     """Run `f` on Tracers for `args`; record HLO and the eager NumPy result. With
-    `autocluster`, NumPy functions the op table lacks become opaque custom-calls."""
-    name = _sanitize(name or getattr(f, "__name__", "f"))
+    `autocluster`, NumPy functions the op table lacks become opaque custom-calls.
+
+    The arguments' values are read-only views of the caller's arrays: copying them cost
+    the first answer as much as a pass over the inputs (3 ms of a 1e6-element sum's 37 ms
+    from its kernel image). A function that updates an argument in place is traced again,
+    from copies."""
+    try:
+        return _trace(f, args, name, autocluster, copy=False)
+    except Exception as e:  # noqa: BLE001  (NumPy's refusal, or ours: TraceError)
+        if not wrote_to_argument(e, args):
+            raise
+    # A write the read-only views refused: from copies, a write NumPy would refuse too (one
+    # through np.broadcast_to's view) is refused again, with its own message.
+    return _trace(f, args, name, autocluster, copy=True)
+
+
+def _trace(f: Callable, args, name: str | None, autocluster: bool, copy: bool) -> Traced:
+    name = sanitize(name or getattr(f, "__name__", "f"))
     if name == "_lambda_":
         name = "lambda"
     b = Builder(name, autocluster)
@@ -556,7 +487,7 @@ def trace(f: Callable, args, *, name: str | None = None, autocluster: bool = Fal
     for i, (a, n) in enumerate(zip(args, arg_names)):
         # A parameter's metadata names the argument and the function's `def` line, as JAX's do.
         b.site = Metadata(n, def_file, def_line)
-        params.append(make_parameter(b, i, a, n))
+        params.append(make_parameter(b, i, a, n, copy))
     b.site = Metadata()
     originals = [p.node for p in params]
     with tracing(b):

@@ -161,6 +161,13 @@ def test_an_image_links_here_and_names_what_its_code_calls(rng, tmp_path, monkey
     want = np.exp(x) / np.exp(x).sum(axis=1, keepdims=True)
     for _ in range(2):
         np.testing.assert_allclose(exe(x)[0], want, rtol=2e-6, atol=1e-7)
+    # An array whose elements are not aligned is copied first (the kernels were compiled for
+    # aligned ones), by the image's call and by jit's.
+    odd = np.frombuffer(b"\0" + x.tobytes(), np.float32, offset=1).reshape(x.shape)
+    assert not odd.flags.aligned
+    np.testing.assert_allclose(exe(odd)[0], want, rtol=2e-6, atol=1e-7)
+    f = xe.jit(lambda x: np.exp(x) / np.exp(x).sum(axis=1, keepdims=True))
+    np.testing.assert_allclose(f(odd), want, rtol=2e-6, atol=1e-7)
     # What the image does not carry comes from the program Numba compiled.
     assert exe.program is ex.executable.program
 

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Callable, Sequence
 import numpy as np
 
 from ..codegen import cache
-from ..ir.module import Module
+from ..ir.module import Instruction, Module
 from ..passes.buffer_assignment import OUTPUT, BufferAssignment
 
 if TYPE_CHECKING:  # codegen.program brings Numba in, which `import xla_explorer` must not
@@ -170,9 +170,7 @@ class GeneratedExecutable(Executable):
         return self.run_arrays(self.host_arguments(args))
 
     def check_count(self, args: Sequence) -> None:
-        if len(args) != len(self.params):
-            raise TypeError(f"{self.module.name} takes {len(self.params)} arguments, got "
-                            f"{len(args)}")
+        check_count(self.module.name, self.params, args)
 
     def host_arguments(self, args: Sequence) -> tuple:
         """Each argument as a NumPy array of its parameter's shape and dtype (a TypeError
@@ -182,16 +180,7 @@ class GeneratedExecutable(Executable):
         return tuple([self.host_argument(a, n) for n, a in enumerate(args)])
 
     def host_argument(self, a, n: int) -> np.ndarray:
-        p = self.params[n]
-        arr = np.asarray(a)
-        if arr.shape != p.dims:
-            raise TypeError(f"argument {n} has shape {arr.shape}; it was compiled for "
-                            f"{p.shape}")
-        if arr.dtype != p.dtype:
-            return arr.astype(p.dtype)
-        # Kernels read their arrays C-contiguous (a parallel loop's thread workers rely on
-        # it, codegen/cpu/launch.py): a strided input is copied, which kernels only read.
-        return arr if arr.flags.c_contiguous else np.array(arr, order="C")
+        return host_argument(self.params[n], a, n)
 
     def launch_arguments(self, launch: Launch, buffers: dict[str, Sequence]) -> list:
         """What the driver passes `launch`, for calling its kernel alone: a temporary as its
@@ -232,6 +221,25 @@ class GeneratedExecutable(Executable):
                copy: Callable) -> list:
         """The root's values in order, from the program's outputs (`gather`)."""
         return gather(self.program.outputs, outs, arguments, constants, copy)
+
+
+def check_count(name: str, params: Sequence, args: Sequence) -> None:
+    if len(args) != len(params):
+        raise TypeError(f"{name} takes {len(params)} arguments, got {len(args)}")
+
+
+def host_argument(p: Instruction, a, n: int) -> np.ndarray:
+    """Argument `n`, `a`, as a NumPy array of parameter `p`'s shape and dtype (a TypeError
+    naming a wrong shape), C-contiguous and aligned: kernels read their arrays C-contiguous
+    (a parallel loop's thread workers rely on it, codegen/cpu/launch.py) and are compiled
+    for aligned elements (Numba would compile another signature; a kernel image has none),
+    so a strided or unaligned input is copied, which kernels only read."""
+    arr = np.asarray(a)
+    if arr.shape != p.dims:
+        raise TypeError(f"argument {n} has shape {arr.shape}; it was compiled for {p.shape}")
+    if arr.dtype != p.dtype:
+        return arr.astype(p.dtype)
+    return arr if arr.flags.c_contiguous and arr.flags.aligned else np.array(arr, order="C")
 
 
 def gather(outputs: Sequence[tuple[str, int]], outs: Sequence, arguments: Sequence,

@@ -30,7 +30,7 @@ from ..codegen.cache import cache_dir
 from ..ir.module import Module
 from ..passes.buffer_assignment import OUTPUT, BufferAssignment
 from .arena_call import ArenaCall, aligned_bytes, copy_array
-from .base import Executable, gather, half_bits
+from .base import Executable, check_count, gather, half_bits, host_argument
 from .native_load import LoadError, link
 
 __all__ = ["NativeExecutable", "enabled", "image_key", "open_image", "save_image"]
@@ -161,23 +161,9 @@ class NativeExecutable(ArenaCall, Executable):
         return self.arena.nbytes
 
     def __call__(self, *args) -> list:
-        if len(args) != len(self.params):
-            raise TypeError(f"{self.module.name} takes {len(self.params)} arguments, got "
-                            f"{len(args)}")
-        return self.run_arrays(tuple([self._argument(a, n) for n, a in enumerate(args)]))
-
-    def _argument(self, a, n: int) -> np.ndarray:
-        """As GeneratedExecutable.host_argument, and aligned: the image's kernels were
-        compiled for arrays whose elements are aligned (Numba compiles others apart; jit's
-        call path leaves such an array to this one, `_fast_key`)."""
-        p = self.params[n]
-        arr = np.asarray(a)
-        if arr.shape != p.dims:
-            raise TypeError(f"argument {n} has shape {arr.shape}; it was compiled for "
-                            f"{p.shape}")
-        if arr.dtype != p.dtype:
-            return arr.astype(p.dtype)
-        return arr if arr.flags.c_contiguous and arr.flags.aligned else np.array(arr, order="C")
+        check_count(self.module.name, self.params, args)
+        return self.run_arrays(tuple([host_argument(self.params[n], a, n)
+                                      for n, a in enumerate(args)]))
 
     def _call(self, arrays, outs) -> None:
         if self._arena_free.acquire(blocking=False):

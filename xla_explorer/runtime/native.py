@@ -45,7 +45,7 @@ def enabled() -> bool:
 def image_key(module: Module, compile_key: tuple) -> str:
     """What an image is found by: the program after the passes (its HLO text, constants and
     all), the backend's compile key (options), and what else decides its machine code."""
-    text = "\n".join([FORMAT.__repr__(), repr(compile_key), module.to_text(metadata=False),
+    text = "\n".join([str(FORMAT), repr(compile_key), module.to_text(metadata=False),
                       _toolchain()])
     return hashlib.sha256(text.encode()).hexdigest()[:24]
 
@@ -108,9 +108,9 @@ def open_image(module: Module, assignment: BufferAssignment, key: str,
     try:
         with open(_path(key), "rb") as f:
             image = pickle.load(f)
-    except (OSError, EOFError, pickle.UnpicklingError):
+    except Exception:  # noqa: BLE001  (none there, or cut short, or not an image: compiled)
         return None
-    if image.get("format") != FORMAT:
+    if not isinstance(image, dict) or image.get("format") != FORMAT:
         return None
     try:
         functions = link(image)

@@ -197,7 +197,7 @@ def link(image: dict) -> dict:
         for obj in image["objects"]:
             engine = runtime.load(obj["code"], obj["undefined"], defined)
             for public, native in obj["defines"].items():
-                runtime.ll.add_symbol(public, engine.get_function_address(native))
+                runtime.ll.add_symbol(public, _address(engine, native))
                 defined.add(public)
             engines.append(engine)
         functions = {}
@@ -206,8 +206,17 @@ def link(image: dict) -> dict:
             env = runtime.dynfunc.Environment({"__name__": f["module"]})
             # Numba's wrapper reads its environment from this global (cpu.py's set_env).
             slot = engine.get_global_value_address(f["env"])
+            if not slot:
+                raise LoadError(f"no {f['env']} in the image")
             ctypes.c_void_p.from_address(slot).value = id(env)
             functions[name] = runtime.dynfunc.make_function(
                 ModuleType(f["module"]), name, f"{name}, from a kernel image",
-                engine.get_function_address(f["wrapper"]), env, (engine, env))
+                _address(engine, f["wrapper"]), env, (engine, env))
         return functions
+
+
+def _address(engine, symbol: str) -> int:
+    address = engine.get_function_address(symbol)
+    if not address:
+        raise LoadError(f"no {symbol} in the image")
+    return address

@@ -1,6 +1,6 @@
 """The threads' environment, set before any thread pool starts: how OpenMP's threads wait,
 and how much stack every thread gets. Imported before Numba's threading layer starts
-(codegen/parallel.py) and before a kernel image's does (runtime/native.py): neither needs
+(codegen/parallel.py) and before a kernel image's does (runtime/native_load.py): neither needs
 Numba here.
 """
 from __future__ import annotations

@@ -36,14 +36,22 @@ def aligned_bytes(nbytes: int) -> np.ndarray:
 
 
 class ArenaCall:
-    """The call path of a program over an arena. A subclass sets `arena`, `_to_line` (bytes
-    from a uint8 array's start to the next cache line, asked of compiled code: NumPy's own
-    ways to tell an address build a dict or an object for it, which weighed 300 to 400 bytes
-    in every product's call), calls `_prepare_call`, and defines `_call(arrays, outs)`, which
-    runs the driver, and `gather`."""
+    """The call path of a program over an arena. A subclass sets `arena`, `entry` (the
+    driver: entry(arena, *parameters, *constants, *outputs, *layout)), `_kernel_constants`,
+    `_layout`, `_to_line` (bytes from a uint8 array's start to the next cache line, asked of
+    compiled code: NumPy's own ways to tell an address build a dict or an object for it,
+    which weighed 300 to 400 bytes in every product's call), calls `_prepare_call`, and
+    defines `gather`; `_call(arrays, outs)` runs the driver (`_run_entry`)."""
 
     arena: np.ndarray
+    entry: Callable
+    _kernel_constants: list
+    _layout: tuple
     _to_line: Callable
+
+    @property
+    def arena_bytes(self) -> int:
+        return self.arena.nbytes
 
     def _prepare_call(self, output_shapes, outputs: Sequence[tuple[str, int]],
                       line_outputs, params) -> None:
@@ -93,7 +101,19 @@ class ArenaCall:
         return self.gather(outs, arrays, self.constants, copy_array)  # type: ignore[attr-defined]
 
     def _call(self, arrays, outs) -> None:
-        raise NotImplementedError
+        self._run_entry(arrays, outs)
+
+    def _run_entry(self, arrays, outs) -> None:
+        if self._arena_free.acquire(blocking=False):
+            try:
+                self.entry(self.arena, *arrays, *self._kernel_constants, *outs, *self._layout)
+            finally:
+                self._arena_free.release()
+        else:
+            # Another thread is running this program on its arena (two chunks of a Dask
+            # worker at once): this call gets an arena of its own rather than share it.
+            arena = aligned_bytes(self.arena.nbytes)
+            self.entry(arena, *arrays, *self._kernel_constants, *outs, *self._layout)
 
 
 def copy_array(a: np.ndarray) -> np.ndarray:

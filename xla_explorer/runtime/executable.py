@@ -87,10 +87,6 @@ class CpuExecutable(ArenaCall, GeneratedExecutable):
         return program, path
 
     @property
-    def arena_bytes(self) -> int:
-        return self.arena.nbytes
-
-    @property
     def kernels(self) -> dict[str, str]:
         """The kernels' sources by name; a while loop's body's as `<body>/<kernel>` (its
         driver, one step, as `<body>/run`), as auto-clustering names a cluster's."""
@@ -165,16 +161,8 @@ class CpuExecutable(ArenaCall, GeneratedExecutable):
     def _call(self, arrays, outs) -> None:
         if self.compile_seconds is None or self._first_entry is not None:
             self._first_run(arrays, outs)
-        elif self._arena_free.acquire(blocking=False):
-            try:
-                self.entry(self.arena, *arrays, *self._kernel_constants, *outs, *self._layout)
-            finally:
-                self._arena_free.release()
         else:
-            # Another thread is running this program on its arena (two chunks of a Dask
-            # worker at once): this call gets an arena of its own rather than share it.
-            arena = aligned_bytes(self.program.arena_bytes)
-            self.entry(arena, *arrays, *self._kernel_constants, *outs, *self._layout)
+            self._run_entry(arrays, outs)
 
     def _first_run(self, arrays, outs) -> None:
         """Numba compiles the program (or loads it from its disk cache) on the first call:

@@ -156,24 +156,10 @@ class NativeExecutable(ArenaCall, Executable):
         self._prepare_call(self.output_shapes, self._outputs, set(image["line_outputs"]),
                            self.params)
 
-    @property
-    def arena_bytes(self) -> int:
-        return self.arena.nbytes
-
     def __call__(self, *args) -> list:
         check_count(self.module.name, self.params, args)
         return self.run_arrays(tuple([host_argument(self.params[n], a, n)
                                       for n, a in enumerate(args)]))
-
-    def _call(self, arrays, outs) -> None:
-        if self._arena_free.acquire(blocking=False):
-            try:
-                self.entry(self.arena, *arrays, *self._kernel_constants, *outs, *self._layout)
-            finally:
-                self._arena_free.release()
-        else:  # another thread runs on the arena: this call gets its own (CpuExecutable)
-            arena = aligned_bytes(self.arena.nbytes)
-            self.entry(arena, *arrays, *self._kernel_constants, *outs, *self._layout)
 
     def gather(self, outs, arguments, constants, copy=copy_array) -> list:
         return gather(self._outputs, outs, arguments, constants, copy)

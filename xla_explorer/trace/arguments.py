@@ -36,7 +36,6 @@ def sanitize(name: str) -> str:
     return out if out and not out[0].isdigit() else f"p_{out}"
 
 
-_SUPPORTED = SUPPORTED_NAMES
 
 # Per dtype kind the explorer refuses: what it is called, and what to pass instead ({name}: the
 # argument's name).
@@ -98,8 +97,8 @@ def dtype_refusal(name: str, dtype: np.dtype) -> tuple[str, str]:
     if dtype.kind in _REFUSED_KINDS:
         what, hint = _REFUSED_KINDS[dtype.kind]
         return (f"argument {name!r} has dtype {dtype}: {what} not supported "
-                f"(the explorer's types are {_SUPPORTED})", hint.format(name=name))
-    return (f"argument {name!r} has dtype {dtype}; supported are {_SUPPORTED}",
+                f"(the explorer's types are {SUPPORTED_NAMES})", hint.format(name=name))
+    return (f"argument {name!r} has dtype {dtype}; supported are {SUPPORTED_NAMES}",
             f"Convert it first: {name}.astype(np.float64) or similar.")
 
 

@@ -846,3 +846,49 @@ def test_a_jupyter_kernel_starts_numba_while_idle_after_load_ext(tmp_path):
     assert texts[0] == "False\n"  # loading the extension imports no Numba itself
     assert texts[1] == "True False\n"
     assert texts[4] == "True\n"
+
+
+def test_a_cells_driver_compiles_while_the_kernel_is_idle(shell):
+    """In a Jupyter kernel (a running event loop), the driver a cell's first run ran in
+    Python is compiled once the cell is done; running the cell again compiles nothing."""
+    import asyncio
+    import time
+
+    from xla_explorer import magic
+
+    rng = np.random.default_rng(7)
+    a = rng.standard_normal((30, 18)).astype(np.float32)
+    b = rng.standard_normal((18, 22)).astype(np.float32)
+    shell.user_ns.update(a=a, b=b)
+    cell = ("%%xla --quiet\n"
+            "h = np.cosh(a @ b) - np.float32(0.25)\n"
+            "g = h / h.sum(axis=1, keepdims=True)\n"
+            "out = g @ b.T + a\n")
+
+    async def run_then_idle():
+        result, _ = run(shell, cell)
+        assert result.success
+        exe = shell.user_ns["_xla"].executable
+        assert not exe.entry.signatures  # the first run ran the driver in Python
+        # Another cell right after (Run All): the compile waits until no cell has run for
+        # IDLE_SECONDS, so not before twice that from here.
+        start = time.perf_counter()
+        shell.run_cell("pass")
+        await asyncio.sleep(1.2 * magic.IDLE_SECONDS)
+        if time.perf_counter() - start < 1.9 * magic.IDLE_SECONDS:
+            assert not exe.entry.signatures
+        for _ in range(100):
+            await asyncio.sleep(0.05)
+            if exe.entry.signatures:
+                break
+        return exe
+
+    exe = asyncio.run(run_then_idle())
+    assert len(exe.entry.signatures) == 1
+    counted = exe.compile_seconds
+    result, _ = run(shell, cell)
+    assert result.success and shell.user_ns["_xla"].executable is exe
+    assert exe.compile_seconds == counted
+    h = np.cosh(a @ b) - np.float32(0.25)
+    np.testing.assert_allclose(shell.user_ns["out"], (h / h.sum(axis=1, keepdims=True)) @ b.T + a,
+                               rtol=1e-4, atol=1e-4)

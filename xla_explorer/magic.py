@@ -27,6 +27,9 @@ NOT_BUILT: dict[str, str] = {}
 # After `%load_ext`, how long the kernel waits before starting Numba: long enough that the
 # cell's reply has gone out, so the cell is seen done at once.
 START_AFTER_SECONDS = 0.05
+# How long the kernel must have run no cell before a cell's driver is compiled (a cell run
+# again within it waits for the compile, as it would have without).
+IDLE_SECONDS = 0.5
 
 
 def show(run: CellRun, cache_info) -> None:
@@ -84,6 +87,33 @@ class XlaMagics(Magics):
         super().__init__(shell)
         self.cache = CellCache()
         self.last: CellRun | None = None
+        self.cells_started = 0  # every cell's, counted by IPython's pre_run_cell event
+
+    def count_cell(self, info=None) -> None:
+        self.cells_started += 1
+
+    def _compile_drivers_when_idle(self, executable) -> None:
+        """In a Jupyter kernel, the compiled driver of a program whose first call ran its
+        driver in Python (CpuExecutable.compile_driver) is compiled once the kernel has been
+        idle for IDLE_SECONDS, so that running the cell again does not wait for it (0.1 to
+        0.3 s). Not while cells keep coming (Run All): each would wait for the one before's.
+        An auto-clustered cell's clusters are programs of their own."""
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # a terminal's IPython: nothing runs between its cells
+            return
+        for program in (executable, *getattr(executable, "programs", {}).values()):
+            compile_driver = getattr(program, "compile_driver", None)
+            if compile_driver is not None:
+                self._when_idle(loop, compile_driver, self.cells_started)
+
+    def _when_idle(self, loop, work, seen: int) -> None:
+        def idle_or_later():
+            if self.cells_started == seen:
+                work()
+            else:  # another cell ran meanwhile: wait for the kernel to be idle again
+                self._when_idle(loop, work, self.cells_started)
+        loop.call_later(IDLE_SECONDS, idle_or_later)
 
     @magic_arguments()
     @argument("--backend", default="cpu",
@@ -139,6 +169,7 @@ class XlaMagics(Magics):
         self.last = run
         if not args.quiet:
             show(run, run.entry.jit.cache_info())
+        self._compile_drivers_when_idle(run.exploration.executable)
         # A last line that is an expression is shown as a plain cell shows it (Out[n], unless
         # it ends in a semicolon): IPython's display hook shows what a cell magic returns.
         if run.value is not NO_VALUE and not DisplayHook.semicolon_at_end_of_expression(cell):
@@ -154,7 +185,9 @@ class XlaMagics(Magics):
 def load_ipython_extension(ip) -> None:
     """`%load_ext xla_explorer`: the magics; and in a Jupyter kernel, Numba started once
     this cell is done, while the next is written."""
-    ip.register_magics(XlaMagics(ip))
+    magics = XlaMagics(ip)
+    ip.register_magics(magics)
+    ip.events.register("pre_run_cell", magics.count_cell)
     try:
         # The kernel's event loop, on this thread: its callbacks run between cells. (A
         # thread of its own would import Numba beside the cell's imports, and a first
@@ -170,6 +203,7 @@ def unload_ipython_extension(ip) -> None:
     magics = ip.magics_manager.registry.pop("XlaMagics", None)
     if magics is not None:
         magics.cache.clear()
+        ip.events.unregister("pre_run_cell", magics.count_cell)
     ip.magics_manager.magics["cell"].pop("xla", None)
     ip.magics_manager.magics["line"].pop("xla_cache", None)
 

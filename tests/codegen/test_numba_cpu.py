@@ -252,6 +252,28 @@ def test_the_first_call_runs_the_kernels_from_python_and_the_second_the_compiled
         assert bool(exe.entry.signatures) == (call > 0), call
 
 
+def test_compile_driver_compiles_the_driver_before_the_second_call_needs_it(rng):
+    def steps(x, y):  # three kernels, and a driver, with an op no other test's driver has
+        s = np.tanh(x @ y) * np.float32(1.5)
+        t = s - s.max(axis=0)
+        return t @ y.T - x, t.min(axis=1)
+    x, y = f32(rng, 36, 20), f32(rng, 20, 28)
+    exe = xe.explore(steps, x, y, backend="cpu").executable
+    assert exe.compile_driver() is None  # nothing to compile before the first call
+    exe(x, y)
+    assert not exe.entry.signatures
+    assert exe.compile_driver() > 0
+    assert exe.entry.signatures and exe.compile_driver() is None  # once
+    # The second call runs the compiled driver and compiles nothing more.
+    counted = exe.compile_seconds
+    x2 = f32(rng, 36, 20)
+    got = exe(x2, y)
+    assert exe.compile_seconds == counted and len(exe.entry.signatures) == 1
+    want = steps(x2, y)
+    np.testing.assert_allclose(got[0], want[0], rtol=2e-5, atol=1e-5)
+    np.testing.assert_allclose(got[1], want[1], rtol=2e-5, atol=1e-6)
+
+
 def test_bench_measures_both_and_a_one_kernel_program_allocates_only_its_outputs(rng):
     from matplotlib.figure import Figure
 

@@ -2,7 +2,7 @@
 (runtime/arena_call.py). One call is one dispatch into Numba: the driver `run` calls every
 kernel in schedule order. The first call runs the same driver written in Python, so that
 Numba compiles each kernel once, and the second compiles `run` (which compiles its kernels
-into its own machine code again). After the first call, and again once `run` is compiled,
+into its own machine code again), unless `compile_driver` did it before. After the first call, and again once `run` is compiled,
 the program's kernel image is written (runtime/native.py).
 """
 from __future__ import annotations
@@ -12,7 +12,7 @@ import sys
 import time
 
 import numpy as np
-from numba import njit
+from numba import njit, typeof
 from numba.core import event
 from numba.core.errors import NumbaError
 
@@ -57,6 +57,9 @@ class CpuExecutable(ArenaCall, GeneratedExecutable):
         # The first call's driver, in Python, while `entry` is not compiled (None: there is
         # none, or the compiled one is on disk; codegen/cpu/driver.FIRST_DECORATOR).
         self._first_entry = None
+        # The driver's argument types, as Numba types them, once the first call ran
+        # (compile_driver).
+        self._driver_types: tuple | None = None
         if self.program.first and not cache.numba_cached(self.program.entry_stem, "run"):
             self._first_entry = cache.loaded_function(self.program.first_stem, "run")
         self._prepare_call(self.output_shapes, self.program.outputs, self.program.line_outputs,
@@ -186,6 +189,8 @@ class CpuExecutable(ArenaCall, GeneratedExecutable):
                     first = self._first_entry = None
                 if first is not None:  # it takes no layout: its numbers are in its text
                     first(self.arena, *arrays, *self._kernel_constants, *outs)
+                    self._driver_types = tuple(map(typeof, (
+                        self.arena, *arrays, *self._kernel_constants, *outs, *self._layout)))
                 else:
                     self.entry(self.arena, *arrays, *self._kernel_constants, *outs,
                                *self._layout)
@@ -195,6 +200,28 @@ class CpuExecutable(ArenaCall, GeneratedExecutable):
         self.compile_seconds = (self.compile_seconds or 0.0) + seconds
         if self.image_key is not None:
             self._save_image(compiled=first is None and hasattr(self.entry, "overloads"))
+
+    def compile_driver(self) -> float | None:
+        """Compile the driver `run` now, for the types of the first call, instead of in the
+        second call, which would wait for it (0.1 to 0.3 s for a program of several
+        kernels): a notebook does this while it is idle after a cell (magic.py). Returns the
+        seconds it took; None where there was nothing to compile, or where Numba refused
+        (the next call compiles it again and raises the error with the generated line)."""
+        types = self._driver_types
+        if self._first_entry is None or types is None:
+            return None
+        compiling = event.TimingListener()
+        try:
+            with self._arena_free, event.install_listener("numba:compiler_lock", compiling):
+                self.entry.compile(types)
+        except NumbaError:
+            return None
+        self._first_entry = None
+        seconds = compiling.duration if compiling.done else 0.0
+        self.compile_seconds = (self.compile_seconds or 0.0) + seconds
+        if self.image_key is not None:
+            self._save_image(compiled=True)
+        return seconds
 
     def _save_image(self, compiled: bool) -> None:
         """The kernel image of what this call ran (its compiled driver, or its Python driver

@@ -2,8 +2,9 @@
 (runtime/arena_call.py). One call is one dispatch into Numba: the driver `run` calls every
 kernel in schedule order. The first call runs the same driver written in Python, so that
 Numba compiles each kernel once, and the second compiles `run` (which compiles its kernels
-into its own machine code again), unless `compile_driver` did it before. After the first call, and again once `run` is compiled,
-the program's kernel image is written (runtime/native.py).
+into its own machine code again), unless `compile_driver` did before (a notebook, while
+idle). After the first call, and again once `run` is compiled, the program's kernel image
+is written (runtime/native.py).
 """
 from __future__ import annotations
 

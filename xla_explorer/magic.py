@@ -92,20 +92,17 @@ class XlaMagics(Magics):
     def count_cell(self, info=None) -> None:
         self.cells_started += 1
 
-    def _compile_drivers_when_idle(self, executable) -> None:
-        """In a Jupyter kernel, the compiled driver of a program whose first call ran its
-        driver in Python (CpuExecutable.compile_driver) is compiled once the kernel has been
-        idle for IDLE_SECONDS, so that running the cell again does not wait for it (0.1 to
-        0.3 s). Not while cells keep coming (Run All): each would wait for the one before's.
-        An auto-clustered cell's clusters are programs of their own."""
+    def _compile_driver_when_idle(self, executable) -> None:
+        """In a Jupyter kernel, what the cell's program left to compile (the CPU's driver,
+        after a first call that ran it in Python: Executable.compile_driver) is compiled once
+        the kernel has been idle for IDLE_SECONDS, so that running the cell again does not
+        wait for it (0.1 to 0.3 s). Not while cells keep coming (Run All): each would wait
+        for the one before's."""
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:  # a terminal's IPython: nothing runs between its cells
             return
-        for program in (executable, *getattr(executable, "programs", {}).values()):
-            compile_driver = getattr(program, "compile_driver", None)
-            if compile_driver is not None:
-                self._when_idle(loop, compile_driver, self.cells_started)
+        self._when_idle(loop, executable.compile_driver, self.cells_started)
 
     def _when_idle(self, loop, work, seen: int) -> None:
         def idle_or_later():
@@ -169,7 +166,7 @@ class XlaMagics(Magics):
         self.last = run
         if not args.quiet:
             show(run, run.entry.jit.cache_info())
-        self._compile_drivers_when_idle(run.exploration.executable)
+        self._compile_driver_when_idle(run.exploration.executable)
         # A last line that is an expression is shown as a plain cell shows it (Out[n], unless
         # it ends in a semicolon): IPython's display hook shows what a cell magic returns.
         if run.value is not NO_VALUE and not DisplayHook.semicolon_at_end_of_expression(cell):

@@ -76,6 +76,12 @@ class Executable:
     def __call__(self, *args) -> list:
         raise NotImplementedError
 
+    def compile_driver(self) -> float | None:
+        """Compile now what a later call would stop to compile (the CPU's driver, after a
+        first call that ran it in Python), as a notebook does while idle (magic.py). The
+        seconds it took; None where there is nothing to compile."""
+        return None
+
     def run_arrays(self, arrays: Sequence) -> list:
         """The call on NumPy arrays already of the parameters' shapes and dtypes (the cached
         call path checked them): an executable may skip its own argument checks here."""

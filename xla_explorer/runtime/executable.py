@@ -8,6 +8,7 @@ is written (runtime/native.py).
 """
 from __future__ import annotations
 
+import contextlib
 import re
 import sys
 import time
@@ -174,10 +175,9 @@ class CpuExecutable(ArenaCall, GeneratedExecutable):
         compiling and loading alone, not the run nor the first touch of its output. A
         program with a driver in Python for its first call (`_first_entry`) runs that, and
         compiles the driver on its second call, its seconds added."""
-        compiling = event.TimingListener()
         try:
             # Held throughout: a second first call waits here, then runs on its own arena.
-            with self._arena_free, event.install_listener("numba:compiler_lock", compiling):
+            with self._compiling():
                 if self.compile_seconds is None:
                     # Every generated file with thread workers imports their module: none
                     # imported, none to compile, and a serial program does not start the
@@ -197,8 +197,6 @@ class CpuExecutable(ArenaCall, GeneratedExecutable):
                                *self._layout)
         except NumbaError as e:
             raise self._compile_error(e) from e
-        seconds = compiling.duration if compiling.done else 0.0
-        self.compile_seconds = (self.compile_seconds or 0.0) + seconds
         if self.image_key is not None:
             self._save_image(compiled=first is None and hasattr(self.entry, "overloads"))
 
@@ -211,18 +209,27 @@ class CpuExecutable(ArenaCall, GeneratedExecutable):
         types = self._driver_types
         if self._first_entry is None or types is None:
             return None
-        compiling = event.TimingListener()
+        before = self.compile_seconds or 0.0
         try:
-            with self._arena_free, event.install_listener("numba:compiler_lock", compiling):
+            with self._compiling():
                 self.entry.compile(types)
         except NumbaError:
             return None
         self._first_entry = None
-        seconds = compiling.duration if compiling.done else 0.0
-        self.compile_seconds = (self.compile_seconds or 0.0) + seconds
         if self.image_key is not None:
             self._save_image(compiled=True)
-        return seconds
+        return self.compile_seconds - before
+
+    @contextlib.contextmanager
+    def _compiling(self):
+        """The arena held while Numba compiles or loads in the block, and the seconds it
+        held its compiler lock (its own event: compiling and loading alone, not running)
+        added to `compile_seconds`, once the block is done."""
+        compiling = event.TimingListener()
+        with self._arena_free, event.install_listener("numba:compiler_lock", compiling):
+            yield
+        self.compile_seconds = ((self.compile_seconds or 0.0)
+                                + (compiling.duration if compiling.done else 0.0))
 
     def _save_image(self, compiled: bool) -> None:
         """The kernel image of what this call ran (its compiled driver, or its Python driver

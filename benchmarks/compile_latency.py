@@ -205,6 +205,64 @@ print(json.dumps(seconds))
 """
 
 
+# A notebook's wait: the program as a `%%xla --quiet` cell in a fresh Jupyter kernel, the
+# kernel idle for a second after `%load_ext` (as while the next cell is written: Numba starts
+# then). Its first run (the interpreter's answer, the kernels generated); then, once the
+# kernel has been idle and compiled them, the same cell again on new values of the inputs.
+CELL_CELLS = [
+    "import sys\nsys.path.insert(0, {bench_dir!r})\n%load_ext xla_explorer\n"
+    "import asyncio, json, time\nimport numpy as np\nimport compile_latency as bench\n"
+    "program, shapes, _ = bench.PROGRAMS[{name!r}]\n"
+    "names = ['a%d' % i for i in range(len(shapes))]\n"
+    "globals().update(zip(names, bench.inputs(shapes)))\n"
+    "body = 'out = program(np, ' + ', '.join(names) + ')'\n"
+    "magics = get_ipython().magics_manager.registry['XlaMagics']",
+    "await asyncio.sleep(1)",
+    "t0 = time.perf_counter()\n"
+    "get_ipython().run_cell_magic('xla', '--quiet', body)\n"
+    "first = time.perf_counter() - t0",
+    "def ready():\n"
+    "    jits = [c.jit for c in magics.cache.cells.values()]\n"
+    "    return all(j._compiling and j.wait(0) for j in jits)\n"
+    "for _ in range(3000):\n"
+    "    await asyncio.sleep(0.1)  # idle: the kernels compile on the event loop\n"
+    "    if ready():\n"
+    "        break\n"
+    "globals().update(zip(names, bench.inputs(shapes, seed=1)))\n"
+    "t0 = time.perf_counter()\n"
+    "get_ipython().run_cell_magic('xla', '--quiet', body)\n"
+    "again = time.perf_counter() - t0\n"
+    "want = program(np, *[globals()[n] for n in names])\n"
+    "for o, w in zip(out if isinstance(out, (tuple, list)) else [out],\n"
+    "                want if isinstance(want, tuple) else [want]):\n"
+    "    np.testing.assert_allclose(np.asarray(o), w, rtol=2e-3, atol=2e-4)\n"
+    "print(json.dumps([first, again]))",
+]
+
+
+def cell_child(name: str, cache: str) -> list[float]:
+    import nbformat
+    from nbclient import NotebookClient
+
+    bench_dir = os.path.dirname(os.path.abspath(__file__))
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(c.format(bench_dir=bench_dir, name=name))
+                for c in CELL_CELLS]
+    saved = {k: os.environ.get(k) for k in ("XLA_EXPLORER_CACHE", "XLA_EXPLORER_IMAGES")}
+    os.environ.update(XLA_EXPLORER_CACHE=cache, XLA_EXPLORER_IMAGES="1")
+    try:
+        NotebookClient(nb, timeout=LIMIT_SECONDS, kernel_name="python3").execute()
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+    text = "".join(o.get("text", "") for o in nb.cells[-1].outputs
+                   if o.get("name") == "stdout")  # NumPy's warnings go to stderr
+    return json.loads(text.strip().splitlines()[-1])
+
+
 # A process that has not answered after this long is reported as "over" it (inf).
 LIMIT_SECONDS = 300
 
@@ -226,8 +284,8 @@ def child(name: str, runner: str, cache: str, images: bool = True) -> list[float
 
 def measure(name: str, repeats: int) -> dict:
     rounds: dict[str, list] = {k: [] for k in ("cold", "disk", "numba disk", "new shape",
-                                               "tiered", "tiered ready", "jax",
-                                               "jax new shape")}
+                                               "tiered", "tiered ready", "cell",
+                                               "cell again", "jax", "jax new shape")}
     for _ in range(repeats):
         with tempfile.TemporaryDirectory() as cache:
             cold = child(name, "ours", cache)
@@ -239,6 +297,10 @@ def measure(name: str, repeats: int) -> dict:
             tiered = child(name, "tiered", cache)
             rounds["tiered"].append(tiered[0])
             rounds["tiered ready"].append(tiered[1])
+        with tempfile.TemporaryDirectory() as cache:
+            cell = cell_child(name, cache)
+            rounds["cell"].append(cell[0])
+            rounds["cell again"].append(cell[1])
         jax_times = child(name, "jax", cache)
         rounds["jax"].append(jax_times[0])
         rounds["jax new shape"].append(jax_times[1])
@@ -253,16 +315,19 @@ def seconds(s: float) -> str:
 
 def table(results: dict) -> str:
     head = ("| program | ours, empty cache | ours, kernel image on disk | Numba's cache on "
-            "disk | new shape | tiered: first answer | tiered: kernels ready | jax.jit | jax, "
-            "new shape | cold / jax | disk / jax | tiered / jax |")
-    rows = [head, "|" + "---|" * 12]
+            "disk | new shape | tiered: first answer | tiered: kernels ready | %%xla cell: "
+            "first answer | %%xla cell: run again | jax.jit | jax, new shape | cold / jax | "
+            "disk / jax | tiered / jax | cell / jax |")
+    rows = [head, "|" + "---|" * 15]
     for name, r in results.items():
         rows.append(f"| {name} | {seconds(r['cold'])} | {seconds(r['disk'])} | "
                     f"{seconds(r['numba disk'])} | "
                     f"{seconds(r['new shape'])} | {seconds(r['tiered'])} | "
-                    f"{seconds(r['tiered ready'])} | {seconds(r['jax'])} | "
+                    f"{seconds(r['tiered ready'])} | {seconds(r['cell'])} | "
+                    f"{seconds(r['cell again'])} | {seconds(r['jax'])} | "
                     f"{seconds(r['jax new shape'])} | {r['cold'] / r['jax']:.1f}x | "
-                    f"{r['disk'] / r['jax']:.1f}x | {r['tiered'] / r['jax']:.2f}x |")
+                    f"{r['disk'] / r['jax']:.1f}x | {r['tiered'] / r['jax']:.2f}x | "
+                    f"{r['cell'] / r['jax']:.2f}x |")
     return "\n".join(rows)
 
 

@@ -44,9 +44,15 @@ z = rng.standard_normal(n).astype(np.float32)
 # %% [markdown]
 # `%%xla` turns the cell into a function: its **inputs** are the names it reads that hold
 # arrays or numbers (`x`, `y`, `z`), its **outputs** the names it assigns (`total`). The cell
-# is traced into HLO (XLA's program format), optimised, compiled to a Numba CPU kernel, run,
+# is traced into HLO (XLA's program format), optimised, turned into a Numba CPU kernel, run,
 # and checked against eager NumPy. Under the cell: a summary (inputs, outputs, the check,
 # the kernels, the buffers) and the explorer, whose tabs step through every pass.
+#
+# Numba takes a second or so to compile a new cell's kernels, so the first run of a new cell
+# does not wait for it: the HLO interpreter runs the optimised program (NumPy, op by op) and
+# answers in milliseconds, the summary says so, and Numba compiles the kernels once the
+# notebook is idle. Run the cell again and the compiled kernel answers. (`%%xla --wait`
+# waits for the kernels instead.)
 
 # %%
 # %%xla

@@ -181,6 +181,13 @@ for what, seconds in (("first compile (fresh process, empty cache)", first),
 # thread, and switches to them when they are ready; `last_ran` says which one answered.
 # The first answer costs what eager NumPy does plus the milliseconds of tracing and passes;
 # the compiled speed comes when Numba is done.
+#
+# A `%%xla` cell does this by default, and waits for a quieter moment to compile: its first
+# run is the interpreter's answer (with the kernels already generated, so the explorer shows
+# them), and once the notebook has run no cell for half a second, Numba compiles them between
+# cells, never beside one, so Run All is not slowed. `--wait` (or `%config XlaMagics.tiered =
+# False`) compiles before answering, as `xe.jit` does; `--bench`, `--dump` and `--export`
+# need the kernels and wait too.
 
 # %%
 g = xe.jit(model, tiered=True)
@@ -193,6 +200,31 @@ start = time.perf_counter()
 got_compiled = g(x)
 print(f"after wait()   {(time.perf_counter() - start) * 1e3:9.3f} ms  ran on {g.last_ran}")
 assert np.allclose(got, model(x), rtol=1e-5) and np.allclose(got_compiled, got, rtol=1e-5)
+
+# %%
+# %load_ext xla_explorer
+w = rng.random(1000, dtype=np.float32)
+
+# %%
+# %%xla --quiet
+h = np.tanh(w) * 2 + 1
+
+# %%
+magics = get_ipython().magics_manager.registry["XlaMagics"]  # `last`: the last cell's run
+print("first run answered by", "the interpreter" if magics.last.tier else "the kernels")
+
+# %%
+import asyncio
+
+await asyncio.sleep(2)  # a moment idle, as while you read: the kernels compile now
+
+# %%
+# %%xla --quiet
+h = np.tanh(w) * 2 + 1
+
+# %%
+print("run again, answered by", "the interpreter" if magics.last.tier else "the kernels")
+assert np.allclose(h, np.tanh(w) * 2 + 1, rtol=1e-6)
 
 # %% [markdown]
 # ## Where the shape lives

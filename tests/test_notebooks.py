@@ -89,6 +89,8 @@ def test_01_first_cell(executed):
     nb = executed.notebook("01_first_cell")
     n = 1000  # the notebook's inputs: three float32 vectors of n elements
     assert shows_explorer(find(nb, "%%xla"))
+    # A new cell's first run: the interpreter answered while the kernel compiles.
+    assert "this run: the interpreter answered" in text_of(find(nb, "%%xla"))
     first, eager = text_of(find(nb, "print(float(total)")).split("\n", 1)
     got, want = map(float, first.split())
     assert abs(got - want) <= 1e-4 * max(1.0, abs(want))
@@ -241,6 +243,10 @@ def test_04_recompilation(executed):
     tiered = text_of(find(nb, "g = xe.jit(model, tiered=True)")).splitlines()
     assert tiered[0].startswith("first answer") and tiered[0].endswith("ran on interpreter")
     assert tiered[1].startswith("after wait()") and tiered[1].endswith("ran on cpu"), tiered
+    # A %%xla cell: the interpreter's answer first; after a moment idle, the kernels'.
+    assert text_of(find(nb, "magics = get_ipython()")) == \
+        "first run answered by the interpreter\n"
+    assert text_of(find(nb, 'print("run again')) == "run again, answered by the kernels\n"
     bounds = text_of(find(nb, "ex10 = "))
     assert "range(10)" in bounds and "range(1000)" not in bounds
     # The row of 1000, summed in blocks up to its length read from the array.

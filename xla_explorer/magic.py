@@ -16,6 +16,7 @@ from IPython.core.displayhook import DisplayHook
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+from traitlets import Bool
 
 from .backends import BACKENDS, DEVICE_BACKENDS, LAZY_BACKENDS, get_backend
 from .cell import NO_VALUE, CellCache, CellRun, cell_names, run_cell
@@ -27,8 +28,8 @@ NOT_BUILT: dict[str, str] = {}
 # After `%load_ext`, how long the kernel waits before starting Numba: long enough that the
 # cell's reply has gone out, so the cell is seen done at once.
 START_AFTER_SECONDS = 0.05
-# How long the kernel must have run no cell before a cell's driver is compiled (a cell run
-# again within it waits for the compile, as it would have without).
+# How long the kernel must have run no cell before a cell's kernels (answered first by the
+# interpreter) or driver are compiled (a cell run within it waits for the compile's rest).
 IDLE_SECONDS = 0.5
 
 
@@ -83,6 +84,10 @@ class XlaMagics(Magics):
     """`%%xla` and `%xla_cache`; `cache` holds the session's compiled cells, `last` the last
     successful run."""
 
+    tiered = Bool(True, help="Answer a new program's first run with the interpreter while "
+                              "its kernels compile in the background (False: every cell "
+                              "waits for its kernels, as --wait asks)").tag(config=True)
+
     def __init__(self, shell=None):
         super().__init__(shell)
         self.cache = CellCache()
@@ -103,6 +108,20 @@ class XlaMagics(Magics):
         except RuntimeError:  # a terminal's IPython: nothing runs between its cells
             return
         self._when_idle(loop, executable.compile_driver, self.cells_started)
+
+    def _compile_when_idle(self, tier) -> None:
+        """A new program's kernels (the cell was answered by the interpreter) compile once
+        the kernel has been idle for IDLE_SECONDS, on its event loop, as its driver does:
+        not while cells keep coming (Run All), and never beside a cell, whose imports and
+        compiles a thread's would contend with for Numba's and the import system's locks
+        (a cell run meanwhile waits for the rest of the compile, as it would have waited
+        for all of it). In a terminal, where nothing runs between cells, in a thread."""
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            tier.start()
+            return
+        self._when_idle(loop, tier.compile, self.cells_started)
 
     def _when_idle(self, loop, work, seen: int) -> None:
         def idle_or_later():
@@ -132,6 +151,10 @@ class XlaMagics(Magics):
     @argument("--export", metavar="NAME", default=None,
               help="also write the compiled program as NAME.cpython-*.so in the working "
                    "directory, a module whose run() needs only NumPy, and NAME.pyi")
+    @argument("--wait", action="store_true",
+              help="wait for the kernels before answering, as xe.jit does; without it a "
+                   "new program's first run is answered by the interpreter while its "
+                   "kernels compile in the background (--bench, --dump and --export wait)")
     @argument("--quiet", action="store_true", help="print nothing")
     @argument("--debug", action="store_true", help="show the full traceback of an error")
     @cell_magic
@@ -154,7 +177,9 @@ class XlaMagics(Magics):
                                autocluster=args.autocluster, cache=self.cache,
                                check=not args.quiet, bench=args.bench, dump=args.dump,
                                dump_snapshots=args.dump_snapshots, first_line=FIRST_LINE,
-                               export=args.export)
+                               export=args.export,
+                               tiered=self.tiered and not args.wait
+                               and get_backend(args.backend).generates_code)
         except Exception as e:
             if args.debug:
                 raise
@@ -166,7 +191,10 @@ class XlaMagics(Magics):
         self.last = run
         if not args.quiet:
             show(run, run.entry.jit.cache_info())
-        self._compile_driver_when_idle(run.exploration.executable)
+        if run.tier is not None:
+            self._compile_when_idle(run.tier)
+        else:
+            self._compile_driver_when_idle(run.exploration.executable)
         # A last line that is an expression is shown as a plain cell shows it (Out[n], unless
         # it ends in a semicolon): IPython's display hook shows what a cell magic returns.
         if run.value is not NO_VALUE and not DisplayHook.semicolon_at_end_of_expression(cell):

@@ -136,6 +136,22 @@ def _fast_key(args) -> tuple | None:
     return tuple(key)
 
 
+@dataclass
+class Tier:
+    """A program answered by the interpreter while its kernels compile (`JitFunction.tier`):
+    `answer` runs it; `exploration` is what to show (the backend's, when generated at once).
+    `start()` compiles the kernels in a thread, `compile()` in the caller's (once, either
+    way); `failed` holds the compile's error, raised by the next call, as it would have
+    been."""
+
+    exploration: Exploration
+    answer: Exploration
+    start: Callable[[], None]
+    compile: Callable[[], None]
+    ready: threading.Event
+    failed: list
+
+
 class JitFunction:
     """`f` compiled whole for a backend, once per argument signature (as XLA recompiles for
     new shapes); NumPy in, NumPy out."""
@@ -152,6 +168,7 @@ class JitFunction:
         self.last_ran: str | None = None
         self._compiling: dict[tuple | None, threading.Event] = {}
         self._compiled: dict[tuple, list[Exploration]] = {}
+        self._tiers: dict[tuple, Tier] = {}  # the interpreter's programs, by _fast_key
         # The call path of each signature seen, for the next call with it (`_fast_key`).
         self._fast: dict[tuple | None, Callable] = {}
         self._hits = self._misses = 0
@@ -216,7 +233,8 @@ class JitFunction:
                 self._hits += 1
                 return result
         key = _fast_key(args)
-        if self.tiered and key is not None and key not in self._compiling:
+        if self.tiered and key is not None and key not in self._compiling \
+                and key not in self._tiers:
             return self._first_answer(key, args)
         ex = self.explore(*args)
         result = ex._run(args)
@@ -230,25 +248,67 @@ class JitFunction:
         the kernels are generated and compiled in a thread of their own (Numba itself is
         imported there), and calls switch to them when they are ready. A new cell answers
         in milliseconds of passes and NumPy instead of seconds of Numba."""
+        tier = self.tier(*args)
+        result = tier.answer.call_path()(args)  # the answer waits for no compile
+        tier.start()
+        return result
+
+    def tier(self, /, *args, generate: bool = False) -> Tier | None:
+        """For a signature with no program yet: the interpreter's Exploration of what this
+        backend's passes made, to answer with now, and `start()`, which compiles the kernels
+        in a thread; the calls after that switch to them once they are ready. While they
+        compile, the same Tier again (start does nothing twice). None when the signature's
+        program is compiled: `explore` has it.
+
+        With `generate`, the backend's program is generated now (its kernels' source, for
+        the explorer: `Tier.exploration`), and only their compile waits for `start`; without
+        it, the code generator is not even imported here (a fresh process answers in
+        milliseconds)."""
+        key = _fast_key(args)
+        if key is None or self._compiled.get(signature(args)):
+            return None
+        tier = self._tiers.get(key)
+        if tier is not None:
+            if tier.ready.is_set():
+                return None  # compiled, or failed: explore has it, or raises the error
+            try:
+                tier.answer.traced.scalars.replay(args)
+            except GuardFailed:  # another program: compiled at once, as explore does
+                return None
+            self._hits += 1
+            return tier
+        if key in self._compiling:
+            return None
         interpreter = get_backend("interpreter")
-        tier = _explore(self.function, args, self._backend, None, False, must_compile=True,
-                        run_on=interpreter)
+        if generate:
+            shown = _explore(self.function, args, self._backend, None, False,
+                             must_compile=True)
+            answer = shown.with_executable(interpreter, interpreter.compile(
+                shown.module, shown.compiled.assignment))
+        else:
+            shown = answer = _explore(self.function, args, self._backend, None, False,
+                                      must_compile=True, run_on=interpreter)
         self._misses += 1
-        slow = tier.call_path()
-        copies = [np.array(a) if isinstance(a, np.ndarray) else a for a in args]
-        result = slow(args)  # before the compile starts: the answer waits for nothing
-        self.last_ran = interpreter.name
+        slow = answer.call_path()
+        # The kernels compile on a run of their own: on copies of what it updates in place
+        # (the inputs themselves would take its updates), made before the answer runs them.
+        # The rest is only read, whatever values it holds by then.
+        updated = {p for _, p in answer.traced.aliases}
+        copies = [np.array(a) if i in updated and isinstance(a, np.ndarray) else a
+                  for i, a in enumerate(args)]
         ready, done, failed = threading.Event(), [], []
 
         def compile_kernels():
             try:
-                exe = self._backend.compile(tier.module, tier.compiled.assignment)
+                exe = shown.executable if generate else \
+                    self._backend.compile(answer.module, answer.compiled.assignment)
                 exe(*copies)  # Numba compiles (or loads) the kernels on the first call,
                 exe(*copies)  # and the driver on the second
-                ex = tier.with_executable(self._backend, exe)
-                self._compiled.setdefault(signature(args), []).append(ex)
-                dump_as_flagged(ex)
-                done.append(ex.call_path())
+                compiled = shown if generate else answer.with_executable(self._backend, exe)
+                self._compiled.setdefault(signature(args), []).append(compiled)
+                if not generate:  # explore dumped the generated one
+                    dump_as_flagged(compiled)
+                done.append(compiled.call_path())
             except BaseException as e:  # raised at the next call, as it would have been
                 failed.append(e)
             finally:
@@ -264,11 +324,28 @@ class JitFunction:
             self.last_ran = self.backend
             return done[0](args)
 
-        self._fast[key] = call
-        self._compiling[key] = ready
-        threading.Thread(target=compile_kernels, daemon=True,
-                         name=f"xla-explorer: compiling {self.__name__}").start()
-        return result
+        started = []
+
+        def begin() -> bool:  # once, whichever of start and compile comes first
+            if started:
+                return False
+            started.append(True)
+            self._fast[key] = call
+            self._compiling[key] = ready
+            return True
+
+        def start():
+            if begin():
+                threading.Thread(target=compile_kernels, daemon=True,
+                                 name=f"xla-explorer: compiling {self.__name__}").start()
+
+        def compile_now():
+            if begin():
+                compile_kernels()
+
+        self.last_ran = interpreter.name
+        tier = self._tiers[key] = Tier(shown, answer, start, compile_now, ready, failed)
+        return tier
 
     def wait(self, timeout: float | None = None) -> bool:
         """With `tiered`, wait until the kernels compiling in the background are ready;

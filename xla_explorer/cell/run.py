@@ -45,33 +45,44 @@ class CellRun:
     dumped: tuple = ()
     exported: object = None  # the ExportedModule `--export NAME` wrote, if asked
     lazy: bool = False  # the outputs are dask arrays, bound uncomputed and not checked
+    # Run by the interpreter: its kernels compile at `tier.compile()` (or in a thread,
+    # `tier.start()`).
+    tier: object = None
 
 
 def run_cell(cell: str, namespace: dict, *, backend: str = "cpu", autocluster: bool = False,
              cache: CellCache, check: bool = True, bench: bool = False, dump: str | None = None,
              dump_snapshots: bool = False, first_line: int = FIRST_LINE,
-             export: str | None = None) -> CellRun:
+             export: str | None = None, tiered: bool = False) -> CellRun:
     """Analyse, compile (or find compiled), run, check, bench and dump a cell, then write its
     results into `namespace`: only once all of that succeeded. The analysis is done on every
     run: it reads the inputs' current values, and decides whether the compiled cell is still
-    the one to run."""
+    the one to run.
+
+    With `tiered`, a program not compiled yet is generated (its kernels' source is there to
+    see) and run by the interpreter (what the backend's passes made, op by op in NumPy);
+    `CellRun.tier.compile()` then compiles its kernels (`start()`: in a thread;
+    `JitFunction.tier`), and the runs after that take them once they are ready. The bench, a dump and an export need
+    the kernels: with any of them the cell waits for them."""
     fresh = analyse(cell, namespace, first_line=first_line)
     lazy = get_backend(backend).lazy
     _refuse_chunked(fresh, backend, lazy)
     entry = cache.lookup(fresh, namespace, backend, autocluster)
     plan = entry.plan
     args = list(fresh.values)
-    ex, hit, facts = _explore(entry, cache, args)
+    tiered = tiered and not (bench or dump or export or autocluster or lazy)
+    ex, hit, facts, tier = _explore(entry, cache, args, tiered)
     updated = tuple(p for _, p in ex.traced.aliases)
     _check_updatable(fresh, args, updated)
     # In-place updates land in copies; the caller's arrays take them at the end.
     run_args = [copy.deepcopy(a) if i in updated else a for i, a in enumerate(args)]
+    runner = tier.answer if tier is not None else ex  # the interpreter, while compiling
     with _silenced():  # an auto-clustered run may trace again
-        result = ex.run(*run_args)
+        result = runner.run(*run_args)
     bindings = fresh.bindings(result, args, facts.links)
     value = bindings.pop(LAST, NO_VALUE)
     done = CellRun(plan, entry, ex, hit, bindings, tuple(plan.inputs[p] for p in updated),
-                   facts.links, value, lazy=lazy)
+                   facts.links, value, lazy=lazy, tier=tier)
     with _silenced():  # the check's and the bench's eager runs print what the cell prints
         if check and not lazy:  # lazy outputs are computed when the user asks, not here
             done.check = _judge(ex, args, result, run_args)
@@ -156,25 +167,29 @@ def _stale(entry: CachedCell, cache: CellCache, args) -> bool:
     return ok
 
 
-def _explore(entry: CachedCell, cache: CellCache, args):
+def _explore(entry: CachedCell, cache: CellCache, args, tiered: bool = False):
     """The Exploration for these arguments (traced and compiled on a miss), whether it was a
-    cache hit, and what its trace found. What the trace prints is Tracers: it is dropped, and
-    shown by an eager run instead if the trace fails."""
+    cache hit, what its trace found, and with `tiered`, the Tier whose interpreter runs it
+    while the kernels compile (None once they are ready). What the trace prints is Tracers:
+    it is dropped, and shown by an eager run instead if the trace fails."""
     fn, plan = entry.jit, entry.plan
     hits = fn.cache_info().hits
     printed = io.StringIO()
+    tier = None
     try:
         with contextlib.redirect_stdout(printed):
-            ex = fn.explore(*args)
+            tier = fn.tier(*args, generate=True) if tiered else None
+            ex = tier.exploration if tier is not None else fn.explore(*args)
     except Exception:
         cache.forget_failed(entry)
         if printed.getvalue():
             with contextlib.suppress(Exception):  # the trace's error is the one to show
                 plan.function(*_copies(args))
         raise
-    facts = entry.traces.setdefault(id(ex), TraceFacts(
+    # By trace: the interpreter's Exploration and the compiled one share theirs.
+    facts = entry.traces.setdefault(id(ex.traced), TraceFacts(
         dict(plan.links), bool(printed.getvalue()), plan.last_value is not NO_VALUE))
-    return ex, fn.cache_info().hits > hits, facts
+    return ex, fn.cache_info().hits > hits, facts, tier
 
 
 def _run_eagerly(plan: CellPlan, args):

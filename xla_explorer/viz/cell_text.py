@@ -89,8 +89,13 @@ def summary(run, cache_info, hlo: bool = True) -> str:
     explorer widget shows the HLO of every stage, so the display leaves it out)."""
     ex, plan = run.exploration, run.plan
     state = "hit" if run.hit else "miss"
-    lines = [f"%%xla {plan.name}: backend {ex.backend}, compile cache: {state} "
+    lines = [f"%%xla {plan.name}: backend {run.entry.backend}, compile cache: {state} "
              f"({_counts(cache_info.hits, cache_info.misses)})"]
+    if run.tier is not None:
+        lines.append(f"this run: the interpreter answered (the program after the passes, op "
+                     f"by op in NumPy); the {run.entry.backend} kernels compile in the "
+                     f"background (in a notebook, once it is idle), and the next run takes "
+                     f"them (--wait: wait for them)")
     args = ", ".join(f"{n} {_value_text(v)}" for n, v in zip(plan.inputs, ex.args))
     lines.append(f"inputs:   {args or '(none)'}")
     outs = []

@@ -8,6 +8,7 @@ from Numba's compile events; once done, one line says what it cost.
 from __future__ import annotations
 
 import html
+import threading
 import time
 from typing import Callable
 
@@ -29,6 +30,9 @@ class CompileProgress:
         self._hits: dict[int, int] = {}
         self.functions: dict[int, object] = {}  # generated functions met, by id
         self._listener = None
+        # The cell's own thread: a kernel compiling in the background for an earlier cell
+        # (%%xla answers a new program first on the interpreter) is not this cell's.
+        self._thread = threading.get_ident()
 
     def __enter__(self) -> CompileProgress:
         from numba.core import event
@@ -66,6 +70,8 @@ class CompileProgress:
                 f"{time.perf_counter() - self.started:.2f} s")
 
     def _started(self, dispatcher) -> None:
+        if threading.get_ident() != self._thread:
+            return
         fn = getattr(dispatcher, "py_func", None)
         module = getattr(fn, "__module__", "") or ""
         if not module.startswith(GENERATED) or id(dispatcher) in self.seen:
@@ -88,8 +94,9 @@ class CompileProgress:
                   f"compiling with Numba: <code>{html.escape(fn.__name__)}</code> "
                   f"({len(self.compiled)} of {total}, {seconds:.1f} s so far)")
 
-
     def _ended(self, dispatcher) -> None:
+        if threading.get_ident() != self._thread:
+            return
         before = self._hits.pop(id(dispatcher), None)
         if before is not None and sum(dispatcher._cache_hits.values()) > before:
             self.loaded.append(dispatcher.py_func.__name__)

@@ -1,0 +1,126 @@
+"""`%%xla` by default: a program not compiled yet is generated and answered by the
+interpreter, and its kernels compile in the background (in a Jupyter kernel, once it is
+idle); the runs after that take them. Every answer is compared with NumPy's."""
+import asyncio
+import threading
+
+import numpy as np
+import pytest
+from IPython.core.interactiveshell import InteractiveShell
+
+from tests.test_magic import forget_user_names, magics, numpy_run, run
+
+SOFTMAX = ("e = np.exp(x - x.max(axis=1, keepdims=True))\n"
+           "p = e / e.sum(axis=1, keepdims=True)\n")
+
+
+@pytest.fixture
+def shell(monkeypatch, tmp_path):
+    # An empty kernel cache: the background compiles are Numba's, not an image's load.
+    monkeypatch.setenv("XLA_EXPLORER_CACHE", str(tmp_path))
+    sh = InteractiveShell.instance()
+    forget_user_names(sh)
+    assert sh.run_cell("%reload_ext xla_explorer").success  # a fresh compile cache
+    sh.run_cell("import numpy as np")
+    assert magics(sh).tiered  # the default
+    yield sh
+    forget_user_names(sh)
+
+
+@pytest.fixture
+def x(shell):
+    x = np.random.default_rng(3).standard_normal((16, 40)).astype(np.float32)
+    shell.user_ns["x"] = x
+    return x
+
+
+def entry_of(shell):
+    (entry,) = magics(shell).cache.cells.values()
+    return entry
+
+
+def test_the_first_run_is_the_interpreters_and_the_next_the_kernels(shell, x):
+    result, out = run(shell, "%%xla\n" + SOFTMAX)
+    assert result.success, out
+    assert "this run: the interpreter answered" in out and "compile cache: miss" in out
+    assert "check against eager NumPy: ok" in out
+    first = magics(shell).last
+    assert first.tier is not None and first.tier.answer.backend == "interpreter"
+    ex = shell.user_ns["_xla"]
+    # What the explorer shows is the cpu program, its kernels generated to be read.
+    assert ex.backend == "cpu" and ex.kernels and ex is first.exploration
+    want = numpy_run(SOFTMAX, x=x)["p"]
+    np.testing.assert_allclose(shell.user_ns["p"], want, rtol=1e-6)
+
+    assert entry_of(shell).jit.wait(timeout=120)  # a terminal: compiling since the cell ended
+    # The kernels compiled in the background, on copies of the inputs.
+    assert ex.executable.compile_seconds is not None
+    shell.user_ns["x"] = x * 2
+    result, out = run(shell, "%%xla\n" + SOFTMAX)
+    assert result.success and "interpreter answered" not in out, out
+    assert "compile cache: hit (1 hit, 1 miss)" in out
+    again = magics(shell).last
+    assert again.tier is None and again.exploration is ex and ex.backend == "cpu"
+    np.testing.assert_allclose(shell.user_ns["p"], numpy_run(SOFTMAX, x=x * 2)["p"],
+                               rtol=1e-6)
+
+
+def test_in_place_updates_keep_numpys_meaning_on_both_tiers(shell):
+    w, g = np.arange(6, dtype=np.float32), np.ones(6, np.float32)
+    shell.user_ns.update(w=w, g=g)
+    cell = "%%xla --quiet\nw -= np.float32(0.5) * g\ns = w.sum()\n"
+    assert run(shell, cell)[0].success
+    assert magics(shell).last.tier is not None
+    np.testing.assert_array_equal(w, np.arange(6) - 0.5)
+    assert shell.user_ns["s"] == np.float32((np.arange(6) - 0.5).sum())
+    assert entry_of(shell).jit.wait(timeout=120)
+    # The background compile ran on copies: the caller's w moved once, by the cell.
+    np.testing.assert_array_equal(w, np.arange(6) - 0.5)
+    assert run(shell, cell)[0].success
+    assert magics(shell).last.tier is None
+    assert shell.user_ns["w"] is w
+    np.testing.assert_array_equal(w, np.arange(6) - 1.0)
+
+
+def test_wait_bench_and_config_compile_before_answering(shell, x):
+    result, out = run(shell, "%%xla --wait\n" + SOFTMAX)
+    assert result.success and "interpreter answered" not in out
+    assert magics(shell).last.tier is None
+    assert shell.user_ns["_xla"].executable.compile_seconds is not None
+    result, out = run(shell, "%%xla --bench\ny = np.tanh(x) * 2\n")
+    assert result.success and magics(shell).last.tier is None and "bench" in out
+    shell.run_cell("%config XlaMagics.tiered = False")
+    try:
+        result, out = run(shell, "%%xla\nz = np.cos(x) + 1\n")
+        assert result.success and magics(shell).last.tier is None
+    finally:
+        del shell.config.XlaMagics["tiered"]  # the shell outlives this test
+    np.testing.assert_allclose(shell.user_ns["z"], np.cos(x) + 1, rtol=1e-6)
+
+
+def test_a_program_run_again_while_compiling_is_answered_again(shell, x):
+    """In a Jupyter kernel (a running event loop) the kernels compile on the loop once no
+    cell has run for IDLE_SECONDS: Run All is not slowed by them, and no thread compiles
+    beside a cell. Until then the interpreter answers."""
+    from xla_explorer import magic
+
+    cell = "%%xla --quiet\n" + SOFTMAX
+
+    async def cells_then_idle():
+        assert run(shell, cell)[0].success
+        jit = entry_of(shell).jit
+        assert not jit._compiling  # not started while cells keep coming
+        assert run(shell, cell)[0].success
+        assert magics(shell).last.tier is not None  # the interpreter again
+        await asyncio.sleep(2 * magic.IDLE_SECONDS)  # idle: the loop compiles them
+        assert jit._compiling and jit.wait(timeout=0)
+        assert not [t for t in threading.enumerate() if t.name.startswith("xla-explorer")]
+        return jit
+
+    jit = asyncio.run(cells_then_idle())
+    info = jit.cache_info()
+    assert (info.hits, info.misses, len(info.signatures)) == (1, 1, 1)
+    shell.user_ns["x"] = x + 1
+    assert run(shell, cell)[0].success and magics(shell).last.tier is None
+    np.testing.assert_allclose(shell.user_ns["p"], numpy_run(SOFTMAX, x=x + 1)["p"],
+                               rtol=1e-6)

@@ -742,6 +742,9 @@ METHODS = [
     _method(".dot", lambda x, y: x.dot(y), ALL, _c({}, shapes=((3, 4), (4,))) +
             _c({}, shapes=((3, 4), (4, 2))), domains=(_SMALL_INTS,), arity=2, tol=5),
     _method(".copy", lambda x: x.copy(), ALL, _c({}) + _c({}, shapes=((),))),
+    _method(".trace", lambda x, **kw: x.trace(**kw), ALL,
+            _c({}, {"offset": 1}, shapes=((3, 4),)) + _c({"offset": -1}, shapes=((4, 3),)),
+            domains=(_SMALL_INTS,), tol=5),
 ]
 
 

@@ -311,6 +311,9 @@ class Tracer:
     def dot(self, other):
         return np.dot(self, other)
 
+    def trace(self, offset=0, axis1=0, axis2=1, dtype=None, out=None):
+        return np.trace(self, offset, axis1, axis2, dtype, out)
+
     def copy(self, order="C"):
         copied = np.copy(self)
         # A NumPy scalar's .copy() is a NumPy scalar; np.copy makes it a 0-d array.

@@ -38,7 +38,7 @@ def shell():
     result = sh.run_cell("%reload_ext xla_explorer")  # a fresh compile cache each test
     assert result.success
     # These tests are about the compiled program: each cell waits for its kernels, as
-    # `%%xla --wait` does. The interpreter's first answer has tests of its own below.
+    # `%%xla --wait` does. The interpreter's first answer: tests/test_magic_tiered.py.
     magics(sh).tiered = False
     sh.run_cell("import numpy as np")
     yield sh

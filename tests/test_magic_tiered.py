@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from IPython.core.interactiveshell import InteractiveShell
 
+import xla_explorer as xe
 from tests.test_magic import forget_user_names, magics, numpy_run, run
 
 SOFTMAX = ("e = np.exp(x - x.max(axis=1, keepdims=True))\n"
@@ -124,3 +125,20 @@ def test_a_program_run_again_while_compiling_is_answered_again(shell, x):
     assert run(shell, cell)[0].success and magics(shell).last.tier is None
     np.testing.assert_allclose(shell.user_ns["p"], numpy_run(SOFTMAX, x=x + 1)["p"],
                                rtol=1e-6)
+
+
+def test_a_compile_in_another_thread_is_not_shown_as_the_cells(monkeypatch, tmp_path):
+    """A cell's progress line counts what its own thread compiles, not a background
+    compile of an earlier program (a tiered call, or a terminal's cell)."""
+    from xla_explorer.viz.progress import CompileProgress
+
+    monkeypatch.setenv("XLA_EXPLORER_CACHE", str(tmp_path))  # a compile, not a load
+    shown: list[str] = []
+    v = np.linspace(0, 1, 50)
+    fast = xe.jit(lambda v: np.sinh(v) * 3 + 1, tiered=True)
+    with CompileProgress(shown.append):
+        fast(v)  # the interpreter answers; the kernels compile in a thread of their own
+        assert fast.last_ran == "interpreter" and fast.wait(timeout=120)
+    assert shown == []
+    np.testing.assert_allclose(fast(v), np.sinh(v) * 3 + 1, rtol=1e-6)
+    assert fast.last_ran == "cpu"

@@ -142,3 +142,50 @@ def test_a_compile_in_another_thread_is_not_shown_as_the_cells(monkeypatch, tmp_
     assert shown == []
     np.testing.assert_allclose(fast(v), np.sinh(v) * 3 + 1, rtol=1e-6)
     assert fast.last_ran == "cpu"
+
+
+def test_waiting_compiles_go_one_an_idle_moment_the_latest_first(shell, x):
+    """Cells edited in a row leave a program each; once idle, the latest compiles first
+    and the next waits for another idle moment, so a cell run meanwhile waits for one
+    compile at most."""
+    cells = ["%%xla --quiet\nu = np.tanh(x) + 1\n", "%%xla --quiet\nu = np.tanh(x) + 2\n"]
+
+    async def edits():
+        for cell in cells:
+            assert run(shell, cell)[0].success
+        older, latest = (magics(shell).cache.cells[(c.split("\n", 1)[1], "cpu", False)].jit
+                         for c in cells)
+        for _ in range(200):
+            await asyncio.sleep(0.05)
+            if latest.wait(timeout=0) and latest._compiling:
+                break
+        assert latest._compiling and not older._compiling  # the latest, alone
+        for _ in range(200):
+            await asyncio.sleep(0.05)
+            if older._compiling and older.wait(timeout=0):
+                break
+        assert older._compiling and older.wait(timeout=0)
+        assert not magics(shell)._idle_work
+
+    asyncio.run(edits())
+    assert run(shell, cells[0])[0].success and magics(shell).last.tier is None
+    # float32 tanh, a polynomial: a few units in the last place (the magic's check agreed).
+    np.testing.assert_allclose(shell.user_ns["u"], np.tanh(x) + 1, rtol=1e-5, atol=1e-6)
+
+
+def test_idle_work_is_done_a_piece_an_idle_moment_the_latest_first(shell):
+    from xla_explorer import magic
+
+    m, done = magics(shell), []
+
+    async def three_pieces():
+        loop = asyncio.get_running_loop()
+        for name in "abc":
+            m._when_idle(lambda name=name: done.append((name, loop.time())))
+        m._when_idle(m._idle_work[-1])  # asked again: still once
+        await asyncio.sleep(4.5 * magic.IDLE_SECONDS)
+
+    asyncio.run(three_pieces())
+    assert [name for name, _ in done] == ["c", "b", "a"]
+    assert all(later - earlier >= 0.99 * magic.IDLE_SECONDS
+               for (_, earlier), (_, later) in zip(done, done[1:]))

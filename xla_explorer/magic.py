@@ -93,6 +93,8 @@ class XlaMagics(Magics):
         self.cache = CellCache()
         self.last: CellRun | None = None
         self.cells_started = 0  # every cell's, counted by IPython's pre_run_cell event
+        self._idle_work: list = []  # compiles waiting for the kernel to be idle, oldest first
+        self._idle_loop = None  # the event loop they wait on
 
     def count_cell(self, info=None) -> None:
         self.cells_started += 1
@@ -100,35 +102,47 @@ class XlaMagics(Magics):
     def _compile_driver_when_idle(self, executable) -> None:
         """In a Jupyter kernel, what the cell's program left to compile (the CPU's driver,
         after a first call that ran it in Python: Executable.compile_driver) is compiled once
-        the kernel has been idle for IDLE_SECONDS, so that running the cell again does not
-        wait for it (0.1 to 0.3 s). Not while cells keep coming (Run All): each would wait
-        for the one before's."""
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:  # a terminal's IPython: nothing runs between its cells
-            return
-        self._when_idle(loop, executable.compile_driver, self.cells_started)
+        the kernel has been idle (`_when_idle`), so that running the cell again does not
+        wait for it (0.1 to 0.3 s). A terminal's IPython runs nothing between its cells."""
+        self._when_idle(executable.compile_driver)
 
     def _compile_when_idle(self, tier) -> None:
         """A new program's kernels (the cell was answered by the interpreter) compile once
-        the kernel has been idle for IDLE_SECONDS, on its event loop, as its driver does:
-        not while cells keep coming (Run All), and never beside a cell, whose imports and
-        compiles a thread's would contend with for Numba's and the import system's locks
-        (a cell run meanwhile waits for the rest of the compile, as it would have waited
-        for all of it). In a terminal, where nothing runs between cells, in a thread."""
+        the kernel has been idle (`_when_idle`), on its event loop, as its driver does:
+        never beside a cell, whose imports and compiles a thread's would contend with for
+        Numba's and the import system's locks. In a terminal, where nothing runs between
+        cells, in a thread at once."""
+        if not self._when_idle(tier.compile):
+            tier.start()
+
+    def _when_idle(self, work) -> bool:
+        """Run `work` on the kernel's event loop once no cell has run for IDLE_SECONDS: not
+        while cells keep coming (Run All). Work waiting is done one piece an idle moment,
+        the latest first (the cell being edited, not the versions before it), so that a
+        cell run meanwhile waits for one compile at most. False where there is no loop."""
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
-            tier.start()
-            return
-        self._when_idle(loop, tier.compile, self.cells_started)
+            return False
+        if work not in self._idle_work:
+            self._idle_work.append(work)
+        if self._idle_loop is not loop:  # nothing waiting on this loop yet
+            self._idle_loop = loop
+            self._next_when_idle(loop, self.cells_started)
+        return True
 
-    def _when_idle(self, loop, work, seen: int) -> None:
+    def _next_when_idle(self, loop, seen: int) -> None:
         def idle_or_later():
-            if self.cells_started == seen:
-                work()
-            else:  # another cell ran meanwhile: wait for the kernel to be idle again
-                self._when_idle(loop, work, self.cells_started)
+            if self.cells_started != seen:  # a cell ran meanwhile: wait for idle again
+                self._next_when_idle(loop, self.cells_started)
+                return
+            try:
+                self._idle_work.pop()()
+            finally:
+                if self._idle_work:
+                    self._next_when_idle(loop, self.cells_started)
+                else:
+                    self._idle_loop = None
         loop.call_later(IDLE_SECONDS, idle_or_later)
 
     @magic_arguments()

@@ -189,3 +189,28 @@ def test_idle_work_is_done_a_piece_an_idle_moment_the_latest_first(shell):
     assert [name for name, _ in done] == ["c", "b", "a"]
     assert all(later - earlier >= 0.99 * magic.IDLE_SECONDS
                for (_, earlier), (_, later) in zip(done, done[1:]))
+
+
+def test_a_compile_that_fails_while_idle_fails_the_next_run_and_changes_nothing(
+        shell, x, monkeypatch):
+    from xla_explorer.errors import CompileError
+    from xla_explorer.runtime.executable import CpuExecutable
+
+    def refuse(self, arrays, outs):
+        raise CompileError("Numba could not compile the kernels (made to fail here)",
+                           op="numba")
+
+    cell = "%%xla\nw = np.cos(x) * 3\n"
+    monkeypatch.setattr(CpuExecutable, "_first_run", refuse)
+    assert run(shell, cell)[0].success  # the interpreter's answer: no kernel ran
+    answered = shell.user_ns["w"]
+    np.testing.assert_allclose(answered, np.cos(x) * 3, rtol=1e-6)
+    assert entry_of(shell).jit.wait(timeout=120)  # the compile ran, and failed
+    shell.user_ns["x"] = x + 1
+    result, out = run(shell, cell)
+    assert not result.success and "CompileError: Numba could not compile" in out, out
+    assert shell.user_ns["w"] is answered  # the failed run wrote nothing
+    monkeypatch.undo()
+    result, out = run(shell, cell)  # compiled anew, now that it can be
+    assert result.success and magics(shell).last.tier is None, out
+    np.testing.assert_allclose(shell.user_ns["w"], np.cos(x + 1) * 3, rtol=1e-5, atol=1e-6)

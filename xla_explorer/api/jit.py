@@ -246,8 +246,8 @@ class JitFunction:
     def _first_answer(self, key: tuple, args):
         """The interpreter's answer, running what this backend's passes made, at once; then
         the kernels are generated and compiled in a thread of their own (Numba itself is
-        imported there), and calls switch to them when they are ready. A new cell answers
-        in milliseconds of passes and NumPy instead of seconds of Numba."""
+        imported there), and calls switch to them when they are ready. A new program
+        answers in milliseconds of passes and NumPy instead of seconds of Numba."""
         tier = self.tier(*args)
         result = tier.answer.call_path()(args)  # the answer waits for no compile
         tier.start()
@@ -257,7 +257,7 @@ class JitFunction:
         """For a signature with no program yet: the interpreter's Exploration of what this
         backend's passes made, to answer with now, and `start()`, which compiles the kernels
         in a thread; the calls after that switch to them once they are ready. While they
-        compile, the same Tier again (start does nothing twice). None when the signature's
+        compile, the same Tier again (its compile runs once). None when the signature's
         program is compiled: `explore` has it.
 
         With `generate`, the backend's program is generated now (its kernels' source, for

@@ -214,3 +214,22 @@ def test_a_compile_that_fails_while_idle_fails_the_next_run_and_changes_nothing(
     result, out = run(shell, cell)  # compiled anew, now that it can be
     assert result.success and magics(shell).last.tier is None, out
     np.testing.assert_allclose(shell.user_ns["w"], np.cos(x + 1) * 3, rtol=1e-5, atol=1e-6)
+
+
+def test_xla_cache_lists_what_waits_to_compile(shell, x):
+    """A program the interpreter answered is listed as waiting (in a kernel, until it is
+    idle), then as compiled."""
+    async def cells():
+        assert run(shell, "%%xla --quiet\n" + SOFTMAX)[0].success
+        waiting = run(shell, "%xla_cache")[1]
+        for _ in range(200):
+            await asyncio.sleep(0.05)
+            if entry_of(shell).jit.wait(timeout=0) and entry_of(shell).jit._compiling:
+                break
+        return waiting, run(shell, "%xla_cache")[1]
+
+    waiting, compiled = asyncio.run(cells())
+    assert "1 cell, 0 executables and 1 waiting to compile; 0 hits, 1 miss" in waiting, waiting
+    assert "(x: f32[16,40])  waiting to compile" in waiting, waiting
+    assert "1 cell, 1 executable; 0 hits, 1 miss" in compiled, compiled
+    assert "waiting" not in compiled and "    (x: f32[16,40])\n" in compiled + "\n", compiled

@@ -347,6 +347,12 @@ class JitFunction:
         tier = self._tiers[key] = Tier(shown, answer, start, compile_now, ready, failed)
         return tier
 
+    def waiting(self) -> tuple[tuple[tuple, dict], ...]:
+        """(signature, static values) of each program the interpreter answers while its
+        kernels have not compiled yet (`tier`), as `cache_info` gives the compiled ones."""
+        return tuple((signature(t.answer.args), t.answer.traced.scalars.static_arguments())
+                     for t in self._tiers.values() if not t.ready.is_set())
+
     def wait(self, timeout: float | None = None) -> bool:
         """With `tiered`, wait until the kernels compiling in the background are ready;
         False if `timeout` seconds passed first."""

@@ -26,15 +26,20 @@ def cache_report(cache) -> str:
         return "%xla_cache: nothing compiled yet"
     infos = [(c, c.jit.cache_info()) for c in cache.cells.values()]
     hits, misses = sum(i.hits for _, i in infos), sum(i.misses for _, i in infos)
+    waiting = sum(len(c.jit.waiting()) for c, _ in infos)
     lines = [f"%xla_cache: {_count(len(infos), 'cell')}, "
-             f"{_count(sum(len(i.signatures) for _, i in infos), 'executable')}; "
-             f"{_counts(hits, misses)}"]
+             f"{_count(sum(len(i.signatures) for _, i in infos), 'executable')}"
+             + (f" and {waiting} waiting to compile" if waiting else "")
+             + f"; {_counts(hits, misses)}"]
     for c, info in infos:
         mode = " --autocluster" if c.autocluster else ""
         lines.append(f"{c.plan.name}  --backend {c.backend}{mode}  "
                      f"({_counts(info.hits, info.misses)})  {c.first_line}")
         for sig, static in zip(info.signatures, info.static):
             lines.append(f"    ({_signature_text(c.plan.inputs, sig, static)})")
+        for sig, static in c.jit.waiting():
+            lines.append(f"    ({_signature_text(c.plan.inputs, sig, static)})  waiting to "
+                         "compile: the interpreter answers until the notebook is idle")
     return "\n".join(lines)
 
 

@@ -62,8 +62,9 @@ def run_cell(cell: str, namespace: dict, *, backend: str = "cpu", autocluster: b
     With `tiered`, a program not compiled yet is generated (its kernels' source is there to
     see) and run by the interpreter (what the backend's passes made, op by op in NumPy);
     `CellRun.tier.compile()` then compiles its kernels (`start()`: in a thread;
-    `JitFunction.tier`), and the runs after that take them once they are ready. The bench, a dump and an export need
-    the kernels: with any of them the cell waits for them."""
+    `JitFunction.tier`), and the runs after that take them once they are ready. The bench,
+    a dump, an export and auto-clustering need the kernels: with any of them the cell
+    waits for them."""
     fresh = analyse(cell, namespace, first_line=first_line)
     lazy = get_backend(backend).lazy
     _refuse_chunked(fresh, backend, lazy)

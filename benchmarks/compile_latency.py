@@ -16,6 +16,9 @@ For each program, per round (rounds interleave the runners, so a slow moment hit
   tiered     a fresh process, an empty cache, `xe.jit(f, tiered=True)`: the first answer
              (the interpreter's, while the kernels compile in the background), and the time
              until the kernels are ready
+  cell       a fresh Jupyter kernel, an empty cache, a second idle after `%load_ext`: the
+             program as a `%%xla --quiet` cell, its first answer (the interpreter's), and
+             its run on new values once the kernel has been idle and compiled the kernels
   jax        a fresh process: `jax.jit(f)(*args)` to the result (`block_until_ready`),
              `import jax` not counted; and its new shape likewise
 

@@ -224,12 +224,9 @@ CELL_CELLS = [
     "t0 = time.perf_counter()\n"
     "get_ipython().run_cell_magic('xla', '--quiet', body)\n"
     "first = time.perf_counter() - t0",
-    "def ready():\n"
-    "    jits = [c.jit for c in magics.cache.cells.values()]\n"
-    "    return all(j._compiling and j.wait(0) for j in jits)\n"
     "for _ in range(3000):\n"
     "    await asyncio.sleep(0.1)  # idle: the kernels compile on the event loop\n"
-    "    if ready():\n"
+    "    if not any(c.jit.waiting() for c in magics.cache.cells.values()):\n"
     "        break\n"
     "globals().update(zip(names, bench.inputs(shapes, seed=1)))\n"
     "t0 = time.perf_counter()\n"

@@ -192,8 +192,7 @@ class XlaMagics(Magics):
                                check=not args.quiet, bench=args.bench, dump=args.dump,
                                dump_snapshots=args.dump_snapshots, first_line=FIRST_LINE,
                                export=args.export,
-                               tiered=self.tiered and not args.wait
-                               and get_backend(args.backend).generates_code)
+                               tiered=self.tiered and not args.wait)
         except Exception as e:
             if args.debug:
                 raise

@@ -141,15 +141,14 @@ class Tier:
     """A program answered by the interpreter while its kernels compile (`JitFunction.tier`):
     `answer` runs it; `exploration` is what to show (the backend's, when generated at once).
     `start()` compiles the kernels in a thread, `compile()` in the caller's (once, either
-    way); `failed` holds the compile's error, raised by the next call, as it would have
-    been."""
+    way); `ready` is set once that is done (a compile's error is raised by the next call,
+    as it would have been)."""
 
     exploration: Exploration
     answer: Exploration
     start: Callable[[], None]
     compile: Callable[[], None]
     ready: threading.Event
-    failed: list
 
 
 class JitFunction:
@@ -344,7 +343,7 @@ class JitFunction:
                 compile_kernels()
 
         self.last_ran = interpreter.name
-        tier = self._tiers[key] = Tier(shown, answer, start, compile_now, ready, failed)
+        tier = self._tiers[key] = Tier(shown, answer, start, compile_now, ready)
         return tier
 
     def waiting(self) -> tuple[tuple[tuple, dict], ...]:

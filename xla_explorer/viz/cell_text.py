@@ -24,20 +24,20 @@ def cache_report(cache) -> str:
     miss counts."""
     if not cache.cells:
         return "%xla_cache: nothing compiled yet"
-    infos = [(c, c.jit.cache_info()) for c in cache.cells.values()]
-    hits, misses = sum(i.hits for _, i in infos), sum(i.misses for _, i in infos)
-    waiting = sum(len(c.jit.waiting()) for c, _ in infos)
+    infos = [(c, c.jit.cache_info(), c.jit.waiting()) for c in cache.cells.values()]
+    hits, misses = sum(i.hits for _, i, _ in infos), sum(i.misses for _, i, _ in infos)
+    waiting = sum(len(w) for _, _, w in infos)
     lines = [f"%xla_cache: {_count(len(infos), 'cell')}, "
-             f"{_count(sum(len(i.signatures) for _, i in infos), 'executable')}"
+             f"{_count(sum(len(i.signatures) for _, i, _ in infos), 'executable')}"
              + (f" and {waiting} waiting to compile" if waiting else "")
              + f"; {_counts(hits, misses)}"]
-    for c, info in infos:
+    for c, info, pending in infos:
         mode = " --autocluster" if c.autocluster else ""
         lines.append(f"{c.plan.name}  --backend {c.backend}{mode}  "
                      f"({_counts(info.hits, info.misses)})  {c.first_line}")
         for sig, static in zip(info.signatures, info.static):
             lines.append(f"    ({_signature_text(c.plan.inputs, sig, static)})")
-        for sig, static in c.jit.waiting():
+        for sig, static in pending:
             lines.append(f"    ({_signature_text(c.plan.inputs, sig, static)})  waiting to "
                          "compile: the interpreter answers until the notebook is idle")
     return "\n".join(lines)

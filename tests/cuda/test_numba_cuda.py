@@ -280,7 +280,18 @@ def test_xla_cell_magic_on_cuda(x):
         result = sh.run_cell("%%xla --backend cuda --quiet\ny = np.exp(x) + 1\n")
     assert result.success, result.error_in_exec
     np.testing.assert_allclose(sh.user_ns["y"], np.exp(x) + 1, rtol=1e-6)
+    # The magic answers with the interpreter only where kernels compile in the background
+    # (Backend.tiers): on the simulator, a background compile run beside the next
+    # launch failed it ("concurrent simulated kernel not supported").
+    run = sh.magics_manager.registry["XlaMagics"].last
+    assert run.tier is None and run.exploration.backend == "cuda"
     sh.reset(new_session=False)
+
+
+def test_tiered_jit_on_cuda_waits_for_its_kernels(x):
+    fast = xe.jit(lambda a: np.exp(a) + 1, backend="cuda", tiered=True)
+    np.testing.assert_allclose(fast(x), np.exp(x) + 1, rtol=1e-6)
+    assert fast.last_ran == "cuda" and not fast.waiting()
 
 
 @pytest.mark.slow  # a fresh interpreter that imports numba.cuda for real

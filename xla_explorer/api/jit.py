@@ -161,7 +161,7 @@ class JitFunction:
         self.function = f
         self.backend = backend
         self.autocluster = autocluster
-        self.tiered = tiered and not autocluster
+        self.tiered = tiered and not autocluster and self._backend.tiers
         # Which backend gave the last call's answer: with `tiered`, "interpreter" until the
         # kernels of that signature are compiled.
         self.last_ran: str | None = None
@@ -421,7 +421,8 @@ def jit(f: Callable | None = None, *, backend: str = "cpu", autocluster: bool = 
     With `tiered`, a call with a new signature is answered by the interpreter (the same
     optimized program, op by op in NumPy) while its kernels compile in the background;
     later calls run the kernels once they are ready (`last_ran` says which answered,
-    `wait()` waits for them). `backend_options` are the backend's own (`chunks=` for
+    `wait()` waits for them); on a backend whose kernels cannot compile in the background
+    (`Backend.tiers`: cuda's), every call waits for them. `backend_options` are the backend's own (`chunks=` for
     dask: how NumPy arguments are split)."""
     if f is None:
         return lambda g: JitFunction(g, backend, autocluster, tiered, **backend_options)

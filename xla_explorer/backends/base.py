@@ -55,6 +55,10 @@ class Backend:
     # only when asked: `%%xla` then binds them as they are and skips its check, which would
     # compute them.
     lazy: bool = False
+    # Whether a first answer may come from the interpreter while the kernels compile, and
+    # first run, in a thread of their own (`tiered`). Numba's CUDA simulator runs one
+    # kernel at a time in a process: a compile run beside the next cell's would collide.
+    tiers: bool = False
 
     def passes(self, options: PassOptions) -> list[Pass]:
         """The pass pipeline for this target: by default the one every target runs

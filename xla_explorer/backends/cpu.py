@@ -22,6 +22,7 @@ class CpuBackend(Backend):
     needs_assignment = True
     dump_name = "cpu"
     exports = True
+    tiers = True
 
     def __init__(self, options: CodegenOptions = DEFAULT_OPTIONS, loop_body: bool = False):
         self.options = options  # the code generator's tuning values, for every compile

@@ -64,7 +64,8 @@ def run_cell(cell: str, namespace: dict, *, backend: str = "cpu", autocluster: b
     `CellRun.tier.compile()` then compiles its kernels (`start()`: in a thread;
     `JitFunction.tier`), and the runs after that take them once they are ready. The bench,
     a dump, an export and auto-clustering need the kernels: with any of them the cell
-    waits for them; a backend that generates no code has nothing to wait for."""
+    waits for them, as does a backend whose kernels cannot compile in the background
+    (`Backend.tiers`: cuda's); one that generates no code has nothing to wait for."""
     fresh = analyse(cell, namespace, first_line=first_line)
     target = get_backend(backend)
     lazy = target.lazy
@@ -72,7 +73,7 @@ def run_cell(cell: str, namespace: dict, *, backend: str = "cpu", autocluster: b
     entry = cache.lookup(fresh, namespace, backend, autocluster)
     plan = entry.plan
     args = list(fresh.values)
-    tiered = tiered and target.generates_code and not (bench or dump or export or autocluster)
+    tiered = tiered and target.tiers and not (bench or dump or export or autocluster)
     ex, hit, facts, tier = _explore(entry, cache, args, tiered)
     updated = tuple(p for _, p in ex.traced.aliases)
     _check_updatable(fresh, args, updated)

@@ -168,7 +168,8 @@ class XlaMagics(Magics):
     @argument("--wait", action="store_true",
               help="wait for the kernels before answering, as xe.jit does; without it a "
                    "new program's first run is answered by the interpreter while its "
-                   "kernels compile in the background (--bench, --dump and --export wait)")
+                   "kernels compile in the background (--bench, --dump, --export and the "
+                   "cuda backend wait)")
     @argument("--quiet", action="store_true", help="print nothing")
     @argument("--debug", action="store_true", help="show the full traceback of an error")
     @cell_magic

@@ -422,8 +422,8 @@ def jit(f: Callable | None = None, *, backend: str = "cpu", autocluster: bool = 
     optimized program, op by op in NumPy) while its kernels compile in the background;
     later calls run the kernels once they are ready (`last_ran` says which answered,
     `wait()` waits for them); on a backend whose kernels cannot compile in the background
-    (`Backend.tiers`: cuda's), every call waits for them. `backend_options` are the backend's own (`chunks=` for
-    dask: how NumPy arguments are split)."""
+    (`Backend.tiers`: cuda's), every call waits for them. `backend_options` are the
+    backend's own (`chunks=` for dask: how NumPy arguments are split)."""
     if f is None:
         return lambda g: JitFunction(g, backend, autocluster, tiered, **backend_options)
     return JitFunction(f, backend, autocluster, tiered, **backend_options)

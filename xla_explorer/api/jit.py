@@ -257,14 +257,15 @@ class JitFunction:
         backend's passes made, to answer with now, and `start()`, which compiles the kernels
         in a thread; the calls after that switch to them once they are ready. While they
         compile, the same Tier again (its compile runs once). None when the signature's
-        program is compiled: `explore` has it.
+        program is compiled, or where the backend's kernels cannot compile in the background
+        (`Backend.tiers`): `explore` has it, or compiles it.
 
         With `generate`, the backend's program is generated now (its kernels' source, for
         the explorer: `Tier.exploration`), and only their compile waits for `start`; without
         it, the code generator is not even imported here (a fresh process answers in
         milliseconds)."""
         key = _fast_key(args)
-        if key is None or self._compiled.get(signature(args)):
+        if key is None or not self._backend.tiers or self._compiled.get(signature(args)):
             return None
         tier = self._tiers.get(key)
         if tier is not None:

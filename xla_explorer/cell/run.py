@@ -65,15 +65,14 @@ def run_cell(cell: str, namespace: dict, *, backend: str = "cpu", autocluster: b
     `JitFunction.tier`), and the runs after that take them once they are ready. The bench,
     a dump, an export and auto-clustering need the kernels: with any of them the cell
     waits for them, as does a backend whose kernels cannot compile in the background
-    (`Backend.tiers`: cuda's); one that generates no code has nothing to wait for."""
+    (`Backend.tiers`: cuda's, and those that generate no code: `JitFunction.tier`)."""
     fresh = analyse(cell, namespace, first_line=first_line)
-    target = get_backend(backend)
-    lazy = target.lazy
+    lazy = get_backend(backend).lazy
     _refuse_chunked(fresh, backend, lazy)
     entry = cache.lookup(fresh, namespace, backend, autocluster)
     plan = entry.plan
     args = list(fresh.values)
-    tiered = tiered and target.tiers and not (bench or dump or export or autocluster)
+    tiered = tiered and not (bench or dump or export or autocluster)
     ex, hit, facts, tier = _explore(entry, cache, args, tiered)
     updated = tuple(p for _, p in ex.traced.aliases)
     _check_updatable(fresh, args, updated)
